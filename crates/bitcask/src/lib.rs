@@ -1,0 +1,1 @@
+//! The bitcask backend (in progress).

@@ -1,0 +1,1 @@
+//! The lsm backend (in progress).

@@ -1,0 +1,39 @@
+//! Size limits every backend enforces, so that on-disk length fields never
+//! overflow and a runaway request gets a clear error.
+
+use crate::{StorageError, batch::BatchOp, index::IndexSpec};
+
+/// Longest bucket name in bytes.
+pub const BUCKET_BYTES_MAX: usize = 65_535;
+/// Longest key in bytes.
+pub const KEY_BYTES_MAX: usize = 65_535;
+/// Largest value in bytes (the API layer's object limit is far lower).
+pub const VALUE_BYTES_MAX: usize = 256 * 1024 * 1024;
+/// Longest index field name or term in bytes.
+pub const INDEX_PART_BYTES_MAX: usize = 65_535;
+/// Most index specs one put may carry.
+pub const INDEX_SPECS_MAX: usize = 10_000;
+
+/// Checks one op against the limits.
+pub fn check_op(op: &BatchOp) -> Result<(), StorageError> {
+    let (bucket, key) = op.bucket_key();
+    check_len("bucket", bucket.len(), BUCKET_BYTES_MAX)?;
+    check_len("key", key.len(), KEY_BYTES_MAX)?;
+    if let BatchOp::Put { value, indexes, .. } = op {
+        check_len("value", value.len(), VALUE_BYTES_MAX)?;
+        check_len("index specs", indexes.len(), INDEX_SPECS_MAX)?;
+        for spec in indexes {
+            let (IndexSpec::Add { field, term } | IndexSpec::Remove { field, term }) = spec;
+            check_len("index field", field.len(), INDEX_PART_BYTES_MAX)?;
+            check_len("index term", term.len(), INDEX_PART_BYTES_MAX)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_len(what: &'static str, size: usize, max: usize) -> Result<(), StorageError> {
+    if size > max {
+        return Err(StorageError::TooLarge { what, size, max });
+    }
+    Ok(())
+}
