@@ -1,0 +1,66 @@
+//! The merge workload: how long a forced compaction of half-dead data takes,
+//! and what it does to read latency meanwhile.
+//!
+//! Steps: load every key, overwrite every key once (so half of all bytes on
+//! disk are dead), time `--ops` reads as the baseline, then start the merge on
+//! its own thread while `--threads` readers keep issuing gets until it ends.
+//! The headline figures are those of the reads during the merge; the merge's
+//! own figures and the baseline's are under `extra`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::backends::{MergeOutcome, Merger};
+use super::error::BenchError;
+use super::report::{LatencySummary, PhaseResult, Report};
+use super::runner::Limit;
+use super::workload::{Ctx, load, read_phase, write_phase};
+use crate::cli::SyncMode;
+
+/// Runs the merge workload on an engine that has a merger.
+pub fn run(ctx: &Ctx<'_>, merger: &dyn Merger) -> Result<Report, BenchError> {
+    load(ctx, false)?;
+    write_phase(ctx, ctx.args.keys, SyncMode::None, false)?;
+    ctx.backend.sync()?;
+    let status = ctx.backend.status()?;
+    let before = read_phase(ctx, Limit::Ops(ctx.args.ops))?;
+    let (outcome, merge_time, during) = merge_while_reading(ctx, merger)?;
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    let secs = merge_time.as_secs_f64().max(f64::MIN_POSITIVE);
+    let base = LatencySummary::of(&before.latency_ns);
+    Ok(Report::new(ctx.args, &during)
+        .with("merge_s", merge_time.as_secs_f64())
+        .with("merge_input_mb", mb(outcome.input_bytes))
+        .with("merge_output_mb", mb(outcome.output_bytes))
+        .with("merge_mb_per_s", mb(outcome.input_bytes) / secs)
+        .with("live_mb_before", mb(status.live_bytes))
+        .with("dead_mb_before", mb(status.dead_bytes))
+        .with("p50_us_before_merge", base.p50_us)
+        .with("p99_us_before_merge", base.p99_us)
+        .with("ops_per_s_before_merge", ops_per_s(&before)))
+}
+
+fn ops_per_s(phase: &PhaseResult) -> f64 {
+    phase.ops as f64 / phase.elapsed.as_secs_f64().max(f64::MIN_POSITIVE)
+}
+
+/// Runs the merge on a thread and reads until it ends.
+fn merge_while_reading(
+    ctx: &Ctx<'_>,
+    merger: &dyn Merger,
+) -> Result<(MergeOutcome, Duration, PhaseResult), BenchError> {
+    let done = AtomicBool::new(false);
+    let (merged, during) = std::thread::scope(|s| {
+        let merging = s.spawn(|| {
+            let start = Instant::now();
+            let outcome = merger.merge_now();
+            done.store(true, Ordering::Relaxed);
+            outcome.map(|o| (o, start.elapsed()))
+        });
+        let during = read_phase(ctx, Limit::Until(&done));
+        // Even when the readers fail, the merge is waited for: it holds the engine.
+        (merging.join(), during)
+    });
+    let (outcome, elapsed) = merged.map_err(|_| BenchError::ThreadPanicked)??;
+    Ok((outcome, elapsed, during?))
+}

@@ -1,0 +1,210 @@
+//! The command line: every subcommand and option of `eddy`, and nothing else.
+//!
+//! The tree is `eddy <command> [<subcommand>] [options]`. Each command's
+//! options are a plain struct that the command's module receives; parsing
+//! never reaches into a subsystem. Later commands (`start`, `admin`, …) are
+//! new variants of [`Command`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Eddy: a Riak-compatible distributed key-value database.
+#[derive(Debug, Parser)]
+#[command(name = "eddy", version, arg_required_else_help = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure Eddy's components on this machine.
+    Bench(BenchArgs),
+}
+
+/// `eddy bench …`
+#[derive(Debug, Args)]
+#[command(arg_required_else_help = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub target: BenchTarget,
+}
+
+/// What `eddy bench` measures.
+#[derive(Debug, Subcommand)]
+pub enum BenchTarget {
+    /// Drive one storage backend directly (no network, no vnode).
+    Storage(StorageArgs),
+}
+
+/// Options of `eddy bench storage`.
+#[derive(Clone, Debug, Args)]
+pub struct StorageArgs {
+    /// Storage engine to measure.
+    #[arg(long, value_enum, default_value_t = BackendKind::Memory)]
+    pub backend: BackendKind,
+    /// What to measure (see each value's help).
+    #[arg(long, value_enum, default_value_t = Workload::Put)]
+    pub workload: Workload,
+    /// Data directory; must be empty or absent, and is kept. Default: a fresh
+    /// temporary directory, removed afterwards.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Bytes per value.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Size of the key space (keys are 8-byte big-endian integers).
+    #[arg(long, default_value_t = 100_000)]
+    pub keys: u64,
+    /// Operations in the measured phase, shared among the threads.
+    #[arg(long, default_value_t = 100_000)]
+    pub ops: u64,
+    /// Client threads issuing operations (readers, for `merge`).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Order in which keys are written and read.
+    #[arg(long, value_enum, default_value_t = KeyOrder::Sequential)]
+    pub key_order: KeyOrder,
+    /// Durability asked of each put.
+    #[arg(long, value_enum, default_value_t = SyncMode::None)]
+    pub sync: SyncMode,
+    /// Percentage of gets in the `mixed` workload (the rest are puts).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub read_percent: u8,
+    /// Fraction of each value that lz4 can squeeze out (0.0 = incompressible).
+    #[arg(long, default_value_t = 0.5)]
+    pub compressibility: f64,
+    /// Compress values with lz4 (bitcask, lsm).
+    #[arg(long)]
+    pub compression: bool,
+    /// Roll data files over at this size (bitcask); default: the engine's own,
+    /// or 64 MiB for `merge` so that there are files to merge.
+    #[arg(long)]
+    pub max_file_size_bytes: Option<u64>,
+    /// Seed of the key and value generators.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A storage engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendKind {
+    /// Ordered in-memory maps (crates/storage).
+    Memory,
+}
+
+/// A storage benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// Time `--ops` puts into an empty store (the load phase).
+    Put,
+    /// Load `--keys` keys untimed, then time `--ops` gets of loaded keys.
+    Get,
+    /// Load `--keys` keys, then time `--ops` gets and puts (`--read-percent`).
+    Mixed,
+    /// Load `--keys` keys with one index term each, then time full index
+    /// range scans (at least one, `--ops / --keys` in all).
+    IndexScan,
+    /// Load `--keys` keys, overwrite each once (50 % dead), then time a forced
+    /// merge while `--threads` readers keep reading.
+    Merge,
+    /// Load `--keys` keys, close, and time reopening with and without hint files.
+    Open,
+}
+
+/// Order of keys within a phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KeyOrder {
+    /// Ascending key numbers (appends in key order).
+    Sequential,
+    /// Writes visit keys in a pseudo-random permutation; reads pick keys
+    /// uniformly at random.
+    Random,
+}
+
+/// Durability of each put.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SyncMode {
+    /// No put waits for the disk (the engine syncs on its own schedule).
+    None,
+    /// Every put waits until it is durable; concurrent puts share fsyncs.
+    Always,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn storage(args: &[&str]) -> Result<StorageArgs, clap::Error> {
+        let argv = ["eddy", "bench", "storage"].iter().chain(args);
+        let cli = Cli::try_parse_from(argv)?;
+        let Command::Bench(BenchArgs {
+            target: BenchTarget::Storage(s),
+        }) = cli.command;
+        Ok(s)
+    }
+
+    #[test]
+    fn defaults_are_a_small_memory_put_run() {
+        let s = storage(&[]).unwrap();
+        assert_eq!(s.backend, BackendKind::Memory);
+        assert_eq!(s.workload, Workload::Put);
+        assert_eq!(s.key_order, KeyOrder::Sequential);
+        assert_eq!(s.sync, SyncMode::None);
+        assert_eq!(
+            (s.value_size, s.keys, s.ops, s.threads),
+            (100, 100_000, 100_000, 1)
+        );
+        assert!(!s.json && !s.compression && s.dir.is_none());
+    }
+
+    #[test]
+    fn every_option_parses() {
+        let s = storage(&[
+            "--workload=index-scan",
+            "--dir=/tmp/x",
+            "--value-size=8192",
+            "--keys=7",
+            "--ops=9",
+            "--threads=64",
+            "--key-order=random",
+            "--sync=always",
+            "--read-percent=90",
+            "--compressibility=0",
+            "--compression",
+            "--max-file-size-bytes=1000",
+            "--seed=3",
+            "--json",
+        ])
+        .unwrap();
+        assert_eq!(s.workload, Workload::IndexScan);
+        assert_eq!(s.dir.as_deref(), Some(std::path::Path::new("/tmp/x")));
+        assert_eq!((s.value_size, s.keys, s.ops, s.threads), (8192, 7, 9, 64));
+        assert_eq!(s.key_order, KeyOrder::Random);
+        assert_eq!(s.sync, SyncMode::Always);
+        assert_eq!(s.read_percent, 90);
+        assert_eq!(s.max_file_size_bytes, Some(1000));
+        assert!(s.json && s.compression);
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        assert!(storage(&["--backend=oracle"]).is_err());
+        assert!(storage(&["--read-percent=101"]).is_err());
+        assert!(storage(&["--sync=sometimes"]).is_err());
+    }
+
+    #[test]
+    fn no_arguments_asks_for_help() {
+        let err = Cli::try_parse_from(["eddy"]).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        );
+    }
+}

@@ -1,0 +1,89 @@
+//! Runs the built `eddy` binary's storage benchmark end to end.
+
+use std::process::Command;
+
+fn eddy(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_eddy"))
+        .args(args)
+        .output()
+        .expect("the eddy binary runs")
+}
+
+fn positive(v: &serde_json::Value, field: &str) -> f64 {
+    let x = v[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} missing in {v}"));
+    assert!(x > 0.0, "{field} = {x} in {v}");
+    x
+}
+
+#[test]
+fn memory_put_prints_one_json_object_with_positive_figures() {
+    let out = eddy(&[
+        "bench",
+        "storage",
+        "--backend",
+        "memory",
+        "--ops",
+        "1000",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.trim().lines().count(), 1, "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for field in ["ops_per_s", "mb_per_s", "p50_us", "p99_us"] {
+        positive(&v, field);
+    }
+    assert_eq!(v["ops"], 1000);
+    assert_eq!(v["backend"], "memory");
+}
+
+#[test]
+fn memory_get_mixed_and_index_scan_run() {
+    for workload in ["get", "mixed", "index-scan"] {
+        let out = eddy(&[
+            "bench",
+            "storage",
+            "--workload",
+            workload,
+            "--keys",
+            "500",
+            "--ops",
+            "1000",
+            "--threads",
+            "2",
+            "--key-order",
+            "random",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{workload}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        positive(&v, "ops_per_s");
+        positive(&v, "p99_us");
+    }
+}
+
+#[test]
+fn merge_on_memory_is_a_clear_error() {
+    let out = eddy(&["bench", "storage", "--workload", "merge", "--keys", "10"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no merge"), "{err}");
+}
+
+#[test]
+fn no_arguments_prints_help() {
+    let out = eddy(&[]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("Usage"), "{text}");
+    assert!(text.contains("bench"), "{text}");
+}
