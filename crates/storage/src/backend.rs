@@ -6,9 +6,10 @@
 //! [`FoldControl::Stop`]. All methods are blocking: async callers run them on
 //! a blocking thread.
 
+use crate::fold::{KeyVisitor, ObjectVisitor};
 use crate::{
-    BackendStatus, FoldControl, FoldOptions, IndexQuery, StorageError, WriteBatch, WriteOptions,
-    batch::BatchOp, index::IndexSpec,
+    BackendStatus, FoldOptions, IndexQuery, StorageError, WriteBatch, WriteOptions, batch::BatchOp,
+    index::IndexSpec,
 };
 
 /// What a backend can do; upper layers choose query plans by these.
@@ -76,29 +77,21 @@ pub trait Backend: Send + Sync {
 
     /// Calls `f(bucket, key)` for each live key selected by `opts`, in
     /// `(bucket, key)` order when the backend is ordered.
-    fn fold_keys(
-        &self,
-        opts: &FoldOptions,
-        f: &mut dyn FnMut(&[u8], &[u8]) -> FoldControl,
-    ) -> Result<(), StorageError>;
+    fn fold_keys(&self, opts: &FoldOptions, f: &mut KeyVisitor<'_>) -> Result<(), StorageError>;
 
     /// Calls `f(bucket, key, value)` for each live object selected by `opts`,
     /// in `(bucket, key)` order when the backend is ordered.
     fn fold_objects(
         &self,
         opts: &FoldOptions,
-        f: &mut dyn FnMut(&[u8], &[u8], &[u8]) -> FoldControl,
+        f: &mut ObjectVisitor<'_>,
     ) -> Result<(), StorageError>;
 
     /// Calls `f(term, key)` for each index entry of `query.bucket` and
     /// `query.field` with `query.start <= term <= query.end`, in `(term, key)`
     /// order on every backend, starting after `query.start_after` if given.
     /// Only entries of live objects are returned.
-    fn index_range(
-        &self,
-        query: &IndexQuery,
-        f: &mut dyn FnMut(&[u8], &[u8]) -> FoldControl,
-    ) -> Result<(), StorageError>;
+    fn index_range(&self, query: &IndexQuery, f: &mut KeyVisitor<'_>) -> Result<(), StorageError>;
 
     /// Removes every object and index entry of `bucket`, faster than key by key.
     fn drop_bucket(&self, bucket: &[u8]) -> Result<(), StorageError>;

@@ -45,3 +45,9 @@ impl FoldOptions {
         after_start && before_end
     }
 }
+
+/// A fold callback over `(bucket, key)`, or over `(term, key)` for index scans.
+pub type KeyVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> FoldControl + 'a;
+
+/// A fold callback over `(bucket, key, value)`.
+pub type ObjectVisitor<'a> = dyn FnMut(&[u8], &[u8], &[u8]) -> FoldControl + 'a;

@@ -41,6 +41,6 @@ pub use backend::{Backend, Capabilities};
 pub use batch::{BatchOp, WriteBatch, WriteOptions};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::StorageError;
-pub use fold::{FoldControl, FoldOptions};
+pub use fold::{FoldControl, FoldOptions, KeyVisitor, ObjectVisitor};
 pub use index::{IndexQuery, IndexSpec};
 pub use status::BackendStatus;

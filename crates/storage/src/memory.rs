@@ -13,6 +13,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::clock::{Clock, SystemClock, effective_expiry, is_expired};
+use crate::fold::{KeyVisitor, ObjectVisitor};
 use crate::index::IndexSpec;
 use crate::{
     Backend, BackendStatus, BatchOp, Capabilities, FoldControl, FoldOptions, IndexQuery,
@@ -64,7 +65,11 @@ struct Inner {
 /// allowance for map nodes.
 fn entry_cost(bkey: &BKey, obj: &Object) -> u64 {
     const OVERHEAD_BYTES: usize = 96;
-    let terms: usize = obj.terms.iter().map(|(f, t)| 2 * (f.len() + t.len()) + 64).sum();
+    let terms: usize = obj
+        .terms
+        .iter()
+        .map(|(f, t)| 2 * (f.len() + t.len()) + 64)
+        .sum();
     (bkey.0.len() + bkey.1.len() + obj.value.len() + terms + OVERHEAD_BYTES) as u64
 }
 
@@ -227,18 +232,14 @@ impl Backend for MemoryBackend {
         Ok(())
     }
 
-    fn fold_keys(
-        &self,
-        opts: &FoldOptions,
-        f: &mut dyn FnMut(&[u8], &[u8]) -> FoldControl,
-    ) -> Result<(), StorageError> {
+    fn fold_keys(&self, opts: &FoldOptions, f: &mut KeyVisitor<'_>) -> Result<(), StorageError> {
         self.fold_objects(opts, &mut |b, k, _| f(b, k))
     }
 
     fn fold_objects(
         &self,
         opts: &FoldOptions,
-        f: &mut dyn FnMut(&[u8], &[u8], &[u8]) -> FoldControl,
+        f: &mut ObjectVisitor<'_>,
     ) -> Result<(), StorageError> {
         // Snapshot the selection so callbacks run without holding the lock.
         let items: Vec<(BKey, Vec<u8>)> = {
@@ -260,11 +261,7 @@ impl Backend for MemoryBackend {
         Ok(())
     }
 
-    fn index_range(
-        &self,
-        query: &IndexQuery,
-        f: &mut dyn FnMut(&[u8], &[u8]) -> FoldControl,
-    ) -> Result<(), StorageError> {
+    fn index_range(&self, query: &IndexQuery, f: &mut KeyVisitor<'_>) -> Result<(), StorageError> {
         let now = self.now();
         let hits: Vec<(Vec<u8>, Vec<u8>)> = {
             let inner = self.inner.read();

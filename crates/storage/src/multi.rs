@@ -1,0 +1,234 @@
+//! The multi backend: named sub-backends, one chosen per bucket.
+//!
+//! Riak's `riak_kv_multi_backend`: each bucket's `backend` property names a
+//! sub-backend; buckets without one use the default. Upper layers tell this
+//! backend about bucket properties through [`MultiBackend::assign`].
+//!
+//! Invariants: every bucket maps to exactly one existing sub-backend; each
+//! operation on a bucket goes only to that sub-backend. A batch spanning
+//! sub-backends is applied per sub-backend in order, so it is atomic only
+//! within one sub-backend. Reassigning a bucket does not move its data: the
+//! old data becomes unreachable through this backend (as in Riak).
+
+use std::collections::{BTreeMap, HashMap};
+
+use parking_lot::RwLock;
+
+use crate::fold::{KeyVisitor, ObjectVisitor};
+use crate::{
+    Backend, BackendStatus, Capabilities, FoldControl, FoldOptions, IndexQuery, StorageError,
+    WriteBatch, WriteOptions, limits,
+};
+
+/// Sub-backends by name, and which bucket uses which.
+pub struct MultiBackend {
+    backends: BTreeMap<String, Box<dyn Backend>>,
+    default: String,
+    assignments: RwLock<HashMap<Vec<u8>, String>>,
+}
+
+impl MultiBackend {
+    /// A multi backend over `backends`, with `default` for unassigned buckets.
+    pub fn new(
+        backends: BTreeMap<String, Box<dyn Backend>>,
+        default: &str,
+    ) -> Result<Self, StorageError> {
+        if !backends.contains_key(default) {
+            return Err(StorageError::UnknownBackend(default.to_string()));
+        }
+        Ok(MultiBackend {
+            backends,
+            default: default.to_string(),
+            assignments: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// Routes `bucket` to the sub-backend `name` (its `backend` property);
+    /// `None` returns it to the default.
+    pub fn assign(&self, bucket: &[u8], name: Option<&str>) -> Result<(), StorageError> {
+        let mut assignments = self.assignments.write();
+        match name {
+            Some(n) if !self.backends.contains_key(n) => {
+                return Err(StorageError::UnknownBackend(n.to_string()));
+            }
+            Some(n) => assignments.insert(bucket.to_vec(), n.to_string()),
+            None => assignments.remove(bucket),
+        };
+        Ok(())
+    }
+
+    /// Names of the sub-backends.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.backends.keys().map(String::as_str)
+    }
+
+    fn name_for(&self, bucket: &[u8]) -> String {
+        let assignments = self.assignments.read();
+        assignments
+            .get(bucket)
+            .cloned()
+            .unwrap_or_else(|| self.default.clone())
+    }
+
+    fn backend_for(&self, bucket: &[u8]) -> &dyn Backend {
+        let name = self.name_for(bucket);
+        // `assign` only stores existing names and `new` checks the default.
+        &*self.backends[&name]
+    }
+
+    fn each(
+        &self,
+        mut f: impl FnMut(&dyn Backend) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
+        self.backends.values().try_for_each(|b| f(&**b))
+    }
+}
+
+impl Backend for MultiBackend {
+    fn name(&self) -> &'static str {
+        "multi"
+    }
+
+    /// What every sub-backend offers; see [`Backend::capabilities_for`].
+    fn capabilities(&self) -> Capabilities {
+        let all = self.backends.values().map(|b| b.capabilities());
+        all.fold(
+            Capabilities {
+                // Folds over all buckets visit sub-backends one after another.
+                ordered: self.backends.len() == 1,
+                indexes: true,
+                ttl: true,
+                kv_separation: true,
+                persistent: true,
+            },
+            |acc, c| Capabilities {
+                ordered: acc.ordered && c.ordered,
+                indexes: acc.indexes && c.indexes,
+                ttl: acc.ttl && c.ttl,
+                kv_separation: acc.kv_separation && c.kv_separation,
+                persistent: acc.persistent && c.persistent,
+            },
+        )
+    }
+
+    fn capabilities_for(&self, bucket: &[u8]) -> Capabilities {
+        self.backend_for(bucket).capabilities()
+    }
+
+    fn get(&self, bucket: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        self.backend_for(bucket).get(bucket, key)
+    }
+
+    fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<(), StorageError> {
+        batch.ops.iter().try_for_each(limits::check_op)?;
+        let mut split: BTreeMap<String, WriteBatch> = BTreeMap::new();
+        for op in batch.ops {
+            let name = self.name_for(op.bucket_key().0);
+            split.entry(name).or_default().ops.push(op);
+        }
+        for (name, part) in split {
+            self.backends[&name].write(part, opts)?;
+        }
+        Ok(())
+    }
+
+    fn fold_keys(&self, opts: &FoldOptions, f: &mut KeyVisitor<'_>) -> Result<(), StorageError> {
+        self.fold_objects_or_keys(opts, &mut |b, k, _| f(b, k), false)
+    }
+
+    fn fold_objects(
+        &self,
+        opts: &FoldOptions,
+        f: &mut ObjectVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        self.fold_objects_or_keys(opts, f, true)
+    }
+
+    fn index_range(&self, query: &IndexQuery, f: &mut KeyVisitor<'_>) -> Result<(), StorageError> {
+        self.backend_for(&query.bucket).index_range(query, f)
+    }
+
+    fn drop_bucket(&self, bucket: &[u8]) -> Result<(), StorageError> {
+        self.backend_for(bucket).drop_bucket(bucket)
+    }
+
+    fn is_empty(&self) -> Result<bool, StorageError> {
+        let mut empty = true;
+        self.each(|b| {
+            empty &= b.is_empty()?;
+            Ok(())
+        })?;
+        Ok(empty)
+    }
+
+    fn sync(&self) -> Result<(), StorageError> {
+        self.each(|b| b.sync())
+    }
+
+    fn status(&self) -> Result<BackendStatus, StorageError> {
+        let mut total = BackendStatus::default();
+        for (name, b) in &self.backends {
+            let s = b.status()?;
+            total.keys += s.keys;
+            total.live_bytes += s.live_bytes;
+            total.dead_bytes += s.dead_bytes;
+            total.files += s.files;
+            total
+                .extra
+                .push((format!("{name}.backend"), b.name().to_string()));
+            total
+                .extra
+                .push((format!("{name}.keys"), s.keys.to_string()));
+            let extra = s.extra.into_iter().map(|(k, v)| (format!("{name}.{k}"), v));
+            total.extra.extend(extra);
+        }
+        Ok(total)
+    }
+
+    fn close(&self) -> Result<(), StorageError> {
+        self.each(|b| b.close())
+    }
+
+    fn destroy(self: Box<Self>) -> Result<(), StorageError> {
+        let MultiBackend { backends, .. } = *self;
+        backends.into_values().try_for_each(|b| b.destroy())
+    }
+}
+
+impl MultiBackend {
+    /// One bucket goes to its sub-backend; all buckets visit every
+    /// sub-backend, keeping only the buckets each one serves.
+    fn fold_objects_or_keys(
+        &self,
+        opts: &FoldOptions,
+        f: &mut ObjectVisitor<'_>,
+        values: bool,
+    ) -> Result<(), StorageError> {
+        if let Some(bucket) = &opts.bucket {
+            let backend = self.backend_for(bucket);
+            return match values {
+                true => backend.fold_objects(opts, f),
+                false => backend.fold_keys(opts, &mut |b, k| f(b, k, &[])),
+            };
+        }
+        let mut stopped = false;
+        for (name, backend) in &self.backends {
+            let mut visit = |b: &[u8], k: &[u8], v: &[u8]| {
+                if self.name_for(b) != *name {
+                    return FoldControl::Continue;
+                }
+                let ctl = f(b, k, v);
+                stopped = ctl == FoldControl::Stop;
+                ctl
+            };
+            match values {
+                true => backend.fold_objects(opts, &mut visit)?,
+                false => backend.fold_keys(opts, &mut |b, k| visit(b, k, &[]))?,
+            }
+            if stopped {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
