@@ -8,41 +8,29 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
+use eddy_storage::{Backend, StorageError};
 
 use super::error::BenchError;
 use crate::cli::BackendKind;
 
 /// Engine settings a run can choose.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 #[expect(dead_code, reason = "read by the disk engines' arms, which land next")]
 pub struct EngineOptions {
     /// Compress values with lz4 where the engine can.
     pub compression: bool,
     /// Data file rollover size, where the engine has one.
     pub max_file_size_bytes: Option<u64>,
-    /// Read hint files at open, where the engine has them (false: scan data).
-    pub use_hint_files: bool,
 }
 
-impl Default for EngineOptions {
-    fn default() -> Self {
-        EngineOptions {
-            compression: false,
-            max_file_size_bytes: None,
-            use_hint_files: true,
-        }
-    }
-}
-
-/// What a compaction did.
+/// What a compaction did, where the engine says.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MergeOutcome {
-    /// Bytes of data files read (the files merged).
-    pub input_bytes: u64,
-    /// Bytes of data files written (the live records kept).
-    pub output_bytes: u64,
+    /// Bytes of records read from the files merged.
+    pub input_bytes: Option<u64>,
+    /// Bytes written to new files (the live records kept).
+    pub output_bytes: Option<u64>,
 }
 
 /// An engine's forced compaction (bitcask's merge).
@@ -51,14 +39,24 @@ pub trait Merger: Send + Sync {
     fn merge_now(&self) -> Result<MergeOutcome, BenchError>;
 }
 
+/// Hint files, for engines that write them to open faster.
+#[derive(Clone)]
+pub struct HintFiles {
+    /// Writes every hint file the open engine still owes.
+    pub write_pending: Arc<dyn Fn() -> Result<(), StorageError> + Send + Sync>,
+    /// Deletes the hint files of a closed engine's directory, so the next
+    /// open scans the data files; returns how many it deleted.
+    pub remove: fn(&Path) -> Result<u64, BenchError>,
+}
+
 /// An opened engine.
 pub struct Engine {
     /// The backend under test.
     pub backend: Arc<dyn Backend>,
     /// Forced compaction, for engines that have one.
     pub merger: Option<Arc<dyn Merger>>,
-    /// The engine writes hint files and honours `use_hint_files`.
-    pub hint_files: bool,
+    /// Hint files, for engines that write them.
+    pub hint_files: Option<HintFiles>,
 }
 
 impl Engine {
@@ -66,7 +64,7 @@ impl Engine {
         Engine {
             backend: Arc::new(backend),
             merger: None,
-            hint_files: false,
+            hint_files: None,
         }
     }
 }

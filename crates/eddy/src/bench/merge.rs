@@ -28,11 +28,20 @@ pub fn run(ctx: &Ctx<'_>, merger: &dyn Merger) -> Result<Report, BenchError> {
     let mb = |bytes: u64| bytes as f64 / 1e6;
     let secs = merge_time.as_secs_f64().max(f64::MIN_POSITIVE);
     let base = LatencySummary::of(&before.latency_ns);
+    // Engines that do not count what they read are charged everything stored.
+    let input = outcome
+        .input_bytes
+        .unwrap_or(status.live_bytes + status.dead_bytes);
+    let after = ctx.backend.status()?;
     Ok(Report::new(ctx.args, &during)
         .with("merge_s", merge_time.as_secs_f64())
-        .with("merge_input_mb", mb(outcome.input_bytes))
-        .with("merge_output_mb", mb(outcome.output_bytes))
-        .with("merge_mb_per_s", mb(outcome.input_bytes) / secs)
+        .with("merge_input_mb", mb(input))
+        .with(
+            "merge_output_mb",
+            mb(outcome.output_bytes.unwrap_or(after.live_bytes)),
+        )
+        .with("merge_mb_per_s", mb(input) / secs)
+        .with("dead_mb_after", mb(after.dead_bytes))
         .with("live_mb_before", mb(status.live_bytes))
         .with("dead_mb_before", mb(status.dead_bytes))
         .with("p50_us_before_merge", base.p50_us)

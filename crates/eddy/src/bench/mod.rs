@@ -73,7 +73,6 @@ fn engine_options(args: &StorageArgs) -> EngineOptions {
     EngineOptions {
         compression: args.compression,
         max_file_size_bytes: args.max_file_size_bytes.or(merge_default),
-        ..EngineOptions::default()
     }
 }
 

@@ -101,6 +101,21 @@ fn with_load(report: Report, load: &PhaseResult) -> Report {
     report.with("load_ops_per_s", load.ops as f64 / secs)
 }
 
+/// Adds what the engine says about itself: keys, files, and the memory its
+/// key index takes per key where it reports that (bitcask's `keydir_bytes`).
+pub fn with_status(report: Report, backend: &dyn Backend) -> Result<Report, BenchError> {
+    let status = backend.status()?;
+    let keys = status.keys.max(1) as f64;
+    let report = report
+        .with("status_keys", status.keys as f64)
+        .with("status_files", status.files as f64);
+    let keydir = status.extra.iter().find(|(name, _)| name == "keydir_bytes");
+    Ok(match keydir.and_then(|(_, v)| v.parse::<f64>().ok()) {
+        Some(bytes) => report.with("keydir_bytes_per_key", bytes / keys),
+        None => report,
+    })
+}
+
 /// `put`: puts into an empty store.
 pub fn put(ctx: &Ctx<'_>) -> Result<Report, BenchError> {
     let phase = write_phase(ctx, ctx.args.ops, ctx.args.sync, false)?;
@@ -111,7 +126,7 @@ pub fn put(ctx: &Ctx<'_>) -> Result<Report, BenchError> {
 pub fn get(ctx: &Ctx<'_>) -> Result<Report, BenchError> {
     let load = load(ctx, false)?;
     let phase = read_phase(ctx, Limit::Ops(ctx.args.ops))?;
-    Ok(with_load(Report::new(ctx.args, &phase), &load))
+    with_status(with_load(Report::new(ctx.args, &phase), &load), ctx.backend)
 }
 
 /// `mixed`: load, then gets and puts of uniformly chosen keys.
