@@ -1,0 +1,245 @@
+//! [`LsmBackend`]: one partition, and its [`Backend`] implementation.
+//!
+//! The backend holds its [`Partition`] (keyspace handles plus the shared
+//! environment) behind a lock that only `close` and `destroy` take for
+//! writing; once closed, every call fails with [`StorageError::Closed`].
+//! Writes and reads are in `write.rs` and `scan.rs`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use eddy_storage::{
+    Backend, BackendStatus, Capabilities, FoldOptions, IndexQuery, KeyVisitor, ObjectVisitor,
+    StorageError, WriteBatch, WriteOptions,
+};
+use fjall::{Keyspace, PersistMode};
+use parking_lot::{RwLock, RwLockReadGuard};
+
+use crate::config::LsmConfig;
+use crate::env::{EnvShared, Lease, LsmEnv};
+use crate::error::engine;
+use crate::keys::{self, TERMS_TAG};
+use crate::locks::KeyLocks;
+
+/// Keys deleted per batch by `drop_bucket`.
+const DROP_CHUNK_KEYS: usize = 512;
+
+/// An open partition: its keyspaces in the shared environment.
+pub struct Partition {
+    pub env: Arc<EnvShared>,
+    /// `esc(bucket) key` → expiry header + value.
+    pub objects: Keyspace,
+    /// Terms records and index entries (see `keys.rs`).
+    pub aux: Keyspace,
+    pub _lease: Lease,
+}
+
+/// The lsm backend of one partition.
+pub struct LsmBackend {
+    name: String,
+    partition: RwLock<Option<Partition>>,
+    locks: KeyLocks,
+    /// Set for a standalone backend, whose directory `destroy` removes.
+    owned_dir: Option<PathBuf>,
+}
+
+impl LsmBackend {
+    pub(crate) fn new(name: &str, partition: Partition) -> Self {
+        LsmBackend {
+            name: name.to_string(),
+            partition: RwLock::new(Some(partition)),
+            locks: KeyLocks::default(),
+            owned_dir: None,
+        }
+    }
+
+    /// Opens a standalone partition with its own environment in `dir`.
+    pub fn open(dir: &Path, config: LsmConfig) -> Result<LsmBackend, StorageError> {
+        let env = LsmEnv::open(dir, &config)?;
+        let mut backend = env.open_partition("default")?;
+        backend.owned_dir = Some(dir.to_path_buf());
+        Ok(backend)
+    }
+
+    /// Flushes memtables and compacts both keyspaces into their last level,
+    /// running the TTL filter over everything (operators and tests; fjall
+    /// otherwise compacts in the background).
+    pub fn compact(&self) -> Result<(), StorageError> {
+        self.with(|p| {
+            for keyspace in [&p.objects, &p.aux] {
+                keyspace.rotate_memtable_and_wait().map_err(engine)?;
+                keyspace.major_compact().map_err(engine)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The partition's name in its environment.
+    pub fn partition_name(&self) -> &str {
+        &self.name
+    }
+
+    fn open_partition(&self) -> Result<RwLockReadGuard<'_, Option<Partition>>, StorageError> {
+        let guard = self.partition.read_recursive();
+        if guard.is_none() {
+            return Err(StorageError::Closed);
+        }
+        Ok(guard)
+    }
+
+    /// Runs `f` on the open partition.
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&Partition) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let guard = self.open_partition()?;
+        match guard.as_ref() {
+            Some(partition) => f(partition),
+            None => Err(StorageError::Closed),
+        }
+    }
+}
+
+impl Partition {
+    /// Deletes every key of `bucket` in batches of whole keys (object,
+    /// terms record and index entries together), so a crash mid-way leaves
+    /// each key either fully present or fully gone.
+    fn drop_bucket(&self, locks: &KeyLocks, bucket: &[u8]) -> Result<(), StorageError> {
+        let objects_range = keys::object_range(Some(bucket), None, None);
+        let prefix_len = keys::object_key(bucket, b"").len();
+        self.delete_all_in(locks, &self.objects, &objects_range, bucket, prefix_len)?;
+        // Terms records whose object a compaction already dropped as expired.
+        let terms_range = keys::tagged_bucket_range(TERMS_TAG, bucket);
+        self.delete_all_in(locks, &self.aux, &terms_range, bucket, prefix_len + 1)?;
+        self.env.durable()
+    }
+
+    fn delete_all_in(
+        &self,
+        locks: &KeyLocks,
+        keyspace: &Keyspace,
+        range: &(std::ops::Bound<Vec<u8>>, std::ops::Bound<Vec<u8>>),
+        bucket: &[u8],
+        prefix_len: usize,
+    ) -> Result<(), StorageError> {
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let chunk = Self::keys_in(keyspace, range, after.as_deref(), DROP_CHUNK_KEYS)?;
+            let Some(last) = chunk.last() else {
+                return Ok(());
+            };
+            after = Some(last.to_vec());
+            let mut batch = WriteBatch::default();
+            for encoded in &chunk {
+                batch.delete(bucket, encoded.get(prefix_len..).unwrap_or_default());
+            }
+            self.write(locks, batch, WriteOptions::NO_SYNC)?;
+        }
+    }
+
+    fn status(&self) -> Result<BackendStatus, StorageError> {
+        let (objects, aux) = (&self.objects, &self.aux);
+        let disk_bytes = objects.disk_space() + aux.disk_space();
+        let dead_bytes = objects.fragmented_blob_bytes();
+        let files = objects.table_count() + objects.blob_file_count() + aux.table_count();
+        let extra = vec![
+            ("keys_exact".into(), "false".into()),
+            ("object_tables".into(), objects.table_count().to_string()),
+            ("blob_files".into(), objects.blob_file_count().to_string()),
+            ("aux_tables".into(), aux.table_count().to_string()),
+            (
+                "aux_entries_approx".into(),
+                aux.approximate_len().to_string(),
+            ),
+            ("disk_bytes".into(), disk_bytes.to_string()),
+            (
+                "env_journals".into(),
+                self.env.db.journal_count().to_string(),
+            ),
+        ];
+        Ok(BackendStatus {
+            keys: objects.approximate_len() as u64,
+            live_bytes: disk_bytes.saturating_sub(dead_bytes),
+            dead_bytes,
+            files: files as u64,
+            extra,
+        })
+    }
+}
+
+impl Backend for LsmBackend {
+    fn name(&self) -> &'static str {
+        "lsm"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            ordered: true,
+            indexes: true,
+            ttl: true,
+            kv_separation: true,
+            persistent: true,
+        }
+    }
+
+    fn get(&self, bucket: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        self.with(|p| p.get(bucket, key))
+    }
+
+    fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<(), StorageError> {
+        self.with(|p| p.write(&self.locks, batch, opts))
+    }
+
+    fn fold_keys(&self, opts: &FoldOptions, f: &mut KeyVisitor<'_>) -> Result<(), StorageError> {
+        self.with(|p| p.fold_keys(opts, f))
+    }
+
+    fn fold_objects(
+        &self,
+        opts: &FoldOptions,
+        f: &mut ObjectVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        self.with(|p| p.fold_objects(opts, f))
+    }
+
+    fn index_range(&self, query: &IndexQuery, f: &mut KeyVisitor<'_>) -> Result<(), StorageError> {
+        self.with(|p| p.index_range(query, f))
+    }
+
+    fn drop_bucket(&self, bucket: &[u8]) -> Result<(), StorageError> {
+        self.with(|p| p.drop_bucket(&self.locks, bucket))
+    }
+
+    fn is_empty(&self) -> Result<bool, StorageError> {
+        self.with(|p| p.is_empty())
+    }
+
+    fn sync(&self) -> Result<(), StorageError> {
+        self.with(|p| p.env.durable())
+    }
+
+    fn status(&self) -> Result<BackendStatus, StorageError> {
+        self.with(|p| p.status())
+    }
+
+    fn close(&self) -> Result<(), StorageError> {
+        let Some(partition) = self.partition.write().take() else {
+            return Ok(());
+        };
+        partition
+            .env
+            .db
+            .persist(PersistMode::SyncAll)
+            .map_err(engine)
+    }
+
+    fn destroy(self: Box<Self>) -> Result<(), StorageError> {
+        if let Some(p) = self.partition.write().take() {
+            p.env.destroy_partition(&self.name, p.objects, p.aux)?;
+        }
+        if let Some(dir) = &self.owned_dir {
+            std::fs::remove_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,61 @@
+//! Settings of an lsm environment and the partitions opened in it.
+//!
+//! Keyspace settings (compression, key-value separation, memtable size) are
+//! fixed when a partition's keyspaces are created: fjall stores them and a
+//! reopen with different values keeps the stored ones.
+
+use std::sync::Arc;
+
+use eddy_storage::{Clock, SystemClock};
+
+/// When the journal is fsynced, beyond writes that ask for it with
+/// `WriteOptions { sync: true }` (those are always durable on return).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// Only writes that ask for durability wait for an fsync (shared among
+    /// concurrent writers). Other writes reach the OS on return, so they
+    /// survive a process crash but not a power loss.
+    #[default]
+    OnRequest,
+    /// Every write is durable on return (Riak's `o_sync`).
+    Always,
+    /// A background thread fsyncs the journal at this interval.
+    IntervalMs(u64),
+}
+
+/// Settings of an [`crate::LsmEnv`] and its partitions.
+#[derive(Clone, Debug)]
+pub struct LsmConfig {
+    /// Instance-wide time to live in seconds (0 = none).
+    pub expiry_secs: u64,
+    /// lz4 for data blocks (of the deeper levels), blob files and the journal.
+    pub compression: bool,
+    /// Values of at least this many bytes go to blob files (fjall's key-value
+    /// separation); `None` keeps every value in the tree.
+    pub kv_separation_threshold_bytes: Option<u32>,
+    /// Block cache shared by all partitions of the environment.
+    pub cache_size_bytes: u64,
+    /// Largest memtable of one partition keyspace before it is flushed.
+    pub memtable_size_bytes: u64,
+    /// Background flush and compaction threads (0 = fjall's default).
+    pub worker_threads: usize,
+    /// When the journal is fsynced.
+    pub sync: SyncPolicy,
+    /// Time source for expiry.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for LsmConfig {
+    fn default() -> Self {
+        LsmConfig {
+            expiry_secs: 0,
+            compression: true,
+            kv_separation_threshold_bytes: Some(4096),
+            cache_size_bytes: 64 * 1024 * 1024,
+            memtable_size_bytes: 16 * 1024 * 1024,
+            worker_threads: 0,
+            sync: SyncPolicy::OnRequest,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! One fjall database per node, shared by all partitions opened in it.
+//!
+//! The environment owns the fjall [`Database`] (one journal, one block
+//! cache, one set of worker threads), a small `eddy.meta` keyspace, the
+//! group-commit state and the TTL state the compaction filters read.
+//! Partition `p` is the keyspaces `p.obj` (objects) and `p.aux` (terms
+//! records and index entries).
+//!
+//! Invariants:
+//! - A partition is open at most once at a time (its terms read-modify-write
+//!   relies on one set of key locks).
+//! - Destroying a partition is crash-atomic: a `destroy/<name>` marker is
+//!   made durable before its keyspaces are deleted and removed after, and a
+//!   marker found at open (or before the partition is reopened) finishes the
+//!   job, so a half-destroyed partition is never read.
+//! - The `ttl_in_use` marker is written in the same batch as the first write
+//!   that carries an expiry, so after a restart the filter and key folds
+//!   still know to look at expiry headers.
+
+use std::collections::HashSet;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use eddy_storage::StorageError;
+use fjall::compaction::filter::Factory;
+use fjall::{
+    CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions,
+    OwnedWriteBatch, PersistMode,
+};
+use parking_lot::Mutex;
+
+use crate::backend::{LsmBackend, Partition};
+use crate::config::{LsmConfig, SyncPolicy};
+use crate::error::{engine, map_open_error};
+use crate::filter::{TtlFilterFactory, TtlState};
+use crate::interval::IntervalSyncer;
+use crate::sync::GroupSync;
+
+const META_KEYSPACE: &str = "eddy.meta";
+const OBJECTS_SUFFIX: &str = ".obj";
+const AUX_SUFFIX: &str = ".aux";
+const TTL_MARKER: &[u8] = b"ttl_in_use";
+const DESTROY_PREFIX: &str = "destroy/";
+/// Longest partition name (fjall allows 255-byte keyspace names).
+pub const PARTITION_NAME_BYTES_MAX: usize = 200;
+
+/// What the environment's partitions share.
+pub struct EnvShared {
+    pub db: Database,
+    meta: Keyspace,
+    pub config: LsmConfig,
+    pub dir: PathBuf,
+    pub ttl: Arc<TtlState>,
+    /// The `ttl_in_use` marker is stored (`ttl` may be in use by config
+    /// alone, which a later open without that config would not know).
+    ttl_marker_stored: AtomicBool,
+    group_sync: GroupSync,
+    open_partitions: Mutex<HashSet<String>>,
+    interval: Mutex<Option<IntervalSyncer>>,
+}
+
+/// A node's lsm storage: one fjall database holding many partitions.
+#[derive(Clone)]
+pub struct LsmEnv {
+    shared: Arc<EnvShared>,
+}
+
+impl LsmEnv {
+    /// Opens (or creates) the environment stored in `dir`, finishing any
+    /// partition destruction a crash interrupted.
+    pub fn open(dir: &Path, config: &LsmConfig) -> Result<LsmEnv, StorageError> {
+        std::fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
+        let ttl = Arc::new(TtlState {
+            clock: config.clock.clone(),
+            ttl_in_use: AtomicBool::new(config.expiry_secs > 0),
+        });
+        let db = open_database(dir, config, ttl.clone())?;
+        let meta = db
+            .keyspace(META_KEYSPACE, KeyspaceCreateOptions::default)
+            .map_err(engine)?;
+        let ttl_marker_stored = meta.contains_key(TTL_MARKER).map_err(engine)?;
+        if ttl_marker_stored {
+            ttl.ttl_in_use.store(true, Ordering::Release);
+        }
+        let shared = Arc::new(EnvShared {
+            db,
+            meta,
+            config: config.clone(),
+            dir: dir.to_path_buf(),
+            ttl,
+            ttl_marker_stored: AtomicBool::new(ttl_marker_stored),
+            group_sync: GroupSync::default(),
+            open_partitions: Mutex::new(HashSet::new()),
+            interval: Mutex::new(None),
+        });
+        shared.finish_destroys()?;
+        if let SyncPolicy::IntervalMs(ms) = config.sync {
+            *shared.interval.lock() = Some(IntervalSyncer::start(&shared, ms));
+        }
+        Ok(LsmEnv { shared })
+    }
+
+    /// Opens (or creates) partition `name`. Fails if it is already open.
+    pub fn open_partition(&self, name: &str) -> Result<LsmBackend, StorageError> {
+        check_partition_name(name)?;
+        let lease = Lease::take(&self.shared, name)?;
+        if self.shared.has_destroy_marker(name)? {
+            self.shared.delete_partition_keyspaces(name)?;
+        }
+        let objects = self.shared.keyspace(name, OBJECTS_SUFFIX)?;
+        let aux = self.shared.keyspace(name, AUX_SUFFIX)?;
+        let partition = Partition {
+            env: self.shared.clone(),
+            objects,
+            aux,
+            _lease: lease,
+        };
+        Ok(LsmBackend::new(name, partition))
+    }
+
+    /// The directory the environment lives in.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// Makes every write so far durable.
+    pub fn sync(&self) -> Result<(), StorageError> {
+        self.shared.durable()
+    }
+}
+
+fn open_database(
+    dir: &Path,
+    config: &LsmConfig,
+    ttl: Arc<TtlState>,
+) -> Result<Database, StorageError> {
+    let assign = move |name: &str| -> Option<Arc<dyn Factory>> {
+        let ours = name.ends_with(OBJECTS_SUFFIX) || name.ends_with(AUX_SUFFIX);
+        ours.then(|| Arc::new(TtlFilterFactory(AssertUnwindSafe(ttl.clone()))) as Arc<dyn Factory>)
+    };
+    let mut builder = Database::builder(dir)
+        .cache_size(config.cache_size_bytes)
+        .journal_compression(compression_type(config.compression))
+        .with_compaction_filter_factories(Arc::new(assign));
+    if config.worker_threads > 0 {
+        builder = builder.worker_threads(config.worker_threads);
+    }
+    builder.open().map_err(|e| map_open_error(e, dir))
+}
+
+fn compression_type(enabled: bool) -> CompressionType {
+    if enabled {
+        CompressionType::Lz4
+    } else {
+        CompressionType::None
+    }
+}
+
+fn check_partition_name(name: &str) -> Result<(), StorageError> {
+    if name.is_empty() || name.len() > PARTITION_NAME_BYTES_MAX {
+        return Err(StorageError::Config(format!(
+            "partition name must be 1 to {PARTITION_NAME_BYTES_MAX} bytes, got {name:?}"
+        )));
+    }
+    Ok(())
+}
+
+fn keyspace_options(config: &LsmConfig, objects: bool) -> KeyspaceCreateOptions {
+    use fjall::config::CompressionPolicy;
+    let blocks = if config.compression {
+        // fjall's own choice: the small, hot upper levels stay uncompressed.
+        CompressionPolicy::new([
+            CompressionType::None,
+            CompressionType::None,
+            CompressionType::Lz4,
+        ])
+    } else {
+        CompressionPolicy::all(CompressionType::None)
+    };
+    let separation = config
+        .kv_separation_threshold_bytes
+        .filter(|_| objects)
+        .map(|threshold| {
+            KvSeparationOptions::default()
+                .separation_threshold(threshold)
+                .compression(compression_type(config.compression))
+        });
+    KeyspaceCreateOptions::default()
+        .max_memtable_size(config.memtable_size_bytes)
+        .data_block_compression_policy(blocks)
+        .with_kv_separation(separation)
+}
+
+impl EnvShared {
+    fn keyspace(&self, name: &str, suffix: &str) -> Result<Keyspace, StorageError> {
+        let objects = suffix == OBJECTS_SUFFIX;
+        self.db
+            .keyspace(&format!("{name}{suffix}"), || {
+                keyspace_options(&self.config, objects)
+            })
+            .map_err(engine)
+    }
+
+    /// Fsyncs the journal now.
+    fn fsync(&self) -> Result<(), StorageError> {
+        self.db.persist(PersistMode::SyncData).map_err(engine)
+    }
+
+    /// Returns once every batch committed before the call is durable,
+    /// sharing the fsync with concurrent callers.
+    pub fn durable(&self) -> Result<(), StorageError> {
+        let ticket = self.group_sync.ticket();
+        self.group_sync.wait_durable(ticket, || self.fsync())
+    }
+
+    /// Adds the `ttl_in_use` marker to `batch` unless it is stored; true
+    /// when added (then call [`EnvShared::ttl_marker_committed`] after the
+    /// commit).
+    pub fn add_ttl_marker(&self, batch: &mut OwnedWriteBatch) -> bool {
+        if self.ttl_marker_stored.load(Ordering::Acquire) {
+            return false;
+        }
+        batch.insert(&self.meta, TTL_MARKER, [1u8]);
+        // Before the commit, so no reader of the new entries misses it.
+        self.ttl.ttl_in_use.store(true, Ordering::Release);
+        true
+    }
+
+    /// Records that a batch carrying the marker committed.
+    pub fn ttl_marker_committed(&self) {
+        self.ttl_marker_stored.store(true, Ordering::Release);
+    }
+
+    fn destroy_marker(name: &str) -> String {
+        format!("{DESTROY_PREFIX}{name}")
+    }
+
+    fn has_destroy_marker(&self, name: &str) -> Result<bool, StorageError> {
+        self.meta
+            .contains_key(Self::destroy_marker(name))
+            .map_err(engine)
+    }
+
+    /// Deletes partition `name`'s keyspaces, crash-atomically.
+    pub fn destroy_partition(
+        &self,
+        name: &str,
+        objects: Keyspace,
+        aux: Keyspace,
+    ) -> Result<(), StorageError> {
+        let marker = Self::destroy_marker(name);
+        self.meta.insert(&marker, []).map_err(engine)?;
+        self.durable()?;
+        self.db.delete_keyspace(objects).map_err(engine)?;
+        self.db.delete_keyspace(aux).map_err(engine)?;
+        self.meta.remove(marker).map_err(engine)?;
+        self.durable()
+    }
+
+    /// Deletes whatever keyspaces partition `name` still has, then its
+    /// destroy marker.
+    fn delete_partition_keyspaces(&self, name: &str) -> Result<(), StorageError> {
+        for suffix in [OBJECTS_SUFFIX, AUX_SUFFIX] {
+            let full = format!("{name}{suffix}");
+            if self.db.keyspace_exists(&full) {
+                let handle = self.keyspace(name, suffix)?;
+                self.db.delete_keyspace(handle).map_err(engine)?;
+            }
+        }
+        self.meta
+            .remove(Self::destroy_marker(name))
+            .map_err(engine)?;
+        self.durable()
+    }
+
+    fn finish_destroys(&self) -> Result<(), StorageError> {
+        let mut names = Vec::new();
+        for guard in self.meta.prefix(DESTROY_PREFIX) {
+            let key = guard.key().map_err(engine)?;
+            let name = key.get(DESTROY_PREFIX.len()..).unwrap_or_default();
+            names.push(String::from_utf8_lossy(name).into_owned());
+        }
+        names
+            .iter()
+            .try_for_each(|name| self.delete_partition_keyspaces(name))
+    }
+}
+
+impl Drop for EnvShared {
+    fn drop(&mut self) {
+        if let Some(syncer) = self.interval.get_mut().take() {
+            syncer.stop();
+        }
+    }
+}
+
+/// Marks a partition open; dropping it marks it closed again.
+pub struct Lease {
+    env: Arc<EnvShared>,
+    name: String,
+}
+
+impl Lease {
+    fn take(env: &Arc<EnvShared>, name: &str) -> Result<Lease, StorageError> {
+        if !env.open_partitions.lock().insert(name.to_string()) {
+            return Err(StorageError::Config(format!(
+                "partition {name:?} is already open"
+            )));
+        }
+        Ok(Lease {
+            env: env.clone(),
+            name: name.to_string(),
+        })
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.env.open_partitions.lock().remove(&self.name);
+    }
+}

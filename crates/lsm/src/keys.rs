@@ -1,0 +1,289 @@
+//! Order-preserving key encoding: tuples of byte strings to fjall keys.
+//!
+//! A component that is followed by another is *escaped*: every `0x00` byte
+//! becomes `0x00 0xFF`, and the component ends with the terminator
+//! `0x00 0x00`. The last component of a tuple (always the object key) is
+//! appended raw. Layouts:
+//!
+//! - object keyspace: `esc(bucket) key`
+//! - aux keyspace, terms record: `b't' esc(bucket) key`
+//! - aux keyspace, index entry: `b'i' esc(bucket) esc(field) esc(term) key`
+//!
+//! Invariant (checked by a proptest below): for tuples of the same shape,
+//! byte order of the encodings equals lexicographic tuple order, and an
+//! escaped component is prefix-free. Why: the terminator `00 00` sorts below
+//! any escaped `00 FF` and below every non-zero byte, so a component that is
+//! a proper prefix of another encodes lower, exactly like the raw bytes; and
+//! since escaped components are prefix-free, comparison never runs across a
+//! component boundary.
+//!
+//! Every encoded key holds a terminator, so it is at least two bytes long
+//! and never empty (fjall rejects empty keys). fjall also rejects keys over
+//! [`ENCODED_KEY_BYTES_MAX`]; [`check_len`] turns that into an error.
+
+use std::borrow::Cow;
+use std::ops::Bound;
+
+use eddy_storage::StorageError;
+
+/// Longest key fjall accepts.
+pub const ENCODED_KEY_BYTES_MAX: usize = u16::MAX as usize;
+
+/// Region tag of a key's terms record in the aux keyspace.
+pub const TERMS_TAG: u8 = b't';
+/// Region tag of index entries in the aux keyspace.
+pub const INDEX_TAG: u8 = b'i';
+
+const ESCAPE: u8 = 0xFF;
+const TERMINATOR: [u8; 2] = [0x00, 0x00];
+
+/// Appends `part` escaped and terminated.
+pub fn push_escaped(out: &mut Vec<u8>, part: &[u8]) {
+    for &byte in part {
+        out.push(byte);
+        if byte == 0 {
+            out.push(ESCAPE);
+        }
+    }
+    out.extend_from_slice(&TERMINATOR);
+}
+
+/// The object keyspace key of `(bucket, key)`.
+pub fn object_key(bucket: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bucket.len() + key.len() + 4);
+    push_escaped(&mut out, bucket);
+    out.extend_from_slice(key);
+    out
+}
+
+/// The aux keyspace key of `(bucket, key)`'s terms record.
+pub fn terms_key(bucket: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bucket.len() + key.len() + 5);
+    out.push(TERMS_TAG);
+    push_escaped(&mut out, bucket);
+    out.extend_from_slice(key);
+    out
+}
+
+/// Length of [`terms_key`]`(bucket, key)`, the longest key a stored object
+/// needs, without building it.
+pub fn terms_key_len(bucket: &[u8], key: &[u8]) -> usize {
+    let zeros = bucket.iter().filter(|&&b| b == 0).count();
+    1 + bucket.len() + zeros + TERMINATOR.len() + key.len()
+}
+
+/// The prefix shared by all index entries of `(bucket, field)`.
+pub fn index_prefix(bucket: &[u8], field: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bucket.len() + field.len() + 5);
+    out.push(INDEX_TAG);
+    push_escaped(&mut out, bucket);
+    push_escaped(&mut out, field);
+    out
+}
+
+/// The aux keyspace key of index entry `(bucket, field, term, key)`.
+pub fn index_key(bucket: &[u8], field: &[u8], term: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut out = index_prefix(bucket, field);
+    push_escaped(&mut out, term);
+    out.extend_from_slice(key);
+    out
+}
+
+/// The exclusive upper bound of every key that starts with `prefix`, where
+/// `prefix` ends in a terminator: the terminator's last byte raised to 1.
+/// Nothing that extends `prefix` reaches it, and nothing that sorts after
+/// every such key is below it (an escaped byte after `00` is `FF`).
+pub fn terminated_upper(prefix: &[u8]) -> Vec<u8> {
+    let mut out = prefix.to_vec();
+    if let Some(last) = out.last_mut() {
+        *last = 1;
+    }
+    out
+}
+
+/// Splits the first escaped component off `encoded`: the unescaped component
+/// and the rest. `None` when no terminator is found or an escape is invalid.
+pub fn split_escaped(encoded: &[u8]) -> Option<(Cow<'_, [u8]>, &[u8])> {
+    let first_zero = encoded.iter().position(|&b| b == 0)?;
+    if encoded.get(first_zero + 1) == Some(&0) {
+        let (part, rest) = encoded.split_at(first_zero);
+        return Some((Cow::Borrowed(part), &rest[2..]));
+    }
+    split_escaped_slow(encoded)
+}
+
+fn split_escaped_slow(encoded: &[u8]) -> Option<(Cow<'_, [u8]>, &[u8])> {
+    let mut part = Vec::with_capacity(encoded.len());
+    let mut i = 0;
+    while i < encoded.len() {
+        let byte = encoded[i];
+        if byte != 0 {
+            part.push(byte);
+            i += 1;
+            continue;
+        }
+        match encoded.get(i + 1)? {
+            0 => return Some((Cow::Owned(part), &encoded[i + 2..])),
+            &ESCAPE => part.push(0),
+            _ => return None,
+        }
+        i += 2;
+    }
+    None
+}
+
+/// Fails when an encoded key is longer than fjall accepts.
+pub fn check_len(encoded: &[u8]) -> Result<(), StorageError> {
+    if encoded.len() > ENCODED_KEY_BYTES_MAX {
+        return Err(StorageError::TooLarge {
+            what: "encoded lsm key (bucket + key, or bucket + index field + term + key)",
+            size: encoded.len(),
+            max: ENCODED_KEY_BYTES_MAX,
+        });
+    }
+    Ok(())
+}
+
+/// Range of object keys a fold visits: one bucket (optionally from
+/// `key_start` to `key_end`, both inclusive) or everything.
+pub fn object_range(
+    bucket: Option<&[u8]>,
+    key_start: Option<&[u8]>,
+    key_end: Option<&[u8]>,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let Some(bucket) = bucket else {
+        return (Bound::Unbounded, Bound::Unbounded);
+    };
+    let prefix = object_key(bucket, b"");
+    let lower = Bound::Included(object_key(bucket, key_start.unwrap_or_default()));
+    let upper = match key_end {
+        Some(end) => Bound::Included(object_key(bucket, end)),
+        None => Bound::Excluded(terminated_upper(&prefix)),
+    };
+    (lower, upper)
+}
+
+/// Range of a bucket's keys in a tagged aux region (`TERMS_TAG`).
+pub fn tagged_bucket_range(tag: u8, bucket: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let mut prefix = vec![tag];
+    push_escaped(&mut prefix, bucket);
+    let upper = terminated_upper(&prefix);
+    (Bound::Included(prefix), Bound::Excluded(upper))
+}
+
+/// Range of index entries with `start <= term <= end`, strictly after
+/// `start_after` when given.
+pub fn index_range(
+    prefix: &[u8],
+    start: &[u8],
+    end: &[u8],
+    start_after: Option<(&[u8], &[u8])>,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let with_term = |term: &[u8], key: &[u8]| {
+        let mut out = prefix.to_vec();
+        push_escaped(&mut out, term);
+        out.extend_from_slice(key);
+        out
+    };
+    let from_start = with_term(start, b"");
+    let lower = match start_after.map(|(t, k)| with_term(t, k)) {
+        Some(after) if after >= from_start => Bound::Excluded(after),
+        _ => Bound::Included(from_start),
+    };
+    let upper = Bound::Excluded(terminated_upper(&with_term(end, b"")));
+    (lower, upper)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::ops::RangeBounds;
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        // Small alphabet so that zeros, escapes and shared prefixes are common.
+        proptest::collection::vec(
+            prop_oneof![Just(0u8), Just(1), Just(0xFF), any::<u8>()],
+            0..6,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn object_keys_sort_like_tuples(a in (bytes(), bytes()), b in (bytes(), bytes())) {
+            let ea = object_key(&a.0, &a.1);
+            let eb = object_key(&b.0, &b.1);
+            prop_assert_eq!(ea.cmp(&eb), a.cmp(&b));
+        }
+
+        #[test]
+        fn index_keys_sort_like_tuples(
+            a in (bytes(), bytes(), bytes(), bytes()),
+            b in (bytes(), bytes(), bytes(), bytes()),
+        ) {
+            let ea = index_key(&a.0, &a.1, &a.2, &a.3);
+            let eb = index_key(&b.0, &b.1, &b.2, &b.3);
+            prop_assert_eq!(ea.cmp(&eb), a.cmp(&b));
+        }
+
+        #[test]
+        fn escaped_parts_round_trip(part in bytes(), rest in bytes()) {
+            let mut encoded = Vec::new();
+            push_escaped(&mut encoded, &part);
+            encoded.extend_from_slice(&rest);
+            let (decoded, tail) = split_escaped(&encoded).unwrap();
+            prop_assert_eq!(decoded.as_ref(), part.as_slice());
+            prop_assert_eq!(tail, rest.as_slice());
+        }
+
+        #[test]
+        fn bucket_range_holds_exactly_the_bucket(bucket in bytes(), other in (bytes(), bytes())) {
+            let (lo, hi) = object_range(Some(&bucket), None, None);
+            let encoded = object_key(&other.0, &other.1);
+            let inside = (lo.as_ref(), hi.as_ref()).contains(&encoded);
+            prop_assert_eq!(inside, other.0 == bucket);
+        }
+
+        #[test]
+        fn index_range_holds_exactly_the_terms(
+            start in bytes(), end in bytes(), after in proptest::option::of((bytes(), bytes())),
+            entry in (bytes(), bytes()),
+        ) {
+            let prefix = index_prefix(b"b", b"f");
+            let after_ref = after.as_ref().map(|(t, k)| (t.as_slice(), k.as_slice()));
+            let (lo, hi) = index_range(&prefix, &start, &end, after_ref);
+            let encoded = index_key(b"b", b"f", &entry.0, &entry.1);
+            let inside = (lo.as_ref(), hi.as_ref()).contains(&encoded);
+            let query = eddy_storage::IndexQuery {
+                bucket: b"b".to_vec(),
+                field: b"f".to_vec(),
+                start,
+                end,
+                start_after: after,
+            };
+            prop_assert_eq!(inside, query.admits(&entry.0, &entry.1));
+        }
+    }
+
+    #[test]
+    fn terms_key_len_is_exact() {
+        for (b, k) in [(&b""[..], &b""[..]), (b"a\x00\x00b", b"k\x00")] {
+            assert_eq!(terms_key_len(b, k), terms_key(b, k).len());
+        }
+    }
+
+    #[test]
+    fn neighbouring_regions_do_not_overlap() {
+        let (lo, hi) = tagged_bucket_range(TERMS_TAG, b"b");
+        assert!((lo.as_ref(), hi.as_ref()).contains(&terms_key(b"b", b"")));
+        assert!(!(lo.as_ref(), hi.as_ref()).contains(&terms_key(b"b\x00", b"")));
+        assert!(!(lo.as_ref(), hi.as_ref()).contains(&index_key(b"b", b"", b"", b"")));
+    }
+
+    #[test]
+    fn bad_escapes_are_rejected() {
+        assert!(split_escaped(b"ab").is_none());
+        assert!(split_escaped(b"a\x00\x07b\x00\x00").is_none());
+        assert!(split_escaped(b"a\x00").is_none());
+    }
+}

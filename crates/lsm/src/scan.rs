@@ -1,0 +1,199 @@
+//! The read path: point gets, folds over objects and range scans over index
+//! entries, all straight off fjall iterators (each a consistent snapshot).
+//!
+//! Expiry is checked from each entry's own header, so no scan does a point
+//! lookup per entry. While no write in the environment has carried an
+//! expiry, key folds do not even read values (no blob reads), and index
+//! scans skip the header check.
+
+use std::ops::Bound;
+
+use eddy_storage::clock::is_expired;
+use eddy_storage::{FoldControl, FoldOptions, IndexQuery, KeyVisitor, ObjectVisitor, StorageError};
+use fjall::{Keyspace, UserKey, UserValue};
+
+use crate::backend::Partition;
+use crate::error::{corrupt, engine};
+use crate::keys::{self, object_key, split_escaped};
+use crate::record::split_expiry;
+use crate::write::unstorable;
+
+type Range = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// True when no key can lie in `range` (fjall wants `lower <= upper`).
+fn is_empty_range((lower, upper): &Range) -> bool {
+    use Bound::{Excluded, Included};
+    match (lower, upper) {
+        (Included(a), Included(b)) => a > b,
+        (Included(a) | Excluded(a), Included(b) | Excluded(b)) => a >= b,
+        _ => false,
+    }
+}
+
+impl Partition {
+    fn now_secs(&self) -> u64 {
+        self.env.config.clock.now_secs()
+    }
+
+    /// The live value of `(bucket, key)`.
+    pub fn get(&self, bucket: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        if unstorable(bucket, key) {
+            return Ok(None);
+        }
+        let Some(stored) = self.objects.get(object_key(bucket, key)).map_err(engine)? else {
+            return Ok(None);
+        };
+        let (expiry, value) = self.split_object(&stored)?;
+        Ok((!is_expired(expiry, self.now_secs())).then(|| value.to_vec()))
+    }
+
+    fn split_object<'v>(&self, stored: &'v [u8]) -> Result<(Option<u64>, &'v [u8]), StorageError> {
+        split_expiry(stored).map_err(|reason| corrupt(self.objects.path(), reason))
+    }
+
+    fn split_bucket<'k>(&self, encoded: &'k [u8]) -> Result<(Vec<u8>, &'k [u8]), StorageError> {
+        split_escaped(encoded)
+            .map(|(bucket, key)| (bucket.into_owned(), key))
+            .ok_or_else(|| corrupt(self.objects.path(), "undecodable object key"))
+    }
+
+    fn object_iter(&self, opts: &FoldOptions) -> Option<fjall::Iter> {
+        let range = keys::object_range(
+            opts.bucket.as_deref(),
+            opts.key_start.as_deref(),
+            opts.key_end.as_deref(),
+        );
+        (!is_empty_range(&range)).then(|| self.objects.range(range))
+    }
+
+    /// Calls `f` for every live object selected by `opts`, in key order.
+    pub fn fold_objects(
+        &self,
+        opts: &FoldOptions,
+        f: &mut ObjectVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        let Some(iter) = self.object_iter(opts) else {
+            return Ok(());
+        };
+        let now_secs = self.now_secs();
+        for guard in iter {
+            let (encoded, stored) = guard.into_inner().map_err(engine)?;
+            let (expiry, value) = self.split_object(&stored)?;
+            if is_expired(expiry, now_secs) {
+                continue;
+            }
+            let (bucket, key) = self.split_bucket(&encoded)?;
+            if f(&bucket, key, value) == FoldControl::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` for every live key selected by `opts`, in key order.
+    pub fn fold_keys(
+        &self,
+        opts: &FoldOptions,
+        f: &mut KeyVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        let Some(iter) = self.object_iter(opts) else {
+            return Ok(());
+        };
+        let check_expiry = self.env.ttl.in_use();
+        let now_secs = self.now_secs();
+        for guard in iter {
+            let encoded = match check_expiry {
+                true => match self.live_key(guard.into_inner().map_err(engine)?, now_secs)? {
+                    Some(encoded) => encoded,
+                    None => continue,
+                },
+                false => guard.key().map_err(engine)?,
+            };
+            let (bucket, key) = self.split_bucket(&encoded)?;
+            if f(&bucket, key) == FoldControl::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn live_key(
+        &self,
+        (encoded, stored): (UserKey, UserValue),
+        now_secs: u64,
+    ) -> Result<Option<UserKey>, StorageError> {
+        let (expiry, _) = self.split_object(&stored)?;
+        Ok((!is_expired(expiry, now_secs)).then_some(encoded))
+    }
+
+    /// Calls `f(term, key)` for the live index entries `query` selects, in
+    /// `(term, key)` order.
+    pub fn index_range(
+        &self,
+        query: &IndexQuery,
+        f: &mut KeyVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        let prefix = keys::index_prefix(&query.bucket, &query.field);
+        let after = query
+            .start_after
+            .as_ref()
+            .map(|(t, k)| (t.as_slice(), k.as_slice()));
+        let range = keys::index_range(&prefix, &query.start, &query.end, after);
+        if is_empty_range(&range) {
+            return Ok(());
+        }
+        let check_expiry = self.env.ttl.in_use();
+        let now_secs = self.now_secs();
+        for guard in self.aux.range(range) {
+            let (encoded, stored) = guard.into_inner().map_err(engine)?;
+            if check_expiry && self.index_entry_expired(&stored, now_secs)? {
+                continue;
+            }
+            let rest = encoded.get(prefix.len()..).unwrap_or_default();
+            let (term, key) = split_escaped(rest)
+                .ok_or_else(|| corrupt(self.aux.path(), "undecodable index key"))?;
+            if f(&term, key) == FoldControl::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn index_entry_expired(&self, stored: &[u8], now_secs: u64) -> Result<bool, StorageError> {
+        let (expiry, _) = split_expiry(stored).map_err(|r| corrupt(self.aux.path(), r))?;
+        Ok(is_expired(expiry, now_secs))
+    }
+
+    /// True when no live object is stored.
+    pub fn is_empty(&self) -> Result<bool, StorageError> {
+        let mut empty = true;
+        self.fold_keys(&FoldOptions::all(), &mut |_, _| {
+            empty = false;
+            FoldControl::Stop
+        })?;
+        Ok(empty)
+    }
+
+    /// Encoded keys in `range` of `keyspace`, `limit` at most, starting
+    /// strictly after `after` when given (drop-bucket's chunks).
+    pub fn keys_in(
+        keyspace: &Keyspace,
+        range: &Range,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<UserKey>, StorageError> {
+        let lower = match after {
+            Some(a) => Bound::Excluded(a.to_vec()),
+            None => range.0.clone(),
+        };
+        let range = (lower, range.1.clone());
+        if is_empty_range(&range) {
+            return Ok(Vec::new());
+        }
+        keyspace
+            .range(range)
+            .take(limit)
+            .map(|guard| guard.key().map_err(engine))
+            .collect()
+    }
+}
