@@ -1,0 +1,475 @@
+//! The shared core of an instance ([`Inner`]) and its write path.
+//!
+//! Locking: `writer` (a mutex) serialises appends; `state` (a read-write
+//! lock) guards keydir, index and file table. A writer holds `writer` while
+//! it reads the key's current terms, appends the record and applies it to
+//! `state`, so keydir updates happen in append order. Nobody takes `writer`
+//! while holding `state`. Readers take only `state`, and `writer` briefly
+//! when a record is still in the write buffer.
+//!
+//! Durability: `appended` counts every byte ever appended (a log sequence
+//! number). A durable write waits until `durable` covers its end; one waiter
+//! at a time leads, flushing the buffer and running one fdatasync for
+//! everyone queued behind it (group commit). Rollover syncs the old file
+//! before the first byte goes to the new one, so syncing the active file
+//! covers every earlier file. A failed write or fsync poisons the instance:
+//! every later write fails with `StorageError::Poisoned`.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+
+use eddy_storage::clock::effective_expiry;
+use eddy_storage::index::IndexSpec;
+use eddy_storage::memory::apply_specs;
+use eddy_storage::{BatchOp, StorageError, WriteBatch, WriteOptions, limits};
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
+
+use crate::config::{BitcaskConfig, SyncStrategy};
+use crate::datafile::{ActiveFile, ID_STRIDE, data_path, sync_dir};
+use crate::format::{FLAG_DROP, FLAG_LZ4, FLAG_TOMBSTONE, NewRecord, TermSet};
+use crate::format::{compress_value, encode_drop_position, encode_record};
+use crate::keydir::{Entry, expiry_to_u32};
+use crate::recovery::OpenReport;
+use crate::state::{FileInfo, State};
+
+/// The appender: the active file and the byte count so far.
+pub struct Writer {
+    pub active: ActiveFile,
+    /// Bytes appended since open, across files (the log sequence number).
+    pub appended: u64,
+    scratch: Vec<u8>,
+}
+
+impl Writer {
+    pub fn new(active: ActiveFile) -> Self {
+        Writer {
+            active,
+            appended: 0,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct SyncProgress {
+    durable: u64,
+    syncing: bool,
+}
+
+/// Tells background threads to stop.
+#[derive(Default)]
+pub struct Stop {
+    stopped: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Stop {
+    /// Waits up to `ms`; true once stop was requested.
+    pub fn wait_ms(&self, ms: u64) -> bool {
+        let mut s = self.stopped.lock();
+        if !*s {
+            self.cv
+                .wait_for(&mut s, std::time::Duration::from_millis(ms));
+        }
+        *s
+    }
+
+    pub fn request(&self) {
+        *self.stopped.lock() = true;
+        self.cv.notify_all();
+    }
+
+    pub fn requested(&self) -> bool {
+        *self.stopped.lock()
+    }
+}
+
+/// Everything one instance shares between the handle and its threads.
+pub struct Inner {
+    pub dir: PathBuf,
+    pub config: BitcaskConfig,
+    pub state: RwLock<State>,
+    pub writer: Mutex<Writer>,
+    pub report: OpenReport,
+    pub closed: AtomicBool,
+    pub merge_lock: Mutex<()>,
+    pub stop: Stop,
+    pub lock_file: Mutex<Option<File>>,
+    pub hint_jobs: Mutex<Option<Sender<u32>>>,
+    /// Records skipped by folds because they failed their CRC.
+    pub corrupt_reads: AtomicU64,
+    /// fdatasync calls made for durable writes and `sync()`.
+    pub syncs: AtomicU64,
+    /// The highest merge output id handed out (ids are never reused).
+    pub last_merge_id: Mutex<u32>,
+    progress: Mutex<SyncProgress>,
+    progress_cv: Condvar,
+    poisoned: AtomicBool,
+    poison_reason: Mutex<String>,
+    fail_next_sync: AtomicBool,
+}
+
+/// The on-disk form of an expiry: 0 = none, and never 0 for a real one.
+pub fn disk_expiry(expiry: Option<u64>) -> u64 {
+    expiry.map_or(0, |e| e.max(1))
+}
+
+/// Seconds as a keydir timestamp.
+pub fn tstamp(now_secs: u64) -> u32 {
+    u32::try_from(now_secs).unwrap_or(u32::MAX)
+}
+
+impl Inner {
+    pub fn new(dir: PathBuf, config: BitcaskConfig, state: State, writer: Writer) -> Self {
+        Inner {
+            dir,
+            config,
+            state: RwLock::new(state),
+            writer: Mutex::new(writer),
+            report: OpenReport::default(),
+            closed: AtomicBool::new(false),
+            merge_lock: Mutex::new(()),
+            stop: Stop::default(),
+            lock_file: Mutex::new(None),
+            hint_jobs: Mutex::new(None),
+            corrupt_reads: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+            last_merge_id: Mutex::new(0),
+            progress: Mutex::new(SyncProgress::default()),
+            progress_cv: Condvar::new(),
+            poisoned: AtomicBool::new(false),
+            poison_reason: Mutex::new(String::new()),
+            fail_next_sync: AtomicBool::new(false),
+        }
+    }
+
+    pub fn now(&self) -> u64 {
+        self.config.clock.now_secs()
+    }
+
+    /// Fails once the instance is closed.
+    pub fn check_open(&self) -> Result<(), StorageError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(StorageError::Closed);
+        }
+        Ok(())
+    }
+
+    fn check_writable(&self) -> Result<(), StorageError> {
+        self.check_open()?;
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(StorageError::Poisoned(self.poison_reason.lock().clone()));
+        }
+        Ok(())
+    }
+
+    /// Refuses all further writes, remembering why.
+    pub fn poison(&self, err: StorageError) -> StorageError {
+        let reason = err.to_string();
+        *self.poison_reason.lock() = reason.clone();
+        self.poisoned.store(true, Ordering::Release);
+        StorageError::Poisoned(reason)
+    }
+
+    /// Makes the next fdatasync fail (fault injection for tests).
+    pub fn fail_next_sync(&self) {
+        self.fail_next_sync.store(true, Ordering::SeqCst);
+    }
+
+    fn sync_file(&self, file: &crate::datafile::DataFile) -> Result<(), StorageError> {
+        if self.fail_next_sync.swap(false, Ordering::SeqCst) {
+            let e = std::io::Error::other("injected fsync failure");
+            return Err(self.poison(StorageError::io(&file.path, e)));
+        }
+        file.sync_data().map_err(|e| self.poison(e))
+    }
+
+    fn flush(&self, w: &mut Writer) -> Result<(), StorageError> {
+        w.active
+            .flush()
+            .map_err(|e| self.poison(StorageError::io(&w.active.file.path, e)))
+    }
+
+    /// Applies a batch; with `opts.sync` (or `OSync`) returns once durable.
+    pub fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<(), StorageError> {
+        batch.ops.iter().try_for_each(limits::check_op)?;
+        let lsn = {
+            let mut w = self.writer.lock();
+            self.check_writable()?;
+            for op in batch.ops {
+                match op {
+                    BatchOp::Put {
+                        bucket,
+                        key,
+                        value,
+                        indexes,
+                        expires_at_secs,
+                    } => {
+                        self.put_locked(&mut w, &bucket, &key, &value, indexes, expires_at_secs)?
+                    }
+                    BatchOp::Delete { bucket, key } => self.delete_locked(&mut w, &bucket, &key)?,
+                }
+            }
+            w.appended
+        };
+        if opts.sync || self.config.sync == SyncStrategy::OSync {
+            self.wait_durable(lsn)?;
+        }
+        Ok(())
+    }
+
+    /// One put without building a batch (the hot path).
+    pub fn put(
+        &self,
+        op: (&[u8], &[u8], &[u8]),
+        indexes: Vec<IndexSpec>,
+        expires_at_secs: Option<u64>,
+        opts: WriteOptions,
+    ) -> Result<(), StorageError> {
+        let (bucket, key, value) = op;
+        let lsn = {
+            let mut w = self.writer.lock();
+            self.check_writable()?;
+            self.put_locked(&mut w, bucket, key, value, indexes, expires_at_secs)?;
+            w.appended
+        };
+        if opts.sync || self.config.sync == SyncStrategy::OSync {
+            self.wait_durable(lsn)?;
+        }
+        Ok(())
+    }
+
+    fn current_terms(&self, bucket: &[u8], key: &[u8], now: u64) -> TermSet {
+        let st = self.state.read();
+        match st.keydir.get(bucket, key) {
+            Some(e) if !e.is_expired(now) => st.index.terms_of(bucket, key).cloned(),
+            _ => None,
+        }
+        .unwrap_or_default()
+    }
+
+    fn put_locked(
+        &self,
+        w: &mut Writer,
+        bucket: &[u8],
+        key: &[u8],
+        value: &[u8],
+        indexes: Vec<IndexSpec>,
+        expires_at_secs: Option<u64>,
+    ) -> Result<(), StorageError> {
+        let now = self.now();
+        let mut terms = TermSet::new();
+        if !indexes.is_empty() || self.state.read().index.terms_of(bucket, key).is_some() {
+            terms = self.current_terms(bucket, key, now);
+            apply_specs(&mut terms, indexes);
+        }
+        let expiry = disk_expiry(effective_expiry(
+            now,
+            expires_at_secs,
+            self.config.expiry_secs,
+        ));
+        let compressed = self
+            .config
+            .compression
+            .then(|| compress_value(value))
+            .flatten();
+        let (flags, payload) = match &compressed {
+            Some(c) => (FLAG_LZ4, c.as_slice()),
+            None => (0, value),
+        };
+        let rec = NewRecord {
+            tstamp: tstamp(now),
+            expiry,
+            flags,
+            bucket,
+            key,
+            terms: &terms,
+            value: payload,
+        };
+        let (file_id, offset, size) = self.append(w, &rec)?;
+        let entry = Entry {
+            file_id,
+            offset,
+            size,
+            tstamp: tstamp(now),
+            expiry: expiry_to_u32(expiry),
+        };
+        self.state.write().apply_value(bucket, key, entry, terms);
+        self.maybe_flush(w)
+    }
+
+    fn delete_locked(&self, w: &mut Writer, bucket: &[u8], key: &[u8]) -> Result<(), StorageError> {
+        // A key the keydir does not hold has nothing on disk that replay
+        // would bring back, so it needs no tombstone.
+        if self.state.read().keydir.get(bucket, key).is_none() {
+            return Ok(());
+        }
+        let now = self.now();
+        let rec = NewRecord {
+            tstamp: tstamp(now),
+            expiry: 0,
+            flags: FLAG_TOMBSTONE,
+            bucket,
+            key,
+            terms: &TermSet::new(),
+            value: &[],
+        };
+        let (file_id, _, size) = self.append(w, &rec)?;
+        self.state
+            .write()
+            .apply_tombstone(bucket, key, file_id, size);
+        self.maybe_flush(w)
+    }
+
+    /// Writes a bucket-drop record and forgets every key of `bucket`.
+    pub fn drop_bucket(&self, bucket: &[u8]) -> Result<(), StorageError> {
+        limits::check_op(&BatchOp::Delete {
+            bucket: bucket.to_vec(),
+            key: Vec::new(),
+        })?;
+        let lsn = {
+            let mut w = self.writer.lock();
+            self.check_writable()?;
+            let size = 29 + bucket.len() as u64 + 8;
+            self.roll_if_full(&mut w, size)?;
+            let position = (w.active.id(), offset_u32(w.active.len())?);
+            let value = encode_drop_position(position.0, position.1);
+            let rec = NewRecord {
+                tstamp: tstamp(self.now()),
+                expiry: 0,
+                flags: FLAG_DROP,
+                bucket,
+                key: &[],
+                terms: &TermSet::new(),
+                value: &value,
+            };
+            let (file_id, _, size) = self.append(&mut w, &rec)?;
+            let mut st = self.state.write();
+            st.apply_drop_record(file_id, size);
+            st.drop_before(bucket, position);
+            drop(st);
+            self.maybe_flush(&mut w)?;
+            w.appended
+        };
+        self.wait_durable(lsn)
+    }
+
+    /// Encodes `rec`, rolling over first if it does not fit, and appends it.
+    /// Returns `(file_id, offset, size)`.
+    fn append(&self, w: &mut Writer, rec: &NewRecord<'_>) -> Result<(u32, u32, u32), StorageError> {
+        let mut scratch = std::mem::take(&mut w.scratch);
+        scratch.clear();
+        let encoded = encode_record(&mut scratch, rec).and_then(|n| u32::try_from(n).ok());
+        let Some(size) = encoded else {
+            w.scratch = scratch;
+            return Err(StorageError::TooLarge {
+                what: "record",
+                size: usize::MAX,
+                max: u32::MAX as usize,
+            });
+        };
+        let rolled = self.roll_if_full(w, size as u64);
+        let offset = rolled.and_then(|()| offset_u32(w.active.len()));
+        let offset = match offset {
+            Ok(o) => o,
+            Err(e) => {
+                w.scratch = scratch;
+                return Err(e);
+            }
+        };
+        w.active.append(&scratch);
+        w.appended += size as u64;
+        w.scratch = scratch;
+        Ok((w.active.id(), offset, size))
+    }
+
+    fn maybe_flush(&self, w: &mut Writer) -> Result<(), StorageError> {
+        if w.active.wants_flush() {
+            self.flush(w)?;
+        }
+        Ok(())
+    }
+
+    fn roll_if_full(&self, w: &mut Writer, size: u64) -> Result<(), StorageError> {
+        if !w.active.is_empty() && w.active.len() + size > self.config.max_file_size_bytes {
+            self.rollover(w)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the active file (flushed and synced) and starts the next one.
+    pub fn rollover(&self, w: &mut Writer) -> Result<(), StorageError> {
+        self.flush(w)?;
+        self.sync_file(&w.active.file)?;
+        let old_id = w.active.id();
+        let new_id = (old_id / ID_STRIDE + 1)
+            .checked_mul(ID_STRIDE)
+            .ok_or_else(|| StorageError::Config("data file ids exhausted".into()))?;
+        let mut active = ActiveFile::create(data_path(&self.dir, new_id), new_id)?;
+        active
+            .flush()
+            .map_err(|e| StorageError::io(&active.file.path, e))?;
+        sync_dir(&self.dir).map_err(|e| self.poison(e))?;
+        let info = FileInfo::new(active.file.clone());
+        self.state.write().files.insert(new_id, info);
+        w.active = active;
+        self.queue_hint(old_id);
+        Ok(())
+    }
+
+    /// Asks the hint thread to write the hint file of closed file `id`.
+    pub fn queue_hint(&self, id: u32) {
+        if let Some(tx) = self.hint_jobs.lock().as_ref() {
+            let _ = tx.send(id);
+        }
+    }
+
+    /// Makes every byte appended so far durable.
+    pub fn sync_all(&self) -> Result<(), StorageError> {
+        self.check_open()?;
+        let lsn = self.writer.lock().appended;
+        self.wait_durable(lsn)
+    }
+
+    /// Returns once bytes up to `lsn` are durable, sharing fsyncs.
+    pub fn wait_durable(&self, lsn: u64) -> Result<(), StorageError> {
+        let mut p = self.progress.lock();
+        loop {
+            if p.durable >= lsn {
+                return Ok(());
+            }
+            self.check_writable()?;
+            if p.syncing {
+                self.progress_cv.wait(&mut p);
+                continue;
+            }
+            p.syncing = true;
+            let result = MutexGuard::unlocked(&mut p, || self.sync_active());
+            p.syncing = false;
+            if let Ok(target) = result {
+                p.durable = p.durable.max(target);
+            }
+            self.progress_cv.notify_all();
+            result?;
+        }
+    }
+
+    /// Flushes the buffer and syncs the active file; returns the LSN covered.
+    fn sync_active(&self) -> Result<u64, StorageError> {
+        let (file, target) = {
+            let mut w = self.writer.lock();
+            self.flush(&mut w)?;
+            (w.active.file.clone(), w.appended)
+        };
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        self.sync_file(&file)?;
+        Ok(target)
+    }
+}
+
+/// An offset as a keydir `u32`.
+fn offset_u32(offset: u64) -> Result<u32, StorageError> {
+    u32::try_from(offset).map_err(|_| StorageError::Config("offset beyond 4 GiB".into()))
+}

@@ -1,0 +1,168 @@
+//! The in-memory secondary index: `(bucket, field, term, key)` in order, and
+//! each key's term set.
+//!
+//! Nothing here is persisted on its own: every data record carries its key's
+//! whole term set after the write, so open rebuilds this index from the
+//! records (or hint entries) that the keydir keeps. Invariant: `entries`
+//! holds exactly `(bucket, field, term, key)` for each `(field, term)` in
+//! `by_key[(bucket, key)]`, and `by_key` never holds an empty set.
+
+use std::collections::BTreeSet;
+use std::hash::{Hash, Hasher};
+
+use eddy_storage::{FoldControl, IndexQuery, KeyVisitor};
+use hashbrown::{Equivalent, HashMap};
+
+use crate::format::TermSet;
+
+type IndexKey = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>);
+
+/// A borrowed `(bucket, key)` that hashes like the owned tuple.
+struct BorrowedKey<'a>(&'a [u8], &'a [u8]);
+
+impl Hash for BorrowedKey<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+        self.1.hash(state);
+    }
+}
+
+impl Equivalent<(Vec<u8>, Vec<u8>)> for BorrowedKey<'_> {
+    fn equivalent(&self, k: &(Vec<u8>, Vec<u8>)) -> bool {
+        self.0 == k.0.as_slice() && self.1 == k.1.as_slice()
+    }
+}
+
+/// Index entries of one instance.
+#[derive(Default)]
+pub struct TermIndex {
+    entries: BTreeSet<IndexKey>,
+    by_key: HashMap<(Vec<u8>, Vec<u8>), TermSet>,
+}
+
+impl TermIndex {
+    /// The term set of `(bucket, key)`, if it has any.
+    pub fn terms_of(&self, bucket: &[u8], key: &[u8]) -> Option<&TermSet> {
+        if self.by_key.is_empty() {
+            return None;
+        }
+        self.by_key.get(&BorrowedKey(bucket, key))
+    }
+
+    /// Replaces the term set of `(bucket, key)`.
+    pub fn set(&mut self, bucket: &[u8], key: &[u8], terms: TermSet) {
+        self.remove(bucket, key);
+        if terms.is_empty() {
+            return;
+        }
+        for (field, term) in &terms {
+            let entry = (bucket.to_vec(), field.clone(), term.clone(), key.to_vec());
+            self.entries.insert(entry);
+        }
+        self.by_key.insert((bucket.to_vec(), key.to_vec()), terms);
+    }
+
+    /// Removes every index entry of `(bucket, key)`.
+    pub fn remove(&mut self, bucket: &[u8], key: &[u8]) {
+        if self.by_key.is_empty() {
+            return;
+        }
+        let Some(((b, k), terms)) = self.by_key.remove_entry(&BorrowedKey(bucket, key)) else {
+            return;
+        };
+        for (field, term) in terms {
+            self.entries.remove(&(b.clone(), field, term, k.clone()));
+        }
+    }
+
+    /// Removes every index entry of `bucket`.
+    pub fn drop_bucket(&mut self, bucket: &[u8]) {
+        self.by_key.retain(|(b, _), _| b.as_slice() != bucket);
+        let from = (bucket.to_vec(), Vec::new(), Vec::new(), Vec::new());
+        let doomed: Vec<IndexKey> = self
+            .entries
+            .range(from..)
+            .take_while(|e| e.0.as_slice() == bucket)
+            .cloned()
+            .collect();
+        for e in doomed {
+            self.entries.remove(&e);
+        }
+    }
+
+    /// Index entries matching `query`, in `(term, key)` order, for which
+    /// `live(key)` holds, up to `limit` of them.
+    pub fn range(
+        &self,
+        query: &IndexQuery,
+        limit: usize,
+        mut live: impl FnMut(&[u8]) -> bool,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let (term, key) = match &query.start_after {
+            Some((t, k)) if *t >= query.start => (t.clone(), k.clone()),
+            _ => (query.start.clone(), Vec::new()),
+        };
+        let from = (query.bucket.clone(), query.field.clone(), term, key);
+        self.entries
+            .range(from..)
+            .take_while(|(b, f, t, _)| *b == query.bucket && *f == query.field && *t <= query.end)
+            .filter(|(_, _, t, k)| query.admits(t, k) && live(k))
+            .take(limit)
+            .map(|(_, _, t, k)| (t.clone(), k.clone()))
+            .collect()
+    }
+
+    /// Number of index entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Streams `hits` to `f` until it says stop.
+pub fn deliver(hits: Vec<(Vec<u8>, Vec<u8>)>, f: &mut KeyVisitor<'_>) -> FoldControl {
+    for (term, key) in hits {
+        if f(&term, &key) == FoldControl::Stop {
+            return FoldControl::Stop;
+        }
+    }
+    FoldControl::Continue
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(pairs: &[(&[u8], &[u8])]) -> TermSet {
+        pairs
+            .iter()
+            .map(|(f, t)| (f.to_vec(), t.to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn set_replace_and_range() {
+        let mut ix = TermIndex::default();
+        ix.set(b"b", b"k1", ts(&[(b"f", b"2"), (b"g", b"x")]));
+        ix.set(b"b", b"k2", ts(&[(b"f", b"1")]));
+        ix.set(b"c", b"k3", ts(&[(b"f", b"1")]));
+        let q = IndexQuery::range(b"b", b"f", b"0", b"9");
+        let hits = ix.range(&q, usize::MAX, |_| true);
+        assert_eq!(
+            hits,
+            vec![
+                (b"1".to_vec(), b"k2".to_vec()),
+                (b"2".to_vec(), b"k1".to_vec())
+            ]
+        );
+        ix.set(b"b", b"k1", TermSet::new());
+        assert_eq!(ix.range(&q, usize::MAX, |_| true).len(), 1);
+        ix.drop_bucket(b"b");
+        assert!(ix.range(&q, usize::MAX, |_| true).is_empty());
+        assert_eq!(ix.len(), 1);
+        assert!(ix.terms_of(b"c", b"k3").is_some());
+    }
+}

@@ -1,0 +1,242 @@
+//! The read path: get, folds, index scans, status.
+//!
+//! Reads look the key up under the state's read lock, clone the file handle,
+//! release the lock and then `pread` the record, so merges and writes are
+//! never blocked by I/O of readers. A merge may delete a file a reader still
+//! holds: the open handle keeps its bytes readable. Every record read is
+//! CRC-checked and its bucket and key compared before its value is returned.
+//!
+//! Folds snapshot the selected keys and locations under the read lock, then
+//! read values without it, in file order (bitcask is unordered).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use eddy_storage::{
+    BackendStatus, FoldControl, FoldOptions, IndexQuery, KeyVisitor, ObjectVisitor, StorageError,
+};
+
+use crate::datafile::DataFile;
+use crate::engine::Inner;
+use crate::format::decode_record;
+use crate::format::decode_value;
+use crate::index::deliver;
+use crate::keydir::Entry;
+
+/// Index hits collected per lock acquisition during an index scan.
+const INDEX_BATCH: usize = 4096;
+
+/// Keys and locations selected by a fold, packed into one buffer.
+struct Snapshot {
+    bytes: Vec<u8>,
+    items: Vec<(usize, u16, u16, Entry)>,
+    files: HashMap<u32, Arc<DataFile>>,
+}
+
+impl Snapshot {
+    fn item(&self, i: usize) -> (&[u8], &[u8], Entry) {
+        let (at, bl, kl, e) = self.items[i];
+        let (bl, kl) = (bl as usize, kl as usize);
+        (
+            &self.bytes[at..at + bl],
+            &self.bytes[at + bl..at + bl + kl],
+            e,
+        )
+    }
+}
+
+impl Inner {
+    /// Reads the raw record `e` points at from `file`.
+    fn read_record(&self, file: &DataFile, e: &Entry) -> Result<Vec<u8>, StorageError> {
+        let end = e.offset as u64 + e.size as u64;
+        if end > file.flushed_len() {
+            let w = self.writer.lock();
+            if w.active.id() == file.id
+                && let Some(bytes) = w.active.read_buffered(e.offset as u64, e.size as usize)
+            {
+                return Ok(bytes);
+            }
+        }
+        file.read_at(e.offset as u64, e.size as usize)
+    }
+
+    /// The value of the record `e` points at, checked against its key.
+    fn read_value(
+        &self,
+        file: &DataFile,
+        e: &Entry,
+        bucket: &[u8],
+        key: &[u8],
+    ) -> Result<Vec<u8>, StorageError> {
+        let raw = self.read_record(file, e)?;
+        let corrupt = |reason| StorageError::Corrupt {
+            path: file.path.clone(),
+            offset: e.offset as u64,
+            reason,
+        };
+        let r = decode_record(&raw).map_err(corrupt)?;
+        if r.bucket != bucket || r.key != key || r.is_tombstone() || r.is_drop() {
+            return Err(corrupt("record does not hold the key the keydir expects"));
+        }
+        let flags = r.header.flags;
+        let value_start = raw.len() - r.value.len();
+        let mut payload = raw;
+        payload.drain(..value_start);
+        decode_value(flags, payload).map_err(corrupt)
+    }
+
+    /// The live value of `(bucket, key)`.
+    pub fn get(&self, bucket: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        self.check_open()?;
+        let now = self.now();
+        let (e, file) = {
+            let st = self.state.read();
+            let Some(e) = st.keydir.get(bucket, key).filter(|e| !e.is_expired(now)) else {
+                return Ok(None);
+            };
+            let Some(info) = st.files.get(&e.file_id) else {
+                return Ok(None);
+            };
+            (e, info.file.clone())
+        };
+        self.read_value(&file, &e, bucket, key).map(Some)
+    }
+
+    fn snapshot(&self, opts: &FoldOptions) -> Result<Snapshot, StorageError> {
+        self.check_open()?;
+        let now = self.now();
+        let st = self.state.read();
+        let mut snap = Snapshot {
+            bytes: Vec::new(),
+            items: Vec::new(),
+            files: st
+                .files
+                .iter()
+                .map(|(id, f)| (*id, f.file.clone()))
+                .collect(),
+        };
+        st.keydir.for_each(|bucket, key, e| {
+            if e.is_expired(now) || !opts.admits(bucket, key) {
+                return;
+            }
+            let at = snap.bytes.len();
+            snap.bytes.extend_from_slice(bucket);
+            snap.bytes.extend_from_slice(key);
+            snap.items
+                .push((at, bucket.len() as u16, key.len() as u16, *e));
+        });
+        Ok(snap)
+    }
+
+    /// Calls `f` for each live key selected by `opts`, in no order.
+    pub fn fold_keys(
+        &self,
+        opts: &FoldOptions,
+        f: &mut KeyVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        let snap = self.snapshot(opts)?;
+        for i in 0..snap.items.len() {
+            let (bucket, key, _) = snap.item(i);
+            if f(bucket, key) == FoldControl::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` for each live object selected by `opts`, in file order.
+    /// Records failing their CRC are skipped and counted.
+    pub fn fold_objects(
+        &self,
+        opts: &FoldOptions,
+        f: &mut ObjectVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        let mut snap = self.snapshot(opts)?;
+        snap.items.sort_unstable_by_key(|item| item.3.location());
+        for i in 0..snap.items.len() {
+            let (bucket, key, e) = snap.item(i);
+            let Some(file) = snap.files.get(&e.file_id) else {
+                continue;
+            };
+            let value = match self.read_value(file, &e, bucket, key) {
+                Ok(v) => v,
+                Err(StorageError::Corrupt { .. }) => {
+                    self.corrupt_reads.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                Err(other) => return Err(other),
+            };
+            if f(bucket, key, &value) == FoldControl::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Index entries of live objects in `(term, key)` order.
+    pub fn index_range(
+        &self,
+        query: &IndexQuery,
+        f: &mut KeyVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        let mut q = query.clone();
+        loop {
+            self.check_open()?;
+            let now = self.now();
+            let hits = {
+                let st = self.state.read();
+                let live = |k: &[u8]| {
+                    st.keydir
+                        .get(&q.bucket, k)
+                        .is_some_and(|e| !e.is_expired(now))
+                };
+                st.index.range(&q, INDEX_BATCH, live)
+            };
+            let last = hits.last().cloned();
+            let full = hits.len() == INDEX_BATCH;
+            if deliver(hits, f) == FoldControl::Stop || !full {
+                return Ok(());
+            }
+            q.start_after = last;
+        }
+    }
+
+    /// True when no live, unexpired key exists.
+    pub fn is_empty(&self) -> Result<bool, StorageError> {
+        self.check_open()?;
+        let now = self.now();
+        let mut any = false;
+        self.state.read().keydir.for_each(|_, _, e| {
+            any |= !e.is_expired(now);
+        });
+        Ok(!any)
+    }
+
+    /// Keys, bytes and files.
+    pub fn status(&self) -> Result<BackendStatus, StorageError> {
+        self.check_open()?;
+        let st = self.state.read();
+        let live_bytes = st.files.values().map(|f| f.live_bytes).sum();
+        let dead_bytes = st.files.values().map(|f| f.dead_bytes()).sum();
+        let extra = vec![
+            ("keydir_bytes".into(), st.keydir.memory_bytes().to_string()),
+            ("index_entries".into(), st.index.len().to_string()),
+            (
+                "corrupt_reads".into(),
+                self.corrupt_reads.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "syncs".into(),
+                self.syncs.load(Ordering::Relaxed).to_string(),
+            ),
+        ];
+        Ok(BackendStatus {
+            keys: st.keydir.len() as u64,
+            live_bytes,
+            dead_bytes,
+            files: st.files.len() as u64,
+            extra,
+        })
+    }
+}
