@@ -96,6 +96,10 @@ pub struct StorageArgs {
 pub enum BackendKind {
     /// Ordered in-memory maps (crates/storage).
     Memory,
+    /// Append-only files with an in-memory keydir (crates/bitcask).
+    Bitcask,
+    /// Ordered LSM tree on fjall (crates/lsm).
+    Lsm,
 }
 
 /// A storage benchmark.
@@ -195,6 +199,14 @@ mod tests {
     #[test]
     fn bad_values_are_rejected() {
         assert!(storage(&["--backend=oracle"]).is_err());
+        assert_eq!(
+            storage(&["--backend=lsm"]).unwrap().backend,
+            BackendKind::Lsm
+        );
+        assert_eq!(
+            storage(&["--backend=bitcask"]).unwrap().backend,
+            BackendKind::Bitcask
+        );
         assert!(storage(&["--read-percent=101"]).is_err());
         assert!(storage(&["--sync=sometimes"]).is_err());
     }

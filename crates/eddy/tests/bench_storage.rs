@@ -87,3 +87,85 @@ fn no_arguments_prints_help() {
     assert!(text.contains("Usage"), "{text}");
     assert!(text.contains("bench"), "{text}");
 }
+
+#[test]
+fn disk_engines_run_every_workload() {
+    let common = [
+        "--keys",
+        "300",
+        "--ops",
+        "600",
+        "--value-size",
+        "2000",
+        "--threads",
+        "2",
+        "--max-file-size-bytes",
+        "100000",
+        "--json",
+    ];
+    for backend in ["bitcask", "lsm"] {
+        for workload in ["put", "get", "mixed", "index-scan", "merge", "open"] {
+            let mut args = vec![
+                "bench",
+                "storage",
+                "--backend",
+                backend,
+                "--workload",
+                workload,
+            ];
+            args.extend(common);
+            let out = eddy(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{backend} {workload}: {err}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            positive(&v, "ops_per_s");
+        }
+    }
+}
+
+#[test]
+fn bitcask_merge_and_open_report_their_own_figures() {
+    let run = |workload: &str| {
+        let out = eddy(&[
+            "bench",
+            "storage",
+            "--backend",
+            "bitcask",
+            "--workload",
+            workload,
+            "--keys",
+            "400",
+            "--ops",
+            "400",
+            "--value-size",
+            "1000",
+            "--max-file-size-bytes",
+            "50000",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let merge = run("merge");
+    for field in [
+        "merge_s",
+        "merge_input_mb",
+        "merge_mb_per_s",
+        "p99_us_before_merge",
+    ] {
+        positive(&merge["extra"], field);
+    }
+    let open = run("open");
+    for field in [
+        "open_ms",
+        "open_without_hints_ms",
+        "hint_files",
+        "keydir_bytes_per_key",
+    ] {
+        positive(&open["extra"], field);
+    }
+}

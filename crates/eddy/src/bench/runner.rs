@@ -3,8 +3,10 @@
 //! A phase is a number of operations (or "until told to stop") split among
 //! client threads. Each thread times each of its operations into its own
 //! histogram; the histograms are merged when the phase ends. The phase's
-//! wall clock starts once every thread is ready, so thread start-up is not
-//! counted. The first failing operation stops every thread.
+//! wall clock runs from the first thread's first op to the last thread's
+//! last op (threads start together at a barrier), so neither thread
+//! start-up nor a late wake-up of the coordinating thread is counted. The
+//! first failing operation stops every thread.
 
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,7 +46,7 @@ where
     let ready = Barrier::new(threads + 1);
     let failed = AtomicBool::new(false);
     let bytes = AtomicU64::new(0);
-    let (elapsed, outcomes) = std::thread::scope(|s| {
+    let outcomes = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let (ready, failed, bytes, make_op) = (&ready, &failed, &bytes, &make_op);
@@ -56,11 +58,9 @@ where
             })
             .collect();
         ready.wait();
-        let start = Instant::now();
-        let outcomes: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        (start.elapsed(), outcomes)
+        handles.into_iter().map(|h| h.join()).collect()
     });
-    merge_outcomes(outcomes, elapsed, bytes.into_inner())
+    merge_outcomes(outcomes, bytes.into_inner())
 }
 
 fn ops_of(limit: Limit<'_>) -> u64 {
@@ -70,7 +70,15 @@ fn ops_of(limit: Limit<'_>) -> u64 {
     }
 }
 
-type ThreadOutcome = Result<(u64, Histogram<u64>), BenchError>;
+/// One thread's work: ops done, their latencies, and when it began and ended.
+struct ThreadWork {
+    ops: u64,
+    latency_ns: Histogram<u64>,
+    began: Instant,
+    ended: Instant,
+}
+
+type ThreadOutcome = Result<ThreadWork, BenchError>;
 
 fn run_thread<O>(
     mut op: O,
@@ -85,6 +93,7 @@ where
     let mut hist = new_histogram();
     let mut moved = 0u64;
     let mut done = 0u64;
+    let began = Instant::now();
     for i in range.0..range.1 {
         if failed.load(Ordering::Relaxed) || stop_requested(limit) {
             break;
@@ -103,7 +112,12 @@ where
         done += 1;
     }
     bytes.fetch_add(moved, Ordering::Relaxed);
-    Ok((done, hist))
+    Ok(ThreadWork {
+        ops: done,
+        latency_ns: hist,
+        began,
+        ended: Instant::now(),
+    })
 }
 
 fn stop_requested(limit: Limit<'_>) -> bool {
@@ -112,16 +126,23 @@ fn stop_requested(limit: Limit<'_>) -> bool {
 
 fn merge_outcomes(
     outcomes: Vec<std::thread::Result<ThreadOutcome>>,
-    elapsed: Duration,
     bytes: u64,
 ) -> Result<PhaseResult, BenchError> {
     let mut latency_ns = new_histogram();
     let mut ops = 0;
+    let mut span: Option<(Instant, Instant)> = None;
     for outcome in outcomes {
-        let (n, h) = outcome.map_err(|_| BenchError::ThreadPanicked)??;
-        ops += n;
-        latency_ns.add(&h).expect("histograms share bounds");
+        let work = outcome.map_err(|_| BenchError::ThreadPanicked)??;
+        ops += work.ops;
+        latency_ns
+            .add(&work.latency_ns)
+            .expect("histograms share bounds");
+        span = Some(match span {
+            Some((b, e)) => (b.min(work.began), e.max(work.ended)),
+            None => (work.began, work.ended),
+        });
     }
+    let elapsed = span.map_or(Duration::ZERO, |(b, e)| e - b);
     Ok(PhaseResult {
         ops,
         bytes,
