@@ -1,0 +1,74 @@
+//! Listing keys and buckets: a coverage fold over every partition. On one
+//! node each key is taken from its first partition only, so it is listed
+//! once. Tombstones are not listed.
+
+use std::collections::BTreeSet;
+
+use eddy_object::codec;
+use eddy_storage::{FoldControl, FoldOptions};
+use tokio::sync::mpsc::Sender;
+
+use crate::error::KvError;
+use crate::node::Node;
+use crate::request::BucketRef;
+
+/// Keys sent to the listener at a time.
+pub const KEY_CHUNK_LEN: usize = 1000;
+
+impl Node {
+    /// Streams the live keys of `bucket` to `out` in chunks. Blocking: run
+    /// it on a blocking thread. Stops early if `out` is closed.
+    pub fn list_keys_blocking(
+        &self,
+        bucket: &BucketRef,
+        out: &Sender<Vec<Vec<u8>>>,
+    ) -> Result<(), KvError> {
+        self.props(bucket)?;
+        let opts = FoldOptions::bucket(&bucket.storage_bucket());
+        let mut chunk = Vec::new();
+        let mut closed = false;
+        for handle in &self.handles {
+            let mut visit = |_: &[u8], key: &[u8], value: &[u8]| {
+                let primary = self.ring.partition_of(Node::key_hash(bucket, key));
+                let live = codec::decode(value).is_ok_and(|o| !o.is_deleted());
+                if primary == handle.partition && live {
+                    chunk.push(key.to_vec());
+                }
+                if chunk.len() >= KEY_CHUNK_LEN {
+                    closed = out.blocking_send(std::mem::take(&mut chunk)).is_err();
+                }
+                match closed {
+                    true => FoldControl::Stop,
+                    false => FoldControl::Continue,
+                }
+            };
+            handle.backend().fold_objects(&opts, &mut visit)?;
+            if closed {
+                return Ok(());
+            }
+        }
+        if !chunk.is_empty() {
+            let _ = out.blocking_send(chunk);
+        }
+        Ok(())
+    }
+
+    /// The buckets of `bucket_type` holding at least one key. Blocking.
+    pub fn list_buckets_blocking(&self, bucket_type: &str) -> Result<Vec<Vec<u8>>, KvError> {
+        self.registry.bucket_props(bucket_type, b"-")?;
+        let mut buckets = BTreeSet::new();
+        for handle in &self.handles {
+            handle
+                .backend()
+                .fold_keys(&FoldOptions::all(), &mut |storage_bucket, _| {
+                    if let Some(b) = BucketRef::from_storage_bucket(storage_bucket)
+                        && b.bucket_type == bucket_type
+                    {
+                        buckets.insert(b.bucket);
+                    }
+                    FoldControl::Continue
+                })?;
+        }
+        Ok(buckets.into_iter().collect())
+    }
+}

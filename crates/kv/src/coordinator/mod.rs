@@ -1,0 +1,98 @@
+//! Coordinators: the async drivers of the pure quorum cores. Each sends a
+//! request to the vnodes of a preflist, feeds their replies to its core
+//! until the core has an answer or the deadline passes, and answers.
+
+pub mod delete;
+pub mod get;
+pub mod list;
+pub mod put;
+
+use std::time::Duration;
+
+use eddy_object::Content;
+use tokio::time::Instant;
+
+use crate::error::KvError;
+use crate::node::Node;
+use crate::props::BucketProps;
+use crate::quorum::Quorum;
+use crate::request::BucketRef;
+use crate::vnode::msg::StorageKey;
+
+impl Node {
+    pub(crate) fn deadline(&self, timeout_ms: Option<u64>) -> Instant {
+        let ms = timeout_ms.unwrap_or(self.config.default_timeout_ms);
+        Instant::now() + Duration::from_millis(ms)
+    }
+
+    pub(crate) fn props(&self, bucket: &BucketRef) -> Result<BucketProps, KvError> {
+        if bucket.bucket.is_empty() {
+            return Err(KvError::Empty("bucket"));
+        }
+        Ok(self
+            .registry
+            .bucket_props(&bucket.bucket_type, &bucket.bucket)?)
+    }
+
+    pub(crate) fn check_key(&self, key: &[u8]) -> Result<(), KvError> {
+        if key.is_empty() {
+            return Err(KvError::Empty("key"));
+        }
+        let max = self.config.key_bytes_max;
+        if key.len() > max {
+            return Err(KvError::TooLarge {
+                what: "key",
+                size: key.len(),
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_content(&self, content: &Content) -> Result<(), KvError> {
+        let size = content.value.len()
+            + content
+                .meta
+                .user_meta
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+            + content
+                .meta
+                .indexes
+                .iter()
+                .map(|(f, t)| f.len() + t.len())
+                .sum::<usize>();
+        let max = self.config.object_size_max_bytes;
+        if size > max {
+            return Err(KvError::TooLarge {
+                what: "object",
+                size,
+                max,
+            });
+        }
+        if size > self.config.object_size_warn_bytes {
+            tracing::warn!(size, "large object written");
+        }
+        Ok(())
+    }
+}
+
+/// Resolves a request's quorum (or the bucket's) and checks it against n_val.
+pub(crate) fn quorum(
+    name: &'static str,
+    requested: Option<Quorum>,
+    bucket: Quorum,
+    n_val: u32,
+) -> Result<u32, KvError> {
+    Ok(requested
+        .unwrap_or(Quorum::Default)
+        .resolve_checked(name, bucket, n_val)?)
+}
+
+pub(crate) fn storage_key(bucket: &BucketRef, key: &[u8]) -> StorageKey {
+    StorageKey {
+        bucket: bucket.storage_bucket(),
+        key: key.to_vec(),
+    }
+}

@@ -1,0 +1,62 @@
+//! Errors of the key-value layer. Each maps to one HTTP status and one PB
+//! error text at the API edge.
+
+use crate::core::put::PutFailure;
+use crate::quorum::QuorumError;
+use crate::types::RegistryError;
+
+/// Why a key-value operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KvError {
+    /// The bucket type does not exist or is not active, or props are bad.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// A quorum value is malformed or exceeds n_val.
+    #[error(transparent)]
+    Quorum(#[from] QuorumError),
+    /// Fewer replies than `r` (or `pr`) arrived.
+    #[error("{which} value unsatisfied: needed {needed}, got {got}")]
+    ReadQuorum {
+        which: &'static str,
+        needed: u32,
+        got: u32,
+    },
+    /// A write did not reach its w, dw or pw quorum.
+    #[error("write quorum unsatisfied: {0:?}")]
+    WriteQuorum(PutFailure),
+    /// The request did not complete within its timeout.
+    #[error("timeout")]
+    Timeout,
+    /// `if_none_match` found a live object.
+    #[error("match_found")]
+    MatchFound,
+    /// `if_not_modified` found a different version.
+    #[error("modified")]
+    Modified,
+    /// The key, value or metadata exceeds a limit.
+    #[error("{what} of {size} bytes exceeds the limit of {max}")]
+    TooLarge {
+        what: &'static str,
+        size: usize,
+        max: usize,
+    },
+    /// The write would leave more siblings than allowed.
+    #[error("too many siblings: {count} exceeds the limit of {max}")]
+    TooManySiblings { count: usize, max: usize },
+    /// A vnode's queue is full.
+    #[error("overload: vnode queue full")]
+    Overload,
+    /// The key is empty (Riak refuses empty keys and buckets).
+    #[error("{0} must not be empty")]
+    Empty(&'static str),
+    /// The storage layer failed.
+    #[error("storage: {0}")]
+    Storage(#[from] eddy_storage::StorageError),
+    /// A stored object could not be decoded (it is not returned).
+    #[error("stored object is corrupt: {0}")]
+    Corrupt(#[from] eddy_object::DecodeError),
+    /// The node is shutting down.
+    #[error("node is shutting down")]
+    ShuttingDown,
+}

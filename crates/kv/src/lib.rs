@@ -1,0 +1,26 @@
+//! Eddy's key-value layer: everything between the API front ends and the
+//! storage backends.
+//!
+//! - [`request`]: the request model the API layer builds;
+//! - [`props`], [`quorum`], [`types`]: bucket properties, quorum values and
+//!   the bucket-type registry;
+//! - [`core`]: the pure quorum cores;
+//! - [`vnode`]: one thread per partition owning its backend;
+//! - [`coordinator`]: the async get/put/delete/list drivers;
+//! - [`node`]: the node that ties them together.
+
+pub mod coordinator;
+pub mod core;
+pub mod error;
+pub mod node;
+pub mod props;
+pub mod quorum;
+pub mod request;
+pub mod types;
+pub mod vnode;
+
+pub use coordinator::delete::DeleteOutcome;
+pub use error::KvError;
+pub use node::{DeleteMode, Node, NodeConfig};
+pub use quorum::Quorum;
+pub use request::*;

@@ -1,0 +1,277 @@
+//! Bucket properties: Riak's names, defaults and validation.
+//!
+//! Props are kept in Riak's JSON shape (the HTTP API's `{"props": ...}` and
+//! the metadata file use it directly). A change arrives as a [`PropsPatch`],
+//! a JSON object of the fields to set, applied over the current props and
+//! validated whole, so a bad patch changes nothing.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::quorum::Quorum;
+
+/// A module/function pair, as Riak names hook and key functions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModFun {
+    #[serde(rename = "mod")]
+    pub module: String,
+    #[serde(rename = "fun")]
+    pub function: String,
+}
+
+impl ModFun {
+    fn new(module: &str, function: &str) -> Self {
+        ModFun {
+            module: module.into(),
+            function: function.into(),
+        }
+    }
+}
+
+/// Data types a bucket type can hold (`datatype`).
+pub const DATATYPES: &[&str] = &["counter", "set", "map", "hll", "gset"];
+
+/// Properties fixed when a bucket type is created.
+pub const IMMUTABLE: &[&str] = &["datatype", "consistent", "write_once"];
+
+/// Keys Riak reports but that are not settable; ignored in patches.
+const COMPUTED: &[&str] = &[
+    "name",
+    "active",
+    "claimant",
+    "has_precommit",
+    "has_postcommit",
+];
+
+/// The effective properties of a bucket.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BucketProps {
+    pub n_val: u32,
+    pub allow_mult: bool,
+    pub last_write_wins: bool,
+    pub precommit: Vec<Value>,
+    pub postcommit: Vec<Value>,
+    pub chash_keyfun: ModFun,
+    pub linkfun: ModFun,
+    pub old_vclock: u32,
+    pub young_vclock: u32,
+    pub big_vclock: u32,
+    pub small_vclock: u32,
+    pub pr: Quorum,
+    pub r: Quorum,
+    pub w: Quorum,
+    pub pw: Quorum,
+    pub dw: Quorum,
+    pub rw: Quorum,
+    pub basic_quorum: bool,
+    pub notfound_ok: bool,
+    pub dvv_enabled: bool,
+    pub write_once: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datatype: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub consistent: bool,
+    /// Properties Eddy does not interpret, kept so clients read back what
+    /// they set.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+impl Default for BucketProps {
+    /// Riak's defaults for the `default` bucket type.
+    fn default() -> Self {
+        BucketProps {
+            n_val: 3,
+            allow_mult: false,
+            last_write_wins: false,
+            precommit: Vec::new(),
+            postcommit: Vec::new(),
+            chash_keyfun: ModFun::new("riak_core_util", "chash_std_keyfun"),
+            linkfun: ModFun::new("riak_kv_wm_link_walker", "mapreduce_linkfun"),
+            old_vclock: 86_400,
+            young_vclock: 20,
+            big_vclock: 50,
+            small_vclock: 50,
+            pr: Quorum::Count(0),
+            r: Quorum::Quorum,
+            w: Quorum::Quorum,
+            pw: Quorum::Count(0),
+            dw: Quorum::Quorum,
+            rw: Quorum::Quorum,
+            basic_quorum: false,
+            notfound_ok: true,
+            dvv_enabled: false,
+            write_once: false,
+            backend: None,
+            datatype: None,
+            consistent: false,
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+/// A field-by-field change, in Riak's JSON names.
+pub type PropsPatch = Map<String, Value>;
+
+/// Why props were refused: each offending field with a reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid bucket properties: {}", .0.iter().map(|(f, r)| format!("{f}: {r}")).collect::<Vec<_>>().join("; "))]
+pub struct PropsError(pub Vec<(String, String)>);
+
+impl PropsError {
+    fn one(field: &str, reason: impl Into<String>) -> Self {
+        PropsError(vec![(field.to_string(), reason.into())])
+    }
+}
+
+impl BucketProps {
+    /// The defaults of a newly created, non-default bucket type: the default
+    /// type's props with siblings and dotted version vectors on.
+    pub fn typed_defaults(base: &BucketProps) -> BucketProps {
+        BucketProps {
+            allow_mult: true,
+            dvv_enabled: true,
+            ..base.clone()
+        }
+    }
+
+    /// These props as a JSON object.
+    pub fn to_json(&self) -> Map<String, Value> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        }
+    }
+
+    /// Applies `patch` over these props and validates the result.
+    pub fn patched(&self, patch: &PropsPatch) -> Result<BucketProps, PropsError> {
+        let mut json = self.to_json();
+        for (k, v) in patch {
+            if !COMPUTED.contains(&k.as_str()) {
+                json.insert(k.clone(), v.clone());
+            }
+        }
+        let props: BucketProps = serde_json::from_value(Value::Object(json))
+            .map_err(|e| field_error(patch, &e.to_string()))?;
+        props.validate()?;
+        Ok(props)
+    }
+
+    /// Checks the rules serde cannot express.
+    pub fn validate(&self) -> Result<(), PropsError> {
+        if self.n_val == 0 {
+            return Err(PropsError::one("n_val", "must be a positive integer"));
+        }
+        if let Some(dt) = &self.datatype {
+            if !DATATYPES.contains(&dt.as_str()) {
+                return Err(PropsError::one(
+                    "datatype",
+                    format!("unknown data type {dt:?}"),
+                ));
+            }
+            if !self.allow_mult {
+                return Err(PropsError::one("allow_mult", "must be true for data types"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails if `patch` changes a property fixed at type creation.
+    pub fn check_immutable(&self, patch: &PropsPatch) -> Result<(), PropsError> {
+        let current = self.to_json();
+        for field in IMMUTABLE {
+            let Some(new) = patch.get(*field) else {
+                continue;
+            };
+            let old = current.get(*field).cloned().unwrap_or(match *field {
+                "datatype" => Value::Null,
+                _ => Value::Bool(false),
+            });
+            if *new != old {
+                return Err(PropsError::one(field, "cannot be modified"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Names the field serde complained about, when it can be found.
+fn field_error(patch: &PropsPatch, message: &str) -> PropsError {
+    let field = patch
+        .keys()
+        .find(|k| message.contains(k.as_str()))
+        .cloned()
+        .or_else(|| patch.keys().next().cloned())
+        .unwrap_or_else(|| "props".into());
+    PropsError(vec![(field, message.to_string())])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn patch(v: Value) -> PropsPatch {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn defaults_serialise_in_riak_shape() {
+        let json = BucketProps::default().to_json();
+        assert_eq!(json["n_val"], json!(3));
+        assert_eq!(json["r"], json!("quorum"));
+        assert_eq!(json["pr"], json!(0));
+        assert_eq!(
+            json["chash_keyfun"],
+            json!({"mod": "riak_core_util", "fun": "chash_std_keyfun"})
+        );
+        assert!(!json.contains_key("datatype"));
+    }
+
+    #[test]
+    fn patches_apply_whole_or_not_at_all() {
+        let base = BucketProps::default();
+        let p = base
+            .patched(&patch(json!({"n_val": 5, "allow_mult": true, "name": "x"})))
+            .unwrap();
+        assert_eq!((p.n_val, p.allow_mult), (5, true));
+        let bad = base.patched(&patch(json!({"n_val": "three"}))).unwrap_err();
+        assert_eq!(bad.0[0].0, "n_val");
+        assert!(base.patched(&patch(json!({"n_val": 0}))).is_err());
+        assert!(base.patched(&patch(json!({"r": "most"}))).is_err());
+        assert!(
+            base.patched(&patch(json!({"datatype": "set"}))).is_err(),
+            "needs allow_mult"
+        );
+        let custom = base.patched(&patch(json!({"my_prop": [1, 2]}))).unwrap();
+        assert_eq!(custom.to_json()["my_prop"], json!([1, 2]));
+    }
+
+    #[test]
+    fn immutable_props_cannot_change() {
+        let typed = BucketProps::typed_defaults(&BucketProps::default());
+        let set = typed.patched(&patch(json!({"datatype": "set"}))).unwrap();
+        assert!(
+            set.check_immutable(&patch(json!({"datatype": "map"})))
+                .is_err()
+        );
+        assert!(
+            set.check_immutable(&patch(json!({"datatype": "set", "n_val": 2})))
+                .is_ok()
+        );
+        assert!(
+            typed
+                .check_immutable(&patch(json!({"write_once": true})))
+                .is_err()
+        );
+        assert!(
+            typed
+                .check_immutable(&patch(json!({"consistent": false})))
+                .is_ok()
+        );
+    }
+}

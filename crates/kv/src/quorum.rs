@@ -1,0 +1,140 @@
+//! Quorum values (`r`, `w`, `dw`, `pr`, `pw`, `rw`) as Riak spells them:
+//! `one`, `quorum`, `all`, `default`, or a number of replicas.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A quorum as a client or bucket states it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quorum {
+    One,
+    Quorum,
+    All,
+    /// Use the bucket's value.
+    Default,
+    /// Exactly this many replicas.
+    Count(u32),
+}
+
+/// Why a quorum value was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QuorumError {
+    /// Not `one`, `quorum`, `all`, `default` or a non-negative integer.
+    #[error("invalid quorum value {0:?}")]
+    Unparsable(String),
+    /// More replicas than the bucket's n_val.
+    #[error("{name} value {value} exceeds n_val {n_val}")]
+    ExceedsNVal {
+        name: &'static str,
+        value: u32,
+        n_val: u32,
+    },
+}
+
+impl Quorum {
+    /// Parses a query-string or JSON word.
+    pub fn parse(text: &str) -> Result<Quorum, QuorumError> {
+        match text {
+            "one" => Ok(Quorum::One),
+            "quorum" => Ok(Quorum::Quorum),
+            "all" => Ok(Quorum::All),
+            "default" => Ok(Quorum::Default),
+            n => n
+                .parse::<u32>()
+                .map(Quorum::Count)
+                .map_err(|_| QuorumError::Unparsable(text.to_string())),
+        }
+    }
+
+    /// The number of replicas this means for `n_val`, resolving `default`
+    /// through `bucket` (the bucket's own setting, never `default` itself).
+    pub fn resolve(self, bucket: Quorum, n_val: u32) -> u32 {
+        match self {
+            Quorum::One => 1,
+            Quorum::Quorum => n_val / 2 + 1,
+            Quorum::All => n_val,
+            Quorum::Count(n) => n,
+            Quorum::Default => match bucket {
+                Quorum::Default => n_val / 2 + 1,
+                b => b.resolve(Quorum::Quorum, n_val),
+            },
+        }
+    }
+
+    /// Resolves and checks against `n_val`, naming the parameter in errors.
+    pub fn resolve_checked(
+        self,
+        name: &'static str,
+        bucket: Quorum,
+        n_val: u32,
+    ) -> Result<u32, QuorumError> {
+        let value = self.resolve(bucket, n_val);
+        if value > n_val {
+            return Err(QuorumError::ExceedsNVal { name, value, n_val });
+        }
+        Ok(value)
+    }
+}
+
+impl fmt::Display for Quorum {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Quorum::One => f.write_str("one"),
+            Quorum::Quorum => f.write_str("quorum"),
+            Quorum::All => f.write_str("all"),
+            Quorum::Default => f.write_str("default"),
+            Quorum::Count(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl Serialize for Quorum {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Quorum::Count(n) => s.serialize_u32(*n),
+            word => s.serialize_str(&word.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Quorum {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Quorum, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u32),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(n) => Ok(Quorum::Count(n)),
+            Raw::Text(t) => Quorum::parse(&t).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_like_riak() {
+        assert_eq!(Quorum::Quorum.resolve(Quorum::Quorum, 3), 2);
+        assert_eq!(Quorum::Quorum.resolve(Quorum::Quorum, 5), 3);
+        assert_eq!(Quorum::All.resolve(Quorum::Quorum, 3), 3);
+        assert_eq!(Quorum::Default.resolve(Quorum::One, 3), 1);
+        assert_eq!(Quorum::Default.resolve(Quorum::Count(0), 3), 0);
+        assert!(
+            Quorum::Count(4)
+                .resolve_checked("w", Quorum::Quorum, 3)
+                .is_err()
+        );
+        assert_eq!(Quorum::parse("2"), Ok(Quorum::Count(2)));
+        assert!(Quorum::parse("two").is_err());
+        assert!(Quorum::parse("-1").is_err());
+        let json: Quorum = serde_json::from_str("\"all\"").unwrap();
+        assert_eq!(json, Quorum::All);
+        assert_eq!(serde_json::to_string(&Quorum::Count(2)).unwrap(), "2");
+    }
+}

@@ -1,0 +1,405 @@
+//! Bucket types and per-bucket properties (Riak's bucket-type registry).
+//!
+//! The `default` type always exists and is active; its props are the node's
+//! configured defaults. Other types are created (status `created`), then
+//! activated (`active`) before use. A bucket's effective props are its
+//! type's props overridden by the bucket's own patch. Every change is
+//! validated whole, then written to the metadata file atomically (temp file,
+//! fsync, rename) before it takes effect.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+
+use crate::props::{BucketProps, PropsError, PropsPatch};
+
+/// The type every untyped bucket belongs to.
+pub const DEFAULT_TYPE: &str = "default";
+
+/// Longest bucket type name accepted.
+pub const TYPE_NAME_BYTES_MAX: usize = 255;
+
+/// A bucket type's life stage (`riak-admin bucket-type status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TypeStatus {
+    Created,
+    Active,
+}
+
+/// What went wrong with a registry operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// No type of this name exists.
+    #[error("unknown bucket type {0:?}")]
+    NoSuchType(String),
+    /// The type exists but has not been activated.
+    #[error("bucket type {0:?} is not active")]
+    NotActive(String),
+    /// `create` of a name already taken.
+    #[error("bucket type {0:?} already exists")]
+    AlreadyExists(String),
+    /// The name is empty, too long, or `default`.
+    #[error("invalid bucket type name {0:?}")]
+    BadName(String),
+    /// The props were refused.
+    #[error(transparent)]
+    Props(#[from] PropsError),
+    /// The metadata file could not be read or written.
+    #[error("bucket metadata at {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The metadata file does not parse.
+    #[error("bucket metadata at {path} is corrupt: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct StoredType {
+    status: TypeStatus,
+    patch: PropsPatch,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct StoredBucket {
+    bucket_type: String,
+    /// Hex, since bucket names are arbitrary bytes.
+    bucket: String,
+    patch: PropsPatch,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Stored {
+    types: BTreeMap<String, StoredType>,
+    buckets: Vec<StoredBucket>,
+}
+
+/// A bucket type as listed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeInfo {
+    pub name: String,
+    pub status: TypeStatus,
+    pub props: BucketProps,
+}
+
+/// The node's bucket types and bucket props.
+pub struct BucketRegistry {
+    defaults: BucketProps,
+    path: Option<PathBuf>,
+    stored: RwLock<Stored>,
+}
+
+impl BucketRegistry {
+    /// A registry kept only in memory (tests).
+    pub fn in_memory(defaults: BucketProps) -> Self {
+        BucketRegistry {
+            defaults,
+            path: None,
+            stored: RwLock::new(Stored::default()),
+        }
+    }
+
+    /// Loads the registry from `path`, or starts empty if it does not exist.
+    pub fn open(path: &Path, defaults: BucketProps) -> Result<Self, RegistryError> {
+        let stored = match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| RegistryError::Corrupt {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Stored::default(),
+            Err(source) => {
+                let path = path.to_path_buf();
+                return Err(RegistryError::Io { path, source });
+            }
+        };
+        Ok(BucketRegistry {
+            defaults,
+            path: Some(path.to_path_buf()),
+            stored: RwLock::new(stored),
+        })
+    }
+
+    /// The props of a type, and its status; errors if it does not exist.
+    pub fn type_info(&self, name: &str) -> Result<TypeInfo, RegistryError> {
+        let stored = self.stored.read();
+        self.type_info_in(&stored, name)
+    }
+
+    fn type_info_in(&self, stored: &Stored, name: &str) -> Result<TypeInfo, RegistryError> {
+        if name == DEFAULT_TYPE {
+            let props = self.defaults.clone();
+            let status = TypeStatus::Active;
+            return Ok(TypeInfo {
+                name: name.into(),
+                status,
+                props,
+            });
+        }
+        let t = stored
+            .types
+            .get(name)
+            .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
+        let props = BucketProps::typed_defaults(&self.defaults).patched(&t.patch)?;
+        Ok(TypeInfo {
+            name: name.into(),
+            status: t.status,
+            props,
+        })
+    }
+
+    /// Every type, `default` first.
+    pub fn list_types(&self) -> Vec<TypeInfo> {
+        let stored = self.stored.read();
+        let names = std::iter::once(DEFAULT_TYPE).chain(stored.types.keys().map(String::as_str));
+        names
+            .filter_map(|n| self.type_info_in(&stored, n).ok())
+            .collect()
+    }
+
+    /// Creates a type with `patch` over the typed defaults.
+    pub fn create_type(&self, name: &str, patch: &PropsPatch) -> Result<(), RegistryError> {
+        check_type_name(name)?;
+        BucketProps::typed_defaults(&self.defaults).patched(patch)?;
+        self.change(|stored| {
+            if stored.types.contains_key(name) {
+                return Err(RegistryError::AlreadyExists(name.to_string()));
+            }
+            let t = StoredType {
+                status: TypeStatus::Created,
+                patch: patch.clone(),
+            };
+            stored.types.insert(name.to_string(), t);
+            Ok(())
+        })
+    }
+
+    /// Activates a created type (activating an active type is a no-op).
+    pub fn activate_type(&self, name: &str) -> Result<(), RegistryError> {
+        self.change(|stored| {
+            let t = stored
+                .types
+                .get_mut(name)
+                .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
+            t.status = TypeStatus::Active;
+            Ok(())
+        })
+    }
+
+    /// Changes a type's props; immutable props must keep their values.
+    pub fn update_type(&self, name: &str, patch: &PropsPatch) -> Result<(), RegistryError> {
+        if name == DEFAULT_TYPE {
+            return Err(RegistryError::BadName(name.to_string()));
+        }
+        let current = self.type_info(name)?.props;
+        current.check_immutable(patch)?;
+        current.patched(patch)?;
+        self.change(|stored| {
+            let t = stored
+                .types
+                .get_mut(name)
+                .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
+            t.patch.extend(patch.clone());
+            Ok(())
+        })
+    }
+
+    /// The effective props of a bucket; its type must exist and be active.
+    pub fn bucket_props(
+        &self,
+        bucket_type: &str,
+        bucket: &[u8],
+    ) -> Result<BucketProps, RegistryError> {
+        let stored = self.stored.read();
+        let info = self.type_info_in(&stored, bucket_type)?;
+        if info.status != TypeStatus::Active {
+            return Err(RegistryError::NotActive(bucket_type.to_string()));
+        }
+        match find_bucket(&stored, bucket_type, bucket) {
+            Some(b) => Ok(info.props.patched(&b.patch)?),
+            None => Ok(info.props),
+        }
+    }
+
+    /// Sets some of a bucket's props (over its type's).
+    pub fn set_bucket_props(
+        &self,
+        bucket_type: &str,
+        bucket: &[u8],
+        patch: &PropsPatch,
+    ) -> Result<BucketProps, RegistryError> {
+        let current = self.bucket_props(bucket_type, bucket)?;
+        current.check_immutable(patch)?;
+        let props = current.patched(patch)?;
+        self.change(|stored| {
+            let hex = to_hex(bucket);
+            match stored
+                .buckets
+                .iter_mut()
+                .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
+            {
+                Some(b) => b.patch.extend(patch.clone()),
+                None => stored.buckets.push(StoredBucket {
+                    bucket_type: bucket_type.to_string(),
+                    bucket: hex,
+                    patch: patch.clone(),
+                }),
+            }
+            Ok(())
+        })?;
+        Ok(props)
+    }
+
+    /// Returns a bucket to its type's props.
+    pub fn reset_bucket_props(
+        &self,
+        bucket_type: &str,
+        bucket: &[u8],
+    ) -> Result<(), RegistryError> {
+        self.bucket_props(bucket_type, bucket)?;
+        let hex = to_hex(bucket);
+        self.change(|stored| {
+            stored
+                .buckets
+                .retain(|b| !(b.bucket_type == bucket_type && b.bucket == hex));
+            Ok(())
+        })
+    }
+
+    /// Applies `f` to a copy, persists the copy, then makes it current.
+    fn change(
+        &self,
+        f: impl FnOnce(&mut Stored) -> Result<(), RegistryError>,
+    ) -> Result<(), RegistryError> {
+        let mut stored = self.stored.write();
+        let mut next = stored.clone();
+        f(&mut next)?;
+        if let Some(path) = &self.path {
+            write_atomically(path, &next)?;
+        }
+        *stored = next;
+        Ok(())
+    }
+}
+
+fn find_bucket<'a>(
+    stored: &'a Stored,
+    bucket_type: &str,
+    bucket: &[u8],
+) -> Option<&'a StoredBucket> {
+    let hex = to_hex(bucket);
+    stored
+        .buckets
+        .iter()
+        .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
+}
+
+fn check_type_name(name: &str) -> Result<(), RegistryError> {
+    let bad = name.is_empty() || name.len() > TYPE_NAME_BYTES_MAX || name == DEFAULT_TYPE;
+    match bad {
+        true => Err(RegistryError::BadName(name.to_string())),
+        false => Ok(()),
+    }
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn write_atomically(path: &Path, stored: &Stored) -> Result<(), RegistryError> {
+    let io = |source| RegistryError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = serde_json::to_vec_pretty(stored).map_err(|e| io(std::io::Error::other(e)))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = path.with_extension("tmp");
+    let mut file = std::fs::File::create(&tmp).map_err(io)?;
+    file.write_all(&bytes).map_err(io)?;
+    file.sync_data().map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn patch(v: serde_json::Value) -> PropsPatch {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn type_lifecycle_and_inheritance() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("meta/buckets.json");
+        let reg = BucketRegistry::open(&path, BucketProps::default()).unwrap();
+        assert!(!reg.bucket_props(DEFAULT_TYPE, b"b").unwrap().allow_mult);
+        reg.create_type("maps", &patch(json!({"datatype": "map"})))
+            .unwrap();
+        assert!(matches!(
+            reg.bucket_props("maps", b"b"),
+            Err(RegistryError::NotActive(_))
+        ));
+        assert!(matches!(
+            reg.create_type("maps", &PropsPatch::new()),
+            Err(RegistryError::AlreadyExists(_))
+        ));
+        reg.activate_type("maps").unwrap();
+        let p = reg.bucket_props("maps", b"b").unwrap();
+        assert!(p.allow_mult && p.dvv_enabled);
+        assert_eq!(p.datatype.as_deref(), Some("map"));
+        assert!(
+            reg.update_type("maps", &patch(json!({"datatype": "set"})))
+                .is_err()
+        );
+        reg.update_type("maps", &patch(json!({"n_val": 2})))
+            .unwrap();
+        reg.set_bucket_props("maps", b"b", &patch(json!({"r": 1})))
+            .unwrap();
+        assert!(
+            reg.set_bucket_props("maps", b"b", &patch(json!({"datatype": "set"})))
+                .is_err()
+        );
+        assert!(matches!(
+            reg.bucket_props("nope", b"b"),
+            Err(RegistryError::NoSuchType(_))
+        ));
+
+        let reopened = BucketRegistry::open(&path, BucketProps::default()).unwrap();
+        let p = reopened.bucket_props("maps", b"b").unwrap();
+        assert_eq!((p.n_val, p.r), (2, crate::quorum::Quorum::Count(1)));
+        reopened.reset_bucket_props("maps", b"b").unwrap();
+        assert_eq!(
+            reopened.bucket_props("maps", b"b").unwrap().r,
+            crate::quorum::Quorum::Quorum
+        );
+        let names: Vec<_> = reopened.list_types().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, vec!["default", "maps"]);
+    }
+
+    #[test]
+    fn corrupt_metadata_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("buckets.json");
+        std::fs::write(&path, b"{not json").unwrap();
+        let err = BucketRegistry::open(&path, BucketProps::default())
+            .err()
+            .unwrap();
+        assert!(matches!(err, RegistryError::Corrupt { .. }), "{err}");
+    }
+}

@@ -1,0 +1,334 @@
+//! What requests do to a partition's stored objects: the coordinated
+//! update, the replica merge, the get and the reap.
+//!
+//! Invariants: an object is written with index specs that turn the stored
+//! object's index entries into the new object's; a tombstone is reaped only
+//! if the stored object is still exactly that tombstone; a corrupt stored
+//! object is never returned or merged (the request fails instead).
+
+use std::sync::Arc;
+
+use eddy_object::{Actor, Content, RiakObject, VersionVector, codec, merge};
+use eddy_ring::Partition;
+use eddy_storage::{Backend, IndexSpec, WriteOptions};
+
+use super::msg::{
+    Conditions, PutDone, PutKind, PutReplyMsg, StorageKey, VnodeRequest, WritePolicy,
+};
+use crate::error::KvError;
+
+/// A vnode's state, owned by its thread.
+pub struct VnodeState {
+    partition: Partition,
+    actor: Actor,
+    backend: Arc<dyn Backend>,
+}
+
+impl VnodeState {
+    pub fn new(partition: Partition, actor: Actor, backend: Arc<dyn Backend>) -> Self {
+        VnodeState {
+            partition,
+            actor,
+            backend,
+        }
+    }
+
+    /// Handles one request; durable puts go to `waiting` for the batch sync.
+    pub fn handle(&mut self, req: VnodeRequest, waiting: &mut Vec<PutReplyMsg>) {
+        match req {
+            VnodeRequest::Get { key, reply } => {
+                let _ = reply.send((self.partition, self.read(&key)));
+            }
+            VnodeRequest::Put {
+                key,
+                kind,
+                policy,
+                sync,
+                reply,
+            } => match self.put(&key, *kind, policy) {
+                Ok(object) if sync => waiting.push(PutReplyMsg {
+                    partition: self.partition,
+                    reply,
+                    object,
+                }),
+                Ok(object) => {
+                    let done = PutDone {
+                        object,
+                        durable: false,
+                    };
+                    let _ = reply.send((self.partition, Ok(done)));
+                }
+                Err(e) => {
+                    let _ = reply.send((self.partition, Err(e)));
+                }
+            },
+            VnodeRequest::Reap { key, tombstone } => {
+                if let Err(e) = self.reap(&key, &tombstone) {
+                    tracing::warn!(partition = self.partition.0, "reap failed: {e}");
+                }
+            }
+            VnodeRequest::Stop => {}
+        }
+    }
+
+    /// Syncs the backend; the error text is shared by every waiting reply.
+    pub fn sync(&self) -> Result<(), String> {
+        self.backend.sync().map_err(|e| e.to_string())
+    }
+
+    fn read(&self, key: &StorageKey) -> Result<Option<RiakObject>, KvError> {
+        match self.backend.get(&key.bucket, &key.key)? {
+            Some(bytes) => Ok(Some(codec::decode(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn put(
+        &self,
+        key: &StorageKey,
+        kind: PutKind,
+        policy: WritePolicy,
+    ) -> Result<RiakObject, KvError> {
+        let current = self.read(key)?;
+        let next = match kind {
+            PutKind::Coordinate {
+                context,
+                content,
+                conditions,
+            } => coordinate(
+                current.as_ref(),
+                &context,
+                *content,
+                &conditions,
+                policy,
+                self.actor,
+            )?,
+            PutKind::Replicate { object } => replicate(current.as_ref(), object, policy),
+        };
+        if current.as_ref() != Some(&next) {
+            self.write(key, current.as_ref(), &next)?;
+        }
+        Ok(next)
+    }
+
+    fn write(
+        &self,
+        key: &StorageKey,
+        old: Option<&RiakObject>,
+        new: &RiakObject,
+    ) -> Result<(), KvError> {
+        let specs = index_specs(old, new);
+        let bytes = codec::encode(new);
+        self.backend
+            .put(&key.bucket, &key.key, &bytes, &specs, WriteOptions::NO_SYNC)?;
+        Ok(())
+    }
+
+    fn reap(&self, key: &StorageKey, tombstone: &VersionVector) -> Result<(), KvError> {
+        match self.read(key)? {
+            Some(obj) if obj.is_deleted() && obj.vv == *tombstone => {
+                self.backend
+                    .delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The coordinating vnode's update: check conditions, apply the write as
+/// `actor`, resolve per the bucket's policy, enforce the sibling limit.
+pub fn coordinate(
+    current: Option<&RiakObject>,
+    context: &VersionVector,
+    content: Content,
+    conditions: &Conditions,
+    policy: WritePolicy,
+    actor: Actor,
+) -> Result<RiakObject, KvError> {
+    let live = current.filter(|o| !o.is_deleted());
+    if conditions.if_none_match && live.is_some() {
+        return Err(KvError::MatchFound);
+    }
+    if let Some(expected) = &conditions.if_not_modified
+        && live.map(|o| &o.vv) != Some(expected)
+    {
+        return Err(KvError::Modified);
+    }
+    let mut obj = current.cloned().unwrap_or_default();
+    // A write supersedes tombstones it did not see: writing after a delete
+    // gives the new value, not a sibling of the tombstone.
+    obj.siblings.retain(|s| !s.content.meta.deleted);
+    let context = match policy.last_write_wins {
+        true => obj.vv.merge(context),
+        false => context.clone(),
+    };
+    merge::update(&mut obj, &context, actor, content);
+    if !policy.allow_mult {
+        merge::resolve_newest(&mut obj);
+    }
+    if obj.siblings.len() > policy.max_siblings {
+        let count = obj.siblings.len();
+        return Err(KvError::TooManySiblings {
+            count,
+            max: policy.max_siblings,
+        });
+    }
+    Ok(obj)
+}
+
+/// A replica's merge of the coordinator's object into its own copy.
+pub fn replicate(
+    current: Option<&RiakObject>,
+    incoming: RiakObject,
+    policy: WritePolicy,
+) -> RiakObject {
+    let Some(current) = current else {
+        return incoming;
+    };
+    let mut merged = merge::merge(current, &incoming);
+    if !policy.allow_mult || policy.last_write_wins {
+        merge::resolve_newest(&mut merged);
+    }
+    merged
+}
+
+/// The specs that turn `old`'s index entries into `new`'s.
+pub fn index_specs(old: Option<&RiakObject>, new: &RiakObject) -> Vec<IndexSpec> {
+    let before = old.map(RiakObject::index_entries).unwrap_or_default();
+    let after = new.index_entries();
+    let removes = before
+        .iter()
+        .filter(|e| after.binary_search(e).is_err())
+        .map(|(f, t)| IndexSpec::remove(f, t));
+    let adds = after
+        .iter()
+        .filter(|e| before.binary_search(e).is_err())
+        .map(|(f, t)| IndexSpec::add(f, t));
+    removes.chain(adds).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MULT: WritePolicy = WritePolicy {
+        allow_mult: true,
+        last_write_wins: false,
+        max_siblings: 3,
+    };
+
+    fn content(v: &str, t: u64) -> Content {
+        let mut c = Content::new(v.as_bytes().to_vec());
+        c.meta.last_modified_us = t;
+        c
+    }
+
+    #[test]
+    fn conditions_are_checked_against_the_stored_object() {
+        let none = Conditions::default();
+        let obj = coordinate(
+            None,
+            &VersionVector::new(),
+            content("a", 1),
+            &none,
+            MULT,
+            Actor(1),
+        )
+        .unwrap();
+        let inm = Conditions {
+            if_none_match: true,
+            ..Conditions::default()
+        };
+        let err = coordinate(
+            Some(&obj),
+            &VersionVector::new(),
+            content("b", 2),
+            &inm,
+            MULT,
+            Actor(1),
+        );
+        assert!(matches!(err, Err(KvError::MatchFound)));
+        let stale = Conditions {
+            if_not_modified: Some(VersionVector::new()),
+            ..Conditions::default()
+        };
+        let err = coordinate(
+            Some(&obj),
+            &VersionVector::new(),
+            content("b", 2),
+            &stale,
+            MULT,
+            Actor(1),
+        );
+        assert!(matches!(err, Err(KvError::Modified)));
+        let fresh = Conditions {
+            if_not_modified: Some(obj.vv.clone()),
+            ..Conditions::default()
+        };
+        assert!(coordinate(Some(&obj), &obj.vv, content("b", 2), &fresh, MULT, Actor(1)).is_ok());
+    }
+
+    #[test]
+    fn sibling_limit_and_tombstone_supersession() {
+        let none = Conditions::default();
+        let blind = VersionVector::new();
+        let mut obj = coordinate(None, &blind, content("a", 1), &none, MULT, Actor(1)).unwrap();
+        for i in 0..2 {
+            obj = coordinate(
+                Some(&obj),
+                &blind,
+                content("x", 2 + i),
+                &none,
+                MULT,
+                Actor(1),
+            )
+            .unwrap();
+        }
+        assert_eq!(obj.siblings.len(), 3);
+        let err = coordinate(Some(&obj), &blind, content("y", 9), &none, MULT, Actor(1));
+        assert!(matches!(
+            err,
+            Err(KvError::TooManySiblings { count: 4, max: 3 })
+        ));
+        let tomb = coordinate(
+            Some(&obj),
+            &obj.vv,
+            Content::tombstone(10),
+            &none,
+            MULT,
+            Actor(1),
+        )
+        .unwrap();
+        assert!(tomb.is_deleted());
+        let after =
+            coordinate(Some(&tomb), &blind, content("z", 11), &none, MULT, Actor(1)).unwrap();
+        assert_eq!(after.siblings.len(), 1);
+        assert_eq!(after.siblings[0].content.value, b"z");
+    }
+
+    #[test]
+    fn index_specs_diff_entries() {
+        let mut a = content("a", 1);
+        a.meta.indexes = vec![
+            (b"f_bin".to_vec(), b"1".to_vec()),
+            (b"f_bin".to_vec(), b"2".to_vec()),
+        ];
+        let none = Conditions::default();
+        let old = coordinate(None, &VersionVector::new(), a, &none, MULT, Actor(1)).unwrap();
+        let mut b = content("b", 2);
+        b.meta.indexes = vec![
+            (b"f_bin".to_vec(), b"2".to_vec()),
+            (b"f_bin".to_vec(), b"3".to_vec()),
+        ];
+        let new = coordinate(Some(&old), &old.vv, b, &none, MULT, Actor(1)).unwrap();
+        let specs = index_specs(Some(&old), &new);
+        assert_eq!(
+            specs,
+            vec![
+                IndexSpec::remove(b"f_bin", b"1"),
+                IndexSpec::add(b"f_bin", b"3")
+            ]
+        );
+    }
+}

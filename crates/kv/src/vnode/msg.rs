@@ -1,0 +1,109 @@
+//! Requests a vnode takes and the replies it sends. These are the messages a
+//! cluster will carry between nodes; nothing here is local-only but the
+//! reply channels.
+
+use eddy_object::{Content, RiakObject, VersionVector};
+use eddy_ring::Partition;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::error::KvError;
+
+/// A stored object's storage bucket and key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StorageKey {
+    pub bucket: Vec<u8>,
+    pub key: Vec<u8>,
+}
+
+/// How a bucket resolves concurrent writes, and its sibling limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WritePolicy {
+    pub allow_mult: bool,
+    pub last_write_wins: bool,
+    pub max_siblings: usize,
+}
+
+/// Conditions a coordinated put checks atomically before writing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Conditions {
+    /// Fail if a live object exists.
+    pub if_none_match: bool,
+    /// Fail unless the stored version vector equals this one.
+    pub if_not_modified: Option<VersionVector>,
+}
+
+/// What a put does at the vnode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PutKind {
+    /// Apply a client's write as this vnode's actor (the coordinating vnode).
+    Coordinate {
+        context: VersionVector,
+        content: Box<Content>,
+        conditions: Conditions,
+    },
+    /// Merge an object a coordinating vnode produced (the other replicas).
+    Replicate { object: RiakObject },
+}
+
+/// The outcome of a put at one vnode.
+pub type PutResult = Result<PutDone, KvError>;
+
+/// A successful put at one vnode.
+#[derive(Clone, Debug)]
+pub struct PutDone {
+    /// The object as stored after the put.
+    pub object: RiakObject,
+    /// Synced to stable storage before this reply.
+    pub durable: bool,
+}
+
+/// Where a vnode sends its get reply, tagged with its partition.
+pub type GetReplyTo = UnboundedSender<(Partition, Result<Option<RiakObject>, KvError>)>;
+/// Where a vnode sends its put reply, tagged with its partition.
+pub type PutReplyTo = UnboundedSender<(Partition, PutResult)>;
+
+/// One request to a vnode.
+pub enum VnodeRequest {
+    Get {
+        key: StorageKey,
+        reply: GetReplyTo,
+    },
+    Put {
+        key: StorageKey,
+        kind: Box<PutKind>,
+        policy: WritePolicy,
+        /// Sync before replying (the request's dw > 0).
+        sync: bool,
+        reply: PutReplyTo,
+    },
+    /// Remove the key if it still holds exactly this tombstone.
+    Reap {
+        key: StorageKey,
+        tombstone: VersionVector,
+    },
+    /// Finish queued work and exit.
+    Stop,
+}
+
+/// A put reply held back until the batch's sync.
+pub struct PutReplyMsg {
+    pub partition: Partition,
+    pub reply: PutReplyTo,
+    pub object: RiakObject,
+}
+
+impl PutReplyMsg {
+    /// Answers with the sync's outcome.
+    pub fn send_after_sync(self, synced: &Result<(), String>) {
+        let result = match synced {
+            Ok(()) => Ok(PutDone {
+                object: self.object,
+                durable: true,
+            }),
+            Err(e) => Err(KvError::Storage(eddy_storage::StorageError::Poisoned(
+                e.clone(),
+            ))),
+        };
+        let _ = self.reply.send((self.partition, result));
+    }
+}
