@@ -1,0 +1,1 @@
+//! Riak's HTTP API (in progress).

@@ -1,0 +1,1 @@
+//! Riak's Protocol Buffers API (in progress).
