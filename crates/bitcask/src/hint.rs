@@ -140,6 +140,14 @@ pub fn read_hint(dir: &Path, id: u32, data_len: u64) -> Result<Vec<u8>, &'static
     Ok(bytes)
 }
 
+/// The entry count in the trailer of a hint file read by [`read_hint`].
+pub fn entry_count(bytes: &[u8]) -> u64 {
+    bytes
+        .len()
+        .checked_sub(TRAILER_BYTES)
+        .map_or(0, |t| u64_at(bytes, t))
+}
+
 /// Calls `f` for each entry of a hint file read by [`read_hint`].
 pub fn for_each_entry<'a>(
     bytes: &'a [u8],

@@ -135,6 +135,27 @@ impl Keydir {
         self.table.is_empty()
     }
 
+    /// Makes room for `additional` more keys without rehashing as they come.
+    pub fn reserve(&mut self, additional: usize) {
+        let chunks = &self.chunks;
+        self.table.reserve(additional, |s| {
+            let (b, k) = slot_key(slot_bytes(chunks, *s));
+            hash(b, k)
+        });
+    }
+
+    /// Gives back table capacity beyond what the keys need (after a
+    /// generous [`Keydir::reserve`]).
+    pub fn shrink_to_fit(&mut self) {
+        if self.table.capacity() > 2 * self.table.len().max(1024) {
+            let chunks = &self.chunks;
+            self.table.shrink_to_fit(|s| {
+                let (b, k) = slot_key(slot_bytes(chunks, *s));
+                hash(b, k)
+            });
+        }
+    }
+
     /// Bytes allocated by the arena and the table.
     pub fn memory_bytes(&self) -> usize {
         let arena: usize = self.chunks.iter().map(|c| c.capacity()).sum();

@@ -110,6 +110,7 @@ pub fn recover(dir: &Path) -> Result<Recovered, StorageError> {
     for (bucket, position) in std::mem::take(&mut r.drops) {
         r.state.drop_before(&bucket, position);
     }
+    r.state.keydir.shrink_to_fit();
     let max_id = data_ids.last().copied().unwrap_or(0);
     let next_writer_id = (max_id / ID_STRIDE + 1)
         .checked_mul(ID_STRIDE)
@@ -190,6 +191,10 @@ impl Replay<'_> {
 
     fn replay_hint(&mut self, id: u32, bytes: &[u8]) -> Result<(), StorageError> {
         self.report.hints_used += 1;
+        let entries = crate::hint::entry_count(bytes);
+        self.state
+            .keydir
+            .reserve(usize::try_from(entries).unwrap_or(0));
         let corrupt = |reason| StorageError::Corrupt {
             path: hint_path(self.dir, id),
             offset: 0,
