@@ -13,6 +13,7 @@
 #                    binary offers, plus memory)
 #   OUT_DIR=...      where results go (default: target/bench-results)
 #   EDDY=...         a prebuilt eddy binary (default: cargo build --release)
+#   TABLE_ONLY=1     print the table from the results already in $OUT_DIR
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -113,13 +114,14 @@ eddy_runs() {
 }
 
 # row FIGURE EDDY BASELINE GOAL_KIND GOAL : one table row (TSV).
-# GOAL_KIND: ratio (eddy/baseline >= GOAL), min (eddy >= GOAL), none.
+# GOAL_KIND: ratio (eddy/baseline >= GOAL), min (eddy >= GOAL), max (eddy <= GOAL), none.
 row() {
     awk -v f="$1" -v e="$2" -v b="$3" -v kind="$4" -v g="$5" 'BEGIN {
         ratio = (b > 0) ? sprintf("%.3f", e / b) : "-"
         base = (b > 0) ? sprintf("%.0f", b) : "-"
         if (kind == "ratio") { goal = ">= " g " x fio"; ok = (e / b >= g) }
         else if (kind == "min") { goal = ">= " g; ok = (e >= g) }
+        else if (kind == "max") { goal = "<= " g; ok = (e <= g) }
         else { goal = "-"; ok = -1 }
         verdict = (ok == 1) ? "met" : (ok == 0 ? "MISSED" : "-")
         printf "%s\t%.1f\t%s\t%s\t%s\t%s\n", f, e, base, ratio, goal, verdict
@@ -132,25 +134,31 @@ report_rows() {
     seq_mbs=$(fio_figure seqwrite '.jobs[0].write.bw_bytes / 1e6')
     rr_iops=$(fio_figure randread-cached '.jobs[0].read.iops')
     sync_iops=$(fio_figure fdatasync '.jobs[0].write.iops')
-    row "$b put 8 KB seq, sync none (MB/s)" "$(eddy_figure "$b-put-8k" .mb_per_s)" "$seq_mbs" ratio 0.75
-    row "$b put 100 B random, 1 thread (puts/s)" "$(eddy_figure "$b-put-100" .ops_per_s)" "" min 500000
+    # The issue's goals are for the disk engines; memory rows are context.
+    local ratio=ratio min=min max=max
+    [[ $b == memory ]] && ratio=none min=none max=none
+    row "$b put 8 KB seq, sync none (MB/s)" "$(eddy_figure "$b-put-8k" .mb_per_s)" "$seq_mbs" $ratio 0.75
+    row "$b put 100 B random, 1 thread (puts/s)" "$(eddy_figure "$b-put-100" .ops_per_s)" "" $min 500000
     row "$b put 100 B random, 1 thread (MB/s)" "$(eddy_figure "$b-put-100" .mb_per_s)" "$seq_mbs" none ""
-    row "$b get 100 B random, cached (gets/s)" "$(eddy_figure "$b-get-100" .ops_per_s)" "$rr_iops" min 1000000
+    row "$b get 100 B random, cached (gets/s)" "$(eddy_figure "$b-get-100" .ops_per_s)" "$rr_iops" $min 1000000
     [[ $b == memory ]] && return
+    local keys scan_goal=none
+    keys=$(eddy_figure "$b-open" .params.keys)
+    [[ $b == lsm ]] && scan_goal=min
     row "$b group commit, 64 writers (puts/s)" "$(eddy_figure "$b-group-commit" .ops_per_s)" "$sync_iops" ratio 20
     row "$b group commit p99 (us)" "$(eddy_figure "$b-group-commit" .p99_us)" "" none ""
-    row "$b index scan 100k entries (entries/s)" "$(eddy_figure "$b-index-scan" .ops_per_s)" "" min 1000000
-    row "$b open with hints, $(eddy_figure "$b-open" .params.keys) keys (ms)" "$(eddy_figure "$b-open" .extra.open_ms)" "" none ""
-    local no_hints
-    no_hints=$(eddy_figure "$b-open" '.extra.open_without_hints_ms // empty')
-    [[ -n $no_hints ]] && row "$b open without hints (ms)" "$no_hints" "" none ""
-    if [[ $b == bitcask ]]; then
-        row "$b merge of $(eddy_figure "$b-merge" .extra.merge_input_mb) MB (s)" "$(eddy_figure "$b-merge" .extra.merge_s)" "" none ""
-        row "$b merge throughput (MB/s)" "$(eddy_figure "$b-merge" .extra.merge_mb_per_s)" "$seq_mbs" none ""
-        row "$b read p99 before merge (us)" "$(eddy_figure "$b-merge" .extra.p99_us_before_merge)" "" none ""
-        row "$b read p99 during merge (us)" "$(eddy_figure "$b-merge" .p99_us)" "" none ""
-    fi
-    return 0
+    row "$b index scan $(eddy_figure "$b-index-scan" .params.keys) entries (entries/s)" \
+        "$(eddy_figure "$b-index-scan" .ops_per_s)" "" $scan_goal 1000000
+    row "$b open, $keys keys (ms)" "$(eddy_figure "$b-open" .extra.open_ms)" "" none ""
+    [[ $b == bitcask ]] || return 0
+    row "$b open without hint files, $keys keys (ms)" "$(eddy_figure "$b-open" .extra.open_without_hints_ms)" "" none ""
+    # Goal: 40 bytes plus the key; a keydir key is the bucket (5 B) and key (8 B).
+    row "$b keydir bytes per key, $keys keys" "$(eddy_figure "$b-get-100" .extra.keydir_bytes_per_key)" "" $max 53
+    row "$b merge of $(eddy_figure "$b-merge" .extra.merge_input_mb) MB, 50 % dead (s)" "$(eddy_figure "$b-merge" .extra.merge_s)" "" none ""
+    row "$b merge throughput (MB/s)" "$(eddy_figure "$b-merge" .extra.merge_mb_per_s)" "$seq_mbs" none ""
+    row "$b read p99 before merge (us)" "$(eddy_figure "$b-merge" .extra.p99_us_before_merge)" "" none ""
+    row "$b read p99 during merge (us)" "$(eddy_figure "$b-merge" .p99_us)" "" none ""
+    row "$b reads/s during merge" "$(eddy_figure "$b-merge" .ops_per_s)" "" none ""
 }
 
 print_table() {
@@ -175,6 +183,11 @@ main() {
     local backends=${BACKENDS:-}
     if [[ -z $backends ]]; then
         for b in bitcask lsm memory; do has_backend "$b" && backends+="$b "; done
+    fi
+    if [[ ${TABLE_ONLY:-0} == 1 ]]; then
+        cat "$out_dir/machine.txt"
+        print_table "$backends"
+        return
     fi
     {
         echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
