@@ -46,13 +46,16 @@ build_eddy() {
     echo "$repo/target/release/eddy"
 }
 
-# fio JOB_NAME ARGS... : runs one fio job in $data_dir, JSON to $out_dir/fio-JOB.json
+# fio JOB_NAME ARGS... : runs one fio job in $data_dir, JSON to $out_dir/fio-JOB.json.
+# Every job starts with no dirty pages (sync) and appends to a file that is not
+# preallocated (fallocate=none), as bitcask's data files and lsm's journal are.
 run_fio() {
     local name=$1
     shift
     log "fio $name"
-    fio --name="$name" --directory="$data_dir" --ioengine=psync --output-format=json \
-        --output="$out_dir/fio-$name.json" "$@" >/dev/null
+    sync
+    fio --name="$name" --directory="$data_dir" --ioengine=psync --fallocate=none \
+        --output-format=json --output="$out_dir/fio-$name.json" "$@" >/dev/null
 }
 
 fio_baselines() {
@@ -83,6 +86,7 @@ run_eddy() {
     local dir="$data_dir/eddy-$name"
     rm -rf "$dir"
     log "eddy $name: $*"
+    sync
     "$eddy" bench storage --dir "$dir" --json "$@" >"$out_dir/eddy-$name.json"
     rm -rf "$dir"
 }
