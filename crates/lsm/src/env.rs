@@ -97,7 +97,7 @@ impl LsmEnv {
         });
         shared.finish_destroys()?;
         if let SyncPolicy::IntervalMs(ms) = config.sync {
-            *shared.interval.lock() = Some(IntervalSyncer::start(&shared, ms));
+            *shared.interval.lock() = Some(IntervalSyncer::start(shared.db.clone(), ms));
         }
         Ok(LsmEnv { shared })
     }
@@ -319,5 +319,30 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.env.open_partitions.lock().remove(&self.name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use eddy_storage::{Backend, WriteOptions};
+
+    #[test]
+    fn an_interrupted_destroy_is_finished_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LsmConfig::default();
+        {
+            let env = LsmEnv::open(dir.path(), &config).unwrap();
+            let p = env.open_partition("p").unwrap();
+            p.put(b"b", b"k", b"v", &[], WriteOptions::SYNC).unwrap();
+            // As if destroy had made its marker durable and then crashed.
+            let marker = EnvShared::destroy_marker("p");
+            env.shared.meta.insert(marker, []).unwrap();
+            env.sync().unwrap();
+        }
+        let env = LsmEnv::open(dir.path(), &config).unwrap();
+        assert!(!env.shared.has_destroy_marker("p").unwrap());
+        let p = env.open_partition("p").unwrap();
+        assert!(p.is_empty().unwrap());
     }
 }

@@ -417,3 +417,24 @@ fn concurrent_writers_keep_index_and_objects_in_step() {
         assert!(entries.contains(&(value, key)));
     }
 }
+
+#[test]
+fn interval_sync_env_closes_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1);
+    let interval = LsmConfig {
+        sync: eddy_lsm::SyncPolicy::IntervalMs(5),
+        ..config(&clock, 0)
+    };
+    for round in 0..3u8 {
+        let b = LsmBackend::open(dir.path(), interval.clone()).unwrap();
+        b.put(b"b", &[round], b"v", &[], WriteOptions::NO_SYNC)
+            .unwrap();
+        // Dropping without close must release the directory too.
+        if round == 1 {
+            b.close().unwrap();
+        }
+    }
+    let b = open(dir.path(), &clock);
+    assert_eq!(keys(&b, &FoldOptions::all()).len(), 3);
+}

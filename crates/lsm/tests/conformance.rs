@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use eddy_lsm::{LsmBackend, LsmConfig};
+use eddy_lsm::{LsmBackend, LsmConfig, LsmEnv};
 use eddy_storage::Backend;
 use eddy_storage::testkit::{BackendFactory, OpenOptions, run_conformance};
 
@@ -30,4 +30,23 @@ impl BackendFactory for Standalone {
 #[test]
 fn lsm_conforms() {
     run_conformance(&Standalone);
+}
+
+/// A partition of a node-wide environment, as a vnode would open it; the
+/// environment lives as long as the partition does.
+struct SharedEnvPartition;
+
+impl BackendFactory for SharedEnvPartition {
+    fn open(&self, dir: &Path, opts: &OpenOptions) -> Box<dyn Backend> {
+        let env = LsmEnv::open(dir, &config(opts)).expect("open lsm env");
+        Box::new(
+            env.open_partition("1370157784997721485815954530671515330927436759040")
+                .expect("open partition"),
+        )
+    }
+}
+
+#[test]
+fn lsm_partition_in_shared_env_conforms() {
+    run_conformance(&SharedEnvPartition);
 }
