@@ -105,6 +105,8 @@ eddy_runs() {
     run_eddy "$b-get-100" --backend "$b" --workload get --value-size 100 \
         --keys "$k100" --ops "$k100" --key-order random
     [[ $b == memory ]] && return
+    run_eddy "$b-put-8k-lz4" --backend "$b" --workload put --value-size 8192 \
+        --keys "$k8" --ops "$k8" --compression
     run_eddy "$b-group-commit" --backend "$b" --workload put --value-size 100 \
         --keys "$k100" --ops $((100000 / scale)) --key-order random --threads 64 --sync always
     run_eddy "$b-index-scan" --backend "$b" --workload index-scan --value-size 100 \
@@ -149,6 +151,7 @@ report_rows() {
     local keys scan_goal=none
     keys=$(eddy_figure "$b-open" .params.keys)
     [[ $b == lsm ]] && scan_goal=min
+    row "$b put 8 KB seq, lz4, half compressible (MB/s)" "$(eddy_figure "$b-put-8k-lz4" .mb_per_s)" "$seq_mbs" none ""
     row "$b group commit, 64 writers (puts/s)" "$(eddy_figure "$b-group-commit" .ops_per_s)" "$sync_iops" ratio 20
     row "$b group commit p99 (us)" "$(eddy_figure "$b-group-commit" .p99_us)" "" none ""
     row "$b index scan $(eddy_figure "$b-index-scan" .params.keys) entries (entries/s)" \
