@@ -36,6 +36,8 @@ pub struct LsmConfig {
     /// Block cache shared by all partitions of the environment.
     pub cache_size_bytes: u64,
     /// Largest memtable of one partition keyspace before it is flushed.
+    /// Memory across all partitions is bounded by fjall's journal cap
+    /// (512 MiB): beyond it the oldest memtables are flushed.
     pub memtable_size_bytes: u64,
     /// Background flush and compaction threads (0 = fjall's default).
     pub worker_threads: usize,
@@ -51,8 +53,8 @@ impl Default for LsmConfig {
             expiry_secs: 0,
             compression: true,
             kv_separation_threshold_bytes: Some(4096),
-            cache_size_bytes: 64 * 1024 * 1024,
-            memtable_size_bytes: 16 * 1024 * 1024,
+            cache_size_bytes: 256 * 1024 * 1024,
+            memtable_size_bytes: 64 * 1024 * 1024,
             worker_threads: 0,
             sync: SyncPolicy::OnRequest,
             clock: Arc::new(SystemClock),
