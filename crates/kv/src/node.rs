@@ -72,6 +72,10 @@ pub struct NodeCounters {
     pub deletes: AtomicU64,
     pub read_repairs: AtomicU64,
     pub siblings_warnings: AtomicU64,
+    /// Requests sent to vnodes: gets (including a delete's read).
+    pub vnode_gets: AtomicU64,
+    /// Requests sent to vnodes: puts (coordinated, replicated, repairs).
+    pub vnode_puts: AtomicU64,
 }
 
 impl NodeCounters {

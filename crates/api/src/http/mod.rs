@@ -1,1 +1,37 @@
-//! Riak's HTTP API (in progress).
+//! Riak's HTTP API (the `riak_kv_wm_*` resources) on axum.
+//!
+//! Every request goes through one dispatcher ([`routes`]) that decodes the
+//! path into a [`routes::Route`] — all three of Riak's URL styles, with
+//! bucket, key and type names percent-decoded to bytes — and hands it to
+//! the file that owns that resource: [`object_get`], [`object_put`],
+//! [`object_delete`], [`keys`], [`buckets`], [`props`], [`types`],
+//! [`ping`], [`root`] and [`stats`]. Riak's header formats live in
+//! [`headers`] and [`multipart`], query parameters in [`params`], and the
+//! mapping of errors to status codes and messages in [`error`].
+//!
+//! Invariants: no handler panics on input; every error answer has a
+//! plain-text (or, for props, JSON) body saying what was wrong; request
+//! bodies are read up to [`HttpConfig::body_bytes_max`] and refused with
+//! 413 beyond it.
+
+pub mod accept;
+pub mod buckets;
+pub mod conditional;
+pub mod error;
+pub mod headers;
+pub mod keys;
+pub mod multipart;
+pub mod object_delete;
+pub mod object_get;
+pub mod object_put;
+pub mod params;
+pub mod ping;
+pub mod props;
+pub mod render;
+pub mod root;
+pub mod routes;
+pub mod server;
+pub mod stats;
+pub mod types;
+
+pub use server::{HttpConfig, router, serve};

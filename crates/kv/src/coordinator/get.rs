@@ -37,8 +37,9 @@ impl Node {
                 key: key.clone(),
                 reply: tx.clone(),
             });
-            if sent.is_err() {
-                core.add_result(GetReply::Failed { primary: true });
+            match sent {
+                Ok(()) => NodeCounters::bump(&self.counters.vnode_gets),
+                Err(_) => core.add_result(GetReply::Failed { primary: true }),
             }
         }
         drop(tx);
@@ -99,7 +100,9 @@ impl Node {
                     sync: false,
                     reply: tx,
                 };
-                let _ = node.vnode(p).send(req);
+                if node.vnode(p).send(req).is_ok() {
+                    NodeCounters::bump(&node.counters.vnode_puts);
+                }
             }
         });
     }

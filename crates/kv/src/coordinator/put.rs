@@ -62,6 +62,7 @@ impl Node {
             reply: tx.clone(),
         };
         self.vnode(first).send(req0)?;
+        NodeCounters::bump(&self.counters.vnode_puts);
         let object = match timeout_at(deadline, rx.recv()).await {
             Ok(Some((_, Ok(done)))) => {
                 core.add_result(PutReply::Ok {
@@ -86,8 +87,9 @@ impl Node {
                 sync,
                 reply: tx.clone(),
             };
-            if self.vnode(*p).send(req).is_err() {
-                core.add_result(PutReply::Failed { primary: true });
+            match self.vnode(*p).send(req) {
+                Ok(()) => NodeCounters::bump(&self.counters.vnode_puts),
+                Err(_) => core.add_result(PutReply::Failed { primary: true }),
             }
         }
         drop(tx);

@@ -1,0 +1,196 @@
+//! Errors as HTTP answers: one status and one message per failure, worded
+//! as Riak words them where Riak has a message (`riak_kv_wm_object`'s
+//! `handle_common_error`), so clients that match on them keep working.
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use eddy_kv::KvError;
+use eddy_kv::core::put::PutFailure;
+use eddy_kv::quorum::QuorumError;
+use eddy_kv::types::RegistryError;
+
+/// A failed request: the status and the plain-text body to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    /// The body's media type (`text/plain` unless a resource says so).
+    pub content_type: &'static str,
+}
+
+impl ApiError {
+    /// An error with a plain-text message.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+            content_type: "text/plain",
+        }
+    }
+
+    /// 400 with `message`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 404 "not found", Riak's body for a missing object.
+    pub fn not_found() -> Self {
+        ApiError::new(StatusCode::NOT_FOUND, "not found\n")
+    }
+
+    /// 404 for a bucket type that does not exist.
+    pub fn unknown_type(name: &str) -> Self {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("Unknown bucket type: {name}"),
+        )
+    }
+
+    /// 413 for a body over the configured limit.
+    pub fn too_large(max: usize) -> Self {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body exceeds the limit of {max} bytes\n"),
+        )
+    }
+
+    /// 405 naming the methods the resource takes.
+    pub fn method_not_allowed(allowed: &str) -> Self {
+        ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("method not allowed; this resource takes {allowed}\n"),
+        )
+    }
+
+    /// The response carrying this error.
+    pub fn into_response(self) -> Response {
+        let mut resp = Response::new(Body::from(self.message));
+        *resp.status_mut() = self.status;
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(self.content_type),
+        );
+        resp
+    }
+}
+
+impl From<KvError> for ApiError {
+    fn from(e: KvError) -> Self {
+        match e {
+            KvError::Registry(r) => registry_error(r),
+            KvError::Quorum(q) => quorum_error(q),
+            KvError::ReadQuorum { which, needed, got } => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "{}-value unsatisfied: {got}/{needed}\n",
+                    which.to_uppercase()
+                ),
+            ),
+            KvError::WriteQuorum(f) => write_quorum_error(f),
+            KvError::Timeout => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
+            }
+            KvError::MatchFound => ApiError::new(
+                StatusCode::PRECONDITION_FAILED,
+                "precondition failed: the object already exists\n",
+            ),
+            KvError::Modified => ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict: the object was modified since the given context\n",
+            ),
+            KvError::TooLarge { what, size, max } => too_large(what, size, max),
+            KvError::TooManySiblings { count, max } => ApiError::new(
+                StatusCode::CONFLICT,
+                format!("too many siblings: {count} exceeds the limit of {max}; resolve them\n"),
+            ),
+            KvError::Overload => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overload: too many requests queued, retry later\n",
+            ),
+            KvError::Empty(what) => ApiError::bad_request(format!("{what} must not be empty\n")),
+            KvError::ShuttingDown => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "node is shutting down\n")
+            }
+            other => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("Error:\n{other}\n"),
+            ),
+        }
+    }
+}
+
+fn registry_error(e: RegistryError) -> ApiError {
+    match e {
+        RegistryError::NoSuchType(t) => ApiError::unknown_type(&t),
+        RegistryError::NotActive(t) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("Bucket type {t} is not active"),
+        ),
+        RegistryError::Props(p) => ApiError::bad_request(format!("{p}\n")),
+        RegistryError::BadName(n) => {
+            ApiError::bad_request(format!("invalid bucket type name {n:?}\n"))
+        }
+        other => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("Error:\n{other}\n"),
+        ),
+    }
+}
+
+fn quorum_error(e: QuorumError) -> ApiError {
+    match e {
+        QuorumError::ExceedsNVal { n_val, .. } => ApiError::bad_request(format!(
+            "Specified w/dw/pw/node_confirms values invalid for bucket n value of {n_val}\n"
+        )),
+        other => ApiError::bad_request(format!("{other}\n")),
+    }
+}
+
+fn write_quorum_error(f: PutFailure) -> ApiError {
+    let message = match f {
+        PutFailure::W { .. } => "Too Many write failures to satisfy W/DW\n".to_string(),
+        PutFailure::Dw { needed, got } => format!("DW-value unsatisfied: {got}/{needed}\n"),
+        PutFailure::Pw { needed, got } => format!("PW-value unsatisfied: {got}/{needed}\n"),
+    };
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
+}
+
+fn too_large(what: &str, size: usize, max: usize) -> ApiError {
+    let status = match what {
+        "object" => StatusCode::PAYLOAD_TOO_LARGE,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    ApiError::new(
+        status,
+        format!("{what} too large: {size} bytes exceeds the limit of {max}\n"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kv_errors_map_to_riak_statuses_and_messages() {
+        let e: ApiError = KvError::Quorum(QuorumError::ExceedsNVal {
+            name: "w",
+            value: 4,
+            n_val: 3,
+        })
+        .into();
+        assert_eq!(e.status, StatusCode::BAD_REQUEST);
+        assert!(e.message.contains("invalid for bucket n value of 3"));
+        let e: ApiError = KvError::ReadQuorum {
+            which: "pr",
+            needed: 3,
+            got: 1,
+        }
+        .into();
+        assert_eq!(e.message, "PR-value unsatisfied: 1/3\n");
+        let e: ApiError = KvError::Timeout.into();
+        assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE);
+        let e: ApiError = KvError::MatchFound.into();
+        assert_eq!(e.status, StatusCode::PRECONDITION_FAILED);
+    }
+}

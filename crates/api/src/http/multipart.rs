@@ -1,0 +1,111 @@
+//! `multipart/mixed` bodies for siblings: one part per sibling, each with
+//! the headers a single-object GET would carry (Content-Type, Link, Etag,
+//! Last-Modified, user metadata, indexes) and the sibling's value, in
+//! Riak's layout (`\r\n--B\r\n` before each part, `\r\n--B--\r\n` at the
+//! end).
+
+use std::hash::{BuildHasher, Hasher};
+
+use eddy_kv::BucketRef;
+use eddy_object::Content;
+
+use super::headers::content_headers;
+use super::routes::Api;
+
+/// A multipart body and the boundary that separates its parts.
+pub struct Multipart {
+    pub boundary: String,
+    pub body: Vec<u8>,
+}
+
+/// Encodes `contents` as a multipart/mixed body.
+pub fn encode<'a>(
+    api: Api,
+    bucket: &BucketRef,
+    contents: impl Iterator<Item = &'a Content> + Clone,
+) -> Multipart {
+    let mut boundary = random_token();
+    // A boundary must not occur inside any part; draw again if it does.
+    while contents
+        .clone()
+        .any(|c| contains(&c.value, boundary.as_bytes()))
+    {
+        boundary = random_token();
+    }
+    let mut body = Vec::new();
+    for c in contents {
+        body.extend_from_slice(format!("\r\n--{boundary}\r\n").as_bytes());
+        for (name, mut value) in content_headers(api, bucket, c) {
+            if value.contains(&b'\r') || value.contains(&b'\n') {
+                continue;
+            }
+            // Riak writes a part's entity tag unquoted, as `Etag`.
+            let name = match name.as_str() {
+                "ETag" => {
+                    value.retain(|&b| b != b'"');
+                    "Etag".to_string()
+                }
+                _ => name,
+            };
+            body.extend_from_slice(name.as_bytes());
+            body.extend_from_slice(b": ");
+            body.extend_from_slice(&value);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(b"\r\n");
+        body.extend_from_slice(&c.value);
+    }
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    Multipart { boundary, body }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A random base-62 token of 22 characters (about 128 bits).
+pub fn random_token() -> String {
+    let a = std::hash::RandomState::new().build_hasher().finish();
+    let mut h = std::hash::RandomState::new().build_hasher();
+    h.write_u64(a);
+    let b = h.finish();
+    let mut out = base62(a);
+    out.push_str(&base62(b));
+    out
+}
+
+/// `n` in base 62, 11 characters.
+pub fn base62(mut n: u64) -> String {
+    const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut out = [b'0'; 11];
+    for slot in out.iter_mut().rev() {
+        *slot = DIGITS[(n % 62) as usize];
+        n /= 62;
+    }
+    out.iter().map(|&b| b as char).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_carry_headers_and_values() {
+        let mut a = Content::new(b"one".to_vec());
+        a.meta.vtag = b"v1".to_vec();
+        a.meta.content_type = Some(b"text/plain".to_vec());
+        let mut b = Content::new(b"two".to_vec());
+        b.meta.vtag = b"v2".to_vec();
+        let bucket = BucketRef::default_type(b"b".to_vec());
+        let m = encode(Api::Buckets, &bucket, [&a, &b].into_iter());
+        let text = String::from_utf8(m.body).unwrap();
+        let parts: Vec<&str> = text.split(&format!("\r\n--{}", m.boundary)).collect();
+        assert_eq!(parts.len(), 4, "{text}");
+        assert!(parts[1].contains("Content-Type: text/plain\r\n"));
+        assert!(parts[1].contains("Etag: v1\r\n"));
+        assert!(parts[1].ends_with("\r\n\r\none"));
+        assert!(parts[2].contains("application/octet-stream"));
+        assert_eq!(parts[3], "--\r\n");
+        assert_ne!(random_token(), random_token());
+    }
+}

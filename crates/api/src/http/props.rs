@@ -1,0 +1,132 @@
+//! Bucket properties (`riak_kv_wm_props`): GET answers
+//! `{"props":{...}}` in Riak's names plus the computed `name` and
+//! `active`; PUT takes `{"props":{...}}` and sets those fields over the
+//! type's (204); DELETE resets the bucket to its type's props (204).
+//! A body that is not such an object is 400 with Riak's message; props
+//! that fail validation are 400 with a JSON object naming each field.
+
+use axum::extract::Request;
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::response::Response;
+use eddy_kv::props::{PropsError, PropsPatch};
+use eddy_kv::types::RegistryError;
+use eddy_kv::{BucketRef, KvError};
+use serde_json::{Map, Value};
+
+use super::error::ApiError;
+use super::keys::json_response;
+use super::routes::Target;
+use super::server::{App, read_body};
+
+/// A bucket's effective props as Riak's JSON, with `name` and `active`.
+pub fn props_json(app: &App, bucket: &BucketRef) -> Result<Value, ApiError> {
+    if bucket.bucket.is_empty() {
+        return Err(KvError::Empty("bucket").into());
+    }
+    let props = app
+        .node
+        .registry()
+        .bucket_props(&bucket.bucket_type, &bucket.bucket)
+        .map_err(KvError::from)?;
+    let mut json = props.to_json();
+    let name = String::from_utf8_lossy(&bucket.bucket).into_owned();
+    json.insert("name".into(), Value::String(name));
+    json.insert("active".into(), Value::Bool(true));
+    Ok(Value::Object(json))
+}
+
+/// Answers GET, HEAD, PUT and DELETE of a bucket's props.
+pub async fn handle(app: &App, t: Target, req: Request) -> Result<Response, ApiError> {
+    match *req.method() {
+        Method::GET | Method::HEAD => {
+            let body = serde_json::json!({ "props": props_json(app, &t.bucket)? });
+            Ok(json_response(body.to_string().into()))
+        }
+        Method::PUT => {
+            props_json(app, &t.bucket)?;
+            let (parts, body) = req.into_parts();
+            let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
+            let patch = parse_props_body(&parts.headers, &body, "bucket")?;
+            let b = &t.bucket;
+            app.node
+                .registry()
+                .set_bucket_props(&b.bucket_type, &b.bucket, &patch)
+                .map_err(registry_error)?;
+            Ok(no_content())
+        }
+        Method::DELETE => {
+            props_json(app, &t.bucket)?;
+            let b = &t.bucket;
+            app.node
+                .registry()
+                .reset_bucket_props(&b.bucket_type, &b.bucket)
+                .map_err(registry_error)?;
+            Ok(no_content())
+        }
+        _ => Err(ApiError::method_not_allowed("GET, HEAD, PUT, DELETE")),
+    }
+}
+
+/// Parses `{"props":{...}}`; `what` names the resource in the message.
+pub fn parse_props_body(
+    headers: &HeaderMap,
+    body: &[u8],
+    what: &str,
+) -> Result<PropsPatch, ApiError> {
+    if let Some(ct) = headers.get(header::CONTENT_TYPE) {
+        let media = ct
+            .to_str()
+            .unwrap_or("")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim();
+        if !media.eq_ignore_ascii_case("application/json") {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!("{what} props must be sent as application/json\n"),
+            ));
+        }
+    }
+    let parsed: Option<Map<String, Value>> =
+        serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| match v {
+                Value::Object(mut m) => match m.remove("props") {
+                    Some(Value::Object(p)) => Some(p),
+                    _ => None,
+                },
+                _ => None,
+            });
+    parsed.ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "{what} PUT must be a JSON object of the form:\n{{\"props\":{{...{what} properties...}}}}"
+        ))
+    })
+}
+
+/// Maps a registry error; refused props become a JSON object of
+/// `field: reason`, as Riak answers.
+pub fn registry_error(e: RegistryError) -> ApiError {
+    match e {
+        RegistryError::Props(PropsError(fields)) => {
+            let details: Map<String, Value> = fields
+                .into_iter()
+                .map(|(f, r)| (f, Value::String(r)))
+                .collect();
+            ApiError {
+                status: StatusCode::BAD_REQUEST,
+                message: Value::Object(details).to_string(),
+                content_type: "application/json",
+            }
+        }
+        other => KvError::from(other).into(),
+    }
+}
+
+/// A 204 No Content.
+pub fn no_content() -> Response {
+    let mut resp = Response::new(axum::body::Body::empty());
+    *resp.status_mut() = StatusCode::NO_CONTENT;
+    resp
+}

@@ -1,0 +1,157 @@
+//! Object answers shared by GET and PUT-with-returnbody: one content with
+//! its headers and value, or siblings as 300 Multiple Choices in
+//! text/plain (a list of vtags) or multipart/mixed (every sibling).
+
+use std::hash::{DefaultHasher, Hasher};
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use eddy_object::{Content, RiakObject, VersionVector, context};
+
+use super::accept;
+use super::error::ApiError;
+use super::headers::{content_headers, http_date, quoted};
+use super::multipart::{self, base62};
+use super::routes::Target;
+
+/// Which of an object's contents an answer shows.
+#[derive(Clone, Copy, Debug)]
+pub enum Selection<'a> {
+    One(&'a Content),
+    Siblings,
+}
+
+/// Picks the content to show: the sibling named by `vtag` (404 if none
+/// is), the only sibling, or all of them.
+pub fn select<'a>(obj: &'a RiakObject, vtag: Option<&str>) -> Result<Selection<'a>, ApiError> {
+    if let Some(tag) = vtag {
+        return obj
+            .contents()
+            .find(|c| c.meta.vtag == tag.as_bytes())
+            .map(Selection::One)
+            .ok_or_else(ApiError::not_found);
+    }
+    match obj.siblings.as_slice() {
+        [one] => Ok(Selection::One(&one.content)),
+        _ => Ok(Selection::Siblings),
+    }
+}
+
+/// The entity tag and last-modified time of what is shown: the content's
+/// own, or for siblings a tag derived from the causal context and the
+/// newest sibling's time.
+pub fn validators(obj: &RiakObject, sel: Selection<'_>) -> (Vec<u8>, u64) {
+    match sel {
+        Selection::One(c) => (c.meta.vtag.clone(), c.meta.last_modified_us),
+        Selection::Siblings => {
+            let mut h = DefaultHasher::new();
+            h.write(&context::to_bytes(&obj.vv));
+            (base62(h.finish()).into_bytes(), obj.last_modified_us())
+        }
+    }
+}
+
+/// The answer showing `sel` of `obj`; `status` is used for one content
+/// (siblings are always 300).
+pub fn object_response(
+    target: &Target,
+    obj: &RiakObject,
+    sel: Selection<'_>,
+    accept_header: Option<&str>,
+    status: StatusCode,
+) -> Result<Response, ApiError> {
+    let mut resp = match sel {
+        Selection::One(c) => one(target, c, status),
+        Selection::Siblings => siblings(target, obj, accept_header)?,
+    };
+    set(
+        resp.headers_mut(),
+        "x-riak-vclock",
+        context::to_base64(&obj.vv).as_bytes(),
+    );
+    Ok(resp)
+}
+
+fn one(target: &Target, c: &Content, status: StatusCode) -> Response {
+    let mut resp = Response::new(Body::from(c.value.clone()));
+    *resp.status_mut() = status;
+    for (name, value) in content_headers(target.api, &target.bucket, c) {
+        set(resp.headers_mut(), &name, &value);
+    }
+    resp
+}
+
+fn siblings(
+    target: &Target,
+    obj: &RiakObject,
+    accept_header: Option<&str>,
+) -> Result<Response, ApiError> {
+    let provided = ["text/plain", "multipart/mixed"];
+    let chosen = accept::choose(&provided, accept_header).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_ACCEPTABLE,
+            "siblings can be served as text/plain or multipart/mixed\n",
+        )
+    })?;
+    let (body, content_type) = match chosen {
+        "multipart/mixed" => {
+            let contents: Vec<&Content> = obj.contents().collect();
+            let m = multipart::encode(target.api, &target.bucket, contents.into_iter());
+            let ct = format!("multipart/mixed; boundary={}", m.boundary);
+            (m.body, ct)
+        }
+        _ => (sibling_list(obj), "text/plain".to_string()),
+    };
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = StatusCode::MULTIPLE_CHOICES;
+    let headers = resp.headers_mut();
+    set(headers, "content-type", content_type.as_bytes());
+    let (etag, lm) = validators(obj, Selection::Siblings);
+    set(headers, "etag", &quoted(&etag));
+    set(headers, "last-modified", http_date(lm).as_bytes());
+    Ok(resp)
+}
+
+/// `Siblings:\n` and one vtag per line.
+fn sibling_list(obj: &RiakObject) -> Vec<u8> {
+    let mut out = b"Siblings:\n".to_vec();
+    for c in obj.contents() {
+        out.extend_from_slice(&c.meta.vtag);
+        out.push(b'\n');
+    }
+    out
+}
+
+/// The 404 for a missing object; a tombstone's context comes along with
+/// `X-Riak-Deleted: true`, as Riak sends it.
+pub fn not_found(tombstone: Option<&VersionVector>) -> Response {
+    let mut resp = ApiError::not_found().into_response();
+    if let Some(vv) = tombstone {
+        set(
+            resp.headers_mut(),
+            "x-riak-vclock",
+            context::to_base64(vv).as_bytes(),
+        );
+        set(resp.headers_mut(), "x-riak-deleted", b"true");
+    }
+    resp
+}
+
+/// Sets a header, skipping (with a log line) a value HTTP cannot carry,
+/// such as user metadata written over PB with a newline in it.
+pub fn set(headers: &mut HeaderMap, name: &str, value: &[u8]) {
+    let (Ok(n), Ok(v)) = (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_bytes(value),
+    ) else {
+        tracing::debug!(name, "header not representable in HTTP; skipped");
+        return;
+    };
+    headers.insert(n, v);
+}
+
+/// The `Accept` header as text, if present and readable.
+pub fn accept_of(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok())
+}

@@ -1,0 +1,263 @@
+//! Routing: the request path, decoded segment by segment, names one
+//! resource, in any of Riak's three URL styles:
+//!
+//! | path | resource |
+//! |---|---|
+//! | `/` , `/ping`, `/stats` | [`root`], [`ping`], [`stats`] |
+//! | `/buckets`, `/types/T/buckets`, `/riak` | [`buckets`] (list) |
+//! | `/buckets/B/keys`, `/types/T/buckets/B/keys` | [`keys`] (GET), new object (POST) |
+//! | `/buckets/B/keys/K`, `/types/T/buckets/B/keys/K`, `/riak/B/K` | the object |
+//! | `/buckets/B/props`, `/types/T/buckets/B/props` | [`props`] |
+//! | `/riak/B` | POST: new object; `keys=true\|stream`: [`keys`]; else [`props`] |
+//! | `/types/T/props` | [`types`] |
+//!
+//! Segments are URL-decoded the way Riak decodes them (`+` is a space,
+//! `%XX` a byte), so bucket and key names are arbitrary bytes; type names
+//! must be UTF-8.
+//!
+//! [`root`]: super::root
+//! [`ping`]: super::ping
+//! [`stats`]: super::stats
+//! [`buckets`]: super::buckets
+//! [`keys`]: super::keys
+//! [`props`]: super::props
+//! [`types`]: super::types
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::Method;
+use axum::response::Response;
+use eddy_kv::BucketRef;
+use eddy_kv::types::DEFAULT_TYPE;
+
+use super::error::ApiError;
+use super::params::{Query, unquote_plus};
+use super::server::App;
+use super::{
+    buckets, keys, object_delete, object_get, object_put, ping, props, root, stats, types,
+};
+
+/// Riak's URL styles (its `api_version`), which shape `Link` and
+/// `Location` headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    /// `/riak/B/K` (api version 1).
+    Legacy,
+    /// `/buckets/B/keys/K` (api version 2).
+    Buckets,
+    /// `/types/T/buckets/B/keys/K` (api version 3).
+    Typed,
+}
+
+/// A bucket as a request named it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub bucket: BucketRef,
+    pub api: Api,
+}
+
+/// The resource a request is for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    Root,
+    Ping,
+    Stats,
+    /// The buckets of a type.
+    Buckets {
+        bucket_type: String,
+        api: Api,
+    },
+    /// `.../buckets/B/keys`: list keys (GET) or create (POST).
+    Keys(Target),
+    /// One object.
+    Object(Target, Vec<u8>),
+    /// `/riak/B`: props, key list or create, by method and query.
+    LegacyBucket(Target),
+    /// A bucket's props.
+    Props(Target),
+    /// A bucket type's props.
+    TypeProps(String),
+}
+
+/// Routes and handles one request.
+pub async fn handle(app: Arc<App>, req: Request) -> Result<Response, ApiError> {
+    let route = parse(req.uri().path())?;
+    let query = Query::parse(req.uri().query())?;
+    let method = req.method().clone();
+    match route {
+        Route::Root => only_get(&method, "GET, HEAD").map(|_| root::get(req.headers())),
+        Route::Ping => only_get(&method, "GET, HEAD").map(|_| ping::get()),
+        Route::Stats => {
+            only_get(&method, "GET, HEAD")?;
+            Ok(stats::get(&app))
+        }
+        Route::Buckets { bucket_type, .. } => {
+            only_get(&method, "GET, HEAD")?;
+            buckets::get(&app, &bucket_type, &query).await
+        }
+        Route::Keys(t) => keys_resource(app, t, &method, query, req).await,
+        Route::Object(t, key) => object(app, t, key, query, req).await,
+        Route::LegacyBucket(t) => legacy_bucket(app, t, query, req).await,
+        Route::Props(t) => props::handle(&app, t, req).await,
+        Route::TypeProps(name) => types::handle(&app, &name, req).await,
+    }
+}
+
+fn only_get(method: &Method, allowed: &str) -> Result<(), ApiError> {
+    match *method {
+        Method::GET | Method::HEAD => Ok(()),
+        _ => Err(ApiError::method_not_allowed(allowed)),
+    }
+}
+
+async fn keys_resource(
+    app: Arc<App>,
+    t: Target,
+    method: &Method,
+    query: Query,
+    req: Request,
+) -> Result<Response, ApiError> {
+    match *method {
+        Method::GET | Method::HEAD => keys::get(app, t, &query).await,
+        Method::POST => object_put::handle(&app, t, None, &query, req).await,
+        _ => Err(ApiError::method_not_allowed("GET, HEAD, POST")),
+    }
+}
+
+async fn object(
+    app: Arc<App>,
+    t: Target,
+    key: Vec<u8>,
+    query: Query,
+    req: Request,
+) -> Result<Response, ApiError> {
+    match *req.method() {
+        Method::GET | Method::HEAD => object_get::handle(&app, t, key, &query, req.headers()).await,
+        Method::PUT | Method::POST => object_put::handle(&app, t, Some(key), &query, req).await,
+        Method::DELETE => object_delete::handle(&app, t, key, &query, req.headers()).await,
+        _ => Err(ApiError::method_not_allowed("GET, HEAD, PUT, POST, DELETE")),
+    }
+}
+
+/// `/riak/B`: Riak's legacy bucket resource dispatches on the method and
+/// the `keys` and `props` parameters.
+async fn legacy_bucket(
+    app: Arc<App>,
+    t: Target,
+    query: Query,
+    req: Request,
+) -> Result<Response, ApiError> {
+    if req.method() == Method::POST {
+        return object_put::handle(&app, t, None, &query, req).await;
+    }
+    if matches!(query.get("keys"), Some("true" | "stream")) {
+        return keys::get(app, t, &query).await;
+    }
+    if query.get("props") == Some("false") {
+        return Err(ApiError::not_found());
+    }
+    props::handle(&app, t, req).await
+}
+
+/// Decodes a path into a route.
+pub fn parse(path: &str) -> Result<Route, ApiError> {
+    let raw: Vec<&str> = path.strip_prefix('/').unwrap_or(path).split('/').collect();
+    let segs: Vec<Vec<u8>> = raw.iter().map(|s| unquote_plus(s)).collect();
+    let s: Vec<&[u8]> = segs.iter().map(Vec::as_slice).collect();
+    let default = |b: &[u8], api| Target {
+        bucket: BucketRef::default_type(b.to_vec()),
+        api,
+    };
+    let route = match s.as_slice() {
+        [b""] => Route::Root,
+        [b"ping"] => Route::Ping,
+        [b"stats"] => Route::Stats,
+        [b"riak"] => buckets_of(DEFAULT_TYPE, Api::Legacy),
+        [b"buckets"] => buckets_of(DEFAULT_TYPE, Api::Buckets),
+        [b"riak", b] => Route::LegacyBucket(default(b, Api::Legacy)),
+        [b"riak", b, k] => Route::Object(default(b, Api::Legacy), k.to_vec()),
+        [b"buckets", b, b"keys"] => Route::Keys(default(b, Api::Buckets)),
+        [b"buckets", b, b"keys", k] => Route::Object(default(b, Api::Buckets), k.to_vec()),
+        [b"buckets", b, b"props"] => Route::Props(default(b, Api::Buckets)),
+        [b"types", t, rest @ ..] => typed(type_name(t)?, rest)?,
+        _ => return Err(no_resource()),
+    };
+    Ok(route)
+}
+
+fn buckets_of(bucket_type: &str, api: Api) -> Route {
+    Route::Buckets {
+        bucket_type: bucket_type.to_string(),
+        api,
+    }
+}
+
+fn typed(t: String, rest: &[&[u8]]) -> Result<Route, ApiError> {
+    let target = |b: &[u8]| Target {
+        bucket: BucketRef::typed(&t, b.to_vec()),
+        api: Api::Typed,
+    };
+    let route = match rest {
+        [b"props"] => Route::TypeProps(t.clone()),
+        [b"buckets"] => buckets_of(&t, Api::Typed),
+        [b"buckets", b, b"keys"] => Route::Keys(target(b)),
+        [b"buckets", b, b"keys", k] => Route::Object(target(b), k.to_vec()),
+        [b"buckets", b, b"props"] => Route::Props(target(b)),
+        _ => return Err(no_resource()),
+    };
+    Ok(route)
+}
+
+fn type_name(raw: &[u8]) -> Result<String, ApiError> {
+    String::from_utf8(raw.to_vec())
+        .map_err(|_| ApiError::bad_request("bucket type name is not valid UTF-8\n"))
+}
+
+fn no_resource() -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        "no such resource; see / for the list\n",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_three_url_styles_route() {
+        let obj = |bt: &str, b: &[u8], k: &[u8], api| {
+            Route::Object(
+                Target {
+                    bucket: BucketRef::typed(bt, b.to_vec()),
+                    api,
+                },
+                k.to_vec(),
+            )
+        };
+        assert_eq!(
+            parse("/riak/b/k%2Fx").unwrap(),
+            obj("default", b"b", b"k/x", Api::Legacy)
+        );
+        assert_eq!(
+            parse("/buckets/a+b/keys/%FF").unwrap(),
+            obj("default", b"a b", b"\xff", Api::Buckets)
+        );
+        assert_eq!(
+            parse("/types/t/buckets/b/keys/k").unwrap(),
+            obj("t", b"b", b"k", Api::Typed)
+        );
+        assert_eq!(
+            parse("/buckets/b/keys/").unwrap(),
+            obj("default", b"b", b"", Api::Buckets)
+        );
+        assert_eq!(parse("/").unwrap(), Route::Root);
+        assert_eq!(
+            parse("/types/t/props").unwrap(),
+            Route::TypeProps("t".into())
+        );
+        assert!(parse("/types/%FF/props").is_err());
+        assert!(parse("/nope").is_err());
+    }
+}

@@ -1,0 +1,43 @@
+//! Bucket type properties (`riak_kv_wm_bucket_type`, `/types/T/props`):
+//! GET answers `{"props":{...}}` with the type's props, `active` and
+//! `claimant`; PUT `{"props":{...}}` updates them (immutable properties
+//! must keep their values), 204. An unknown type is 404.
+
+use axum::extract::Request;
+use axum::http::Method;
+use axum::response::Response;
+use eddy_kv::KvError;
+use eddy_kv::types::TypeStatus;
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+use super::keys::json_response;
+use super::props::{no_content, parse_props_body, registry_error};
+use super::server::{App, read_body};
+
+/// Answers GET, HEAD and PUT of a type's props.
+pub async fn handle(app: &App, name: &str, req: Request) -> Result<Response, ApiError> {
+    let info = app.node.registry().type_info(name).map_err(KvError::from)?;
+    match *req.method() {
+        Method::GET | Method::HEAD => {
+            let mut props = info.props.to_json();
+            let active = info.status == TypeStatus::Active;
+            props.insert("active".into(), Value::Bool(active));
+            let claimant = app.node.config().node_name.0.clone();
+            props.insert("claimant".into(), Value::String(claimant));
+            let body = json!({ "props": props });
+            Ok(json_response(body.to_string().into()))
+        }
+        Method::PUT => {
+            let (parts, body) = req.into_parts();
+            let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
+            let patch = parse_props_body(&parts.headers, &body, "bucket type")?;
+            app.node
+                .registry()
+                .update_type(name, &patch)
+                .map_err(registry_error)?;
+            Ok(no_content())
+        }
+        _ => Err(ApiError::method_not_allowed("GET, HEAD, PUT")),
+    }
+}
