@@ -1,1 +1,46 @@
-//! Riak's Protocol Buffers API (in progress).
+//! Riak's Protocol Buffers API over TCP.
+//!
+//! Framing is Riak's: a 4-byte big-endian length (counting the code byte and
+//! the message), a 1-byte message code, then the protobuf message. Each
+//! request gets one answer, or a stream of answers ending with `done`, or an
+//! `RpbErrorResp` with Riak's error text and errcode 0.
+//!
+//! - [`server`]: the accept loop, one task per connection, dispatch;
+//! - [`codec`]: framing and its limits; [`codes`]: the message codes;
+//! - one file per operation (`ping`, `get`, `put`, …): decode the request
+//!   into `eddy_kv`'s request model, apply it, encode the answer;
+//! - [`error`]: every failure as the text Riak would send;
+//! - `props`, `content`, `request`: translations shared by operations.
+//!
+//! Invariants: a bad request never closes another connection; a request
+//! the server cannot frame (too large, empty) gets an error and then its
+//! connection is closed; anything that frames but does not decode gets an
+//! error and the connection stays usable.
+
+mod bucket_props;
+mod bucket_type;
+mod client_id;
+pub mod codec;
+pub mod codes;
+mod content;
+mod delete;
+pub mod error;
+mod get;
+mod list_buckets;
+mod list_keys;
+mod ping;
+mod preflist;
+mod props;
+mod put;
+mod request;
+mod server;
+mod server_info;
+
+/// The generated Riak messages (from `crates/api/proto`).
+#[allow(clippy::all, missing_docs)]
+pub mod proto {
+    include!(concat!(env!("OUT_DIR"), "/riak.rs"));
+}
+
+pub use error::PbError;
+pub use server::{PbConfig, serve};

@@ -1,0 +1,76 @@
+//! Bucket properties: `RpbGetBucketReq` (19) → `RpbGetBucketResp` (20),
+//! `RpbSetBucketReq` (21) → `RpbSetBucketResp` (22, bodiless),
+//! `RpbResetBucketReq` (29) → `RpbResetBucketResp` (30, bodiless).
+//!
+//! Changes are validated whole by the registry (a bad value changes
+//! nothing) and written to the metadata file on a blocking thread.
+
+use std::sync::Arc;
+
+use eddy_kv::Node;
+use eddy_kv::types::RegistryError;
+use prost::Message;
+
+use super::codes;
+use super::error::PbError;
+use super::props::{from_json, to_patch};
+use super::proto::{RpbGetBucketReq, RpbGetBucketResp, RpbResetBucketReq, RpbSetBucketReq};
+use super::request::bucket_ref;
+use super::server::{Outbox, Session};
+
+/// Code 19: the bucket's effective props.
+pub(crate) fn get(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<(), PbError> {
+    let req = RpbGetBucketReq::decode(body)?;
+    let b = bucket_ref(req.r#type, req.bucket)?;
+    let props = session
+        .node
+        .registry()
+        .bucket_props(&b.bucket_type, &b.bucket)
+        .map_err(PbError::Bucket)?;
+    let resp = RpbGetBucketResp {
+        props: from_json(&props.to_json()),
+    };
+    out.push(codes::GET_BUCKET_RESP, &resp);
+    Ok(())
+}
+
+/// Code 21: sets the props the request carries.
+pub(crate) async fn set(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<(), PbError> {
+    let req = RpbSetBucketReq::decode(body)?;
+    let b = bucket_ref(req.r#type, req.bucket)?;
+    let patch = to_patch(req.props)?;
+    blocking(&session.node, move |node| {
+        let registry = node.registry();
+        registry
+            .set_bucket_props(&b.bucket_type, &b.bucket, &patch)
+            .map(drop)
+    })
+    .await?;
+    out.push_empty(codes::SET_BUCKET_RESP);
+    Ok(())
+}
+
+/// Code 29: back to the bucket type's props.
+pub(crate) async fn reset(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<(), PbError> {
+    let req = RpbResetBucketReq::decode(body)?;
+    let b = bucket_ref(req.r#type, req.bucket)?;
+    blocking(&session.node, move |node| {
+        node.registry()
+            .reset_bucket_props(&b.bucket_type, &b.bucket)
+    })
+    .await?;
+    out.push_empty(codes::RESET_BUCKET_RESP);
+    Ok(())
+}
+
+/// Runs a registry change on a blocking thread (it syncs a file).
+pub(crate) async fn blocking(
+    node: &Arc<Node>,
+    change: impl FnOnce(&Node) -> Result<(), RegistryError> + Send + 'static,
+) -> Result<(), PbError> {
+    let node = node.clone();
+    match tokio::task::spawn_blocking(move || change(&node)).await {
+        Ok(result) => result.map_err(PbError::Bucket),
+        Err(_) => Err(PbError::WorkerFailed),
+    }
+}

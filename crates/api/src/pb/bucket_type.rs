@@ -1,0 +1,43 @@
+//! Bucket types: `RpbGetBucketTypeReq` (31) → `RpbGetBucketResp` (20) and
+//! `RpbSetBucketTypeReq` (32) → `RpbSetBucketResp` (22, bodiless). Types are
+//! created and activated by the admin CLI, as in Riak; over PB their props
+//! can be read and changed (immutable props excepted).
+
+use prost::Message;
+
+use super::bucket_props::blocking;
+use super::codes;
+use super::error::PbError;
+use super::props::{from_json, to_patch};
+use super::proto::{RpbGetBucketResp, RpbGetBucketTypeReq, RpbSetBucketTypeReq};
+use super::request::type_name;
+use super::server::{Outbox, Session};
+
+/// Code 31: the type's props, whether or not it is active.
+pub(crate) fn get(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<(), PbError> {
+    let req = RpbGetBucketTypeReq::decode(body)?;
+    let name = type_name(Some(req.r#type))?;
+    let info = session
+        .node
+        .registry()
+        .type_info(&name)
+        .map_err(PbError::Bucket)?;
+    let resp = RpbGetBucketResp {
+        props: from_json(&info.props.to_json()),
+    };
+    out.push(codes::GET_BUCKET_RESP, &resp);
+    Ok(())
+}
+
+/// Code 32: changes the type's props.
+pub(crate) async fn set(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<(), PbError> {
+    let req = RpbSetBucketTypeReq::decode(body)?;
+    let name = type_name(Some(req.r#type))?;
+    let patch = to_patch(req.props)?;
+    blocking(&session.node, move |node| {
+        node.registry().update_type(&name, &patch)
+    })
+    .await?;
+    out.push_empty(codes::SET_BUCKET_RESP);
+    Ok(())
+}
