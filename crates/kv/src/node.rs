@@ -41,9 +41,9 @@ pub struct NodeConfig {
     pub key_bytes_max: usize,
     /// Timeout when a request names none (Riak's is 60 s).
     pub default_timeout_ms: u64,
-    /// Make `dw` replies wait for an fsync (true), or only for the write to
-    /// reach the operating system, which survives a crash of the process
-    /// but not of the machine (Riak's behaviour with bitcask's defaults).
+    /// Make `dw` replies wait for an fsync of the vnode's backend (always
+    /// true in a running node: a dw reply promises durability). False only
+    /// for tests that measure the cost of that promise.
     pub sync_on_dw: bool,
 }
 
@@ -57,7 +57,7 @@ impl Default for NodeConfig {
             siblings_max: 100,
             object_size_warn_bytes: 5 * 1024 * 1024,
             object_size_max_bytes: 50 * 1024 * 1024,
-            key_bytes_max: 65_000,
+            key_bytes_max: eddy_storage::limits::KEY_BYTES_MAX,
             default_timeout_ms: 60_000,
             sync_on_dw: true,
         }

@@ -3,14 +3,21 @@
 
 use crate::{StorageError, batch::BatchOp, index::IndexSpec};
 
-/// Longest bucket name in bytes.
-pub const BUCKET_BYTES_MAX: usize = 65_535;
+// Chosen so that every encoded key fits the lsm engine's 64 KiB key limit
+// even when every byte needs escaping: an index key holds the bucket, field
+// and term escaped (up to twice their length) and the object key as is:
+// 2 × 4 KiB + 2 × 1 KiB + 2 × 8 KiB + 16 KiB + terminators < 64 KiB.
+
+/// Longest bucket name in bytes (including the encoded bucket type).
+pub const BUCKET_BYTES_MAX: usize = 4 * 1024;
 /// Longest key in bytes.
-pub const KEY_BYTES_MAX: usize = 65_535;
+pub const KEY_BYTES_MAX: usize = 16 * 1024;
 /// Largest value in bytes (the API layer's object limit is far lower).
 pub const VALUE_BYTES_MAX: usize = 256 * 1024 * 1024;
-/// Longest index field name or term in bytes.
-pub const INDEX_PART_BYTES_MAX: usize = 65_535;
+/// Longest index field name in bytes.
+pub const INDEX_FIELD_BYTES_MAX: usize = 1024;
+/// Longest index term in bytes.
+pub const INDEX_TERM_BYTES_MAX: usize = 8 * 1024;
 /// Most index specs one put may carry.
 pub const INDEX_SPECS_MAX: usize = 10_000;
 
@@ -24,8 +31,8 @@ pub fn check_op(op: &BatchOp) -> Result<(), StorageError> {
         check_len("index specs", indexes.len(), INDEX_SPECS_MAX)?;
         for spec in indexes {
             let (IndexSpec::Add { field, term } | IndexSpec::Remove { field, term }) = spec;
-            check_len("index field", field.len(), INDEX_PART_BYTES_MAX)?;
-            check_len("index term", term.len(), INDEX_PART_BYTES_MAX)?;
+            check_len("index field", field.len(), INDEX_FIELD_BYTES_MAX)?;
+            check_len("index term", term.len(), INDEX_TERM_BYTES_MAX)?;
         }
     }
     Ok(())

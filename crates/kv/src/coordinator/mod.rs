@@ -29,6 +29,15 @@ impl Node {
         if bucket.bucket.is_empty() {
             return Err(KvError::Empty("bucket"));
         }
+        let size = bucket.storage_bucket().len();
+        let max = eddy_storage::limits::BUCKET_BYTES_MAX;
+        if size > max {
+            return Err(KvError::TooLarge {
+                what: "bucket",
+                size,
+                max,
+            });
+        }
         Ok(self
             .registry
             .bucket_props(&bucket.bucket_type, &bucket.bucket)?)

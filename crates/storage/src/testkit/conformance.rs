@@ -317,6 +317,26 @@ fn rejects_oversized_input(factory: &dyn BackendFactory) {
         matches!(err, StorageError::TooLarge { what: "bucket", .. }),
         "{err}"
     );
+    // The largest key, bucket, field and term all at once are accepted.
+    let max = |n| vec![0u8; n];
+    let (mb, mk) = (
+        max(crate::limits::BUCKET_BYTES_MAX),
+        max(crate::limits::KEY_BYTES_MAX),
+    );
+    let spec = IndexSpec::add(
+        &max(crate::limits::INDEX_FIELD_BYTES_MAX),
+        &max(crate::limits::INDEX_TERM_BYTES_MAX),
+    );
+    b.put(
+        &mb,
+        &mk,
+        b"v",
+        std::slice::from_ref(&spec),
+        WriteOptions::SYNC,
+    )
+    .unwrap();
+    assert_eq!(b.get(&mb, &mk).unwrap().as_deref(), Some(&b"v"[..]));
+    b.delete(&mb, &mk, WriteOptions::SYNC).unwrap();
     let spec = IndexSpec::add(b"f_bin", &long);
     let err = b
         .put(b"b", b"k", b"v", &[spec], WriteOptions::SYNC)
