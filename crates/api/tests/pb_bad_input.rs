@@ -187,3 +187,35 @@ async fn connections_over_the_limit_are_refused() {
     }
     panic!("a freed connection slot was never reused");
 }
+
+#[tokio::test]
+async fn shutdown_stops_the_listener_and_closes_idle_connections() {
+    let node = node();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let shutdown = async move {
+        let _ = stopped.await;
+    };
+    let served = tokio::spawn(eddy_api::pb::serve(
+        listener,
+        node,
+        PbConfig::default(),
+        shutdown,
+    ));
+    let mut idle = Client {
+        stream: tokio::net::TcpStream::connect(addr).await.unwrap(),
+    };
+    assert!(idle.ping().await);
+    stop.send(()).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), served).await;
+    assert!(
+        matches!(result, Ok(Ok(Ok(())))),
+        "serve returns after shutdown"
+    );
+    assert!(closed(&mut idle).await);
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "listener closed"
+    );
+}

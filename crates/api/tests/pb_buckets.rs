@@ -110,7 +110,8 @@ async fn bucket_props_get_set_reset() {
     assert_eq!(c.recv().await, Some((codes::RESET_BUCKET_RESP, vec![])));
     let props = get_props(&mut c, None, "b").await.unwrap();
     assert_eq!((props.n_val, props.allow_mult), (Some(3), Some(false)));
-    assert_eq!(props.has_precommit, Some(false));
+    assert!(props.precommit.is_empty());
+    assert_eq!(props.has_precommit, Some(true), "Riak flags the empty list");
 
     let err = get_props(&mut c, Some("nope"), "b").await.unwrap_err();
     assert_eq!(err, "Invalid bucket type: <<\"nope\">>");

@@ -215,6 +215,15 @@ async fn bad_requests_get_riaks_errors() {
         c.get(&get_req(Some("nope"), "b", "k")).await.unwrap_err(),
         "no_type"
     );
+    let mut bad_index = put_req(None, "b", "k", "v");
+    bad_index.content.indexes = vec![RpbPair {
+        key: b"age_int".to_vec(),
+        value: Some(b"old".to_vec()),
+    }];
+    assert_eq!(
+        c.put(&bad_index).await.unwrap_err(),
+        "Could not parse field 'age_int', value 'old'."
+    );
     let mut bad_vclock = put_req(None, "b", "k", "v");
     bad_vclock.vclock = Some(b"not a vclock".to_vec());
     assert!(c.put(&bad_vclock).await.unwrap_err().contains("vclock"));

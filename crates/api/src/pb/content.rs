@@ -1,30 +1,59 @@
 //! `RpbContent` ↔ [`Content`]: a value with its metadata.
 //!
 //! Incoming `vtag` and `last_mod` are ignored: the node stamps every write.
+//! Index fields must end in `_bin` or `_int`, and `_int` terms must be
+//! integers (stored in canonical form), as Riak checks them.
 //! Outgoing `last_mod` is whole seconds and `last_mod_usecs` the remaining
 //! microseconds, as Riak sends them.
 
 use eddy_object::{Content, Link, Metadata, RiakObject};
 
+use super::error::PbError;
 use super::proto::{RpbContent, RpbLink, RpbPair};
 
 const MICROS_PER_SECOND: u64 = 1_000_000;
 
 /// The content a put carries.
-pub fn from_pb(c: RpbContent) -> Content {
+pub fn from_pb(c: RpbContent) -> Result<Content, PbError> {
+    let indexes = c
+        .indexes
+        .into_iter()
+        .map(|p| index_entry(pair(p)))
+        .collect::<Result<_, _>>()?;
     let meta = Metadata {
         content_type: c.content_type,
         charset: c.charset,
         content_encoding: c.content_encoding,
         user_meta: c.usermeta.into_iter().map(pair).collect(),
         links: c.links.into_iter().map(link).collect(),
-        indexes: c.indexes.into_iter().map(pair).collect(),
+        indexes,
         deleted: c.deleted.unwrap_or(false),
         ..Metadata::default()
     };
-    Content {
+    Ok(Content {
         value: c.value,
         meta,
+    })
+}
+
+/// Checks an index entry; `_int` terms are stored in canonical form.
+fn index_entry((field, term): (Vec<u8>, Vec<u8>)) -> Result<(Vec<u8>, Vec<u8>), PbError> {
+    let bad = |term: Option<&[u8]>| PbError::InvalidIndex {
+        field: String::from_utf8_lossy(&field).into_owned(),
+        term: term.map(|t| String::from_utf8_lossy(t).into_owned()),
+    };
+    if field.ends_with(b"_bin") {
+        return Ok((field, term));
+    }
+    if !field.ends_with(b"_int") {
+        return Err(bad(None));
+    }
+    let parsed = std::str::from_utf8(&term)
+        .ok()
+        .and_then(|t| t.trim().parse::<i64>().ok());
+    match parsed {
+        Some(n) => Ok((field, n.to_string().into_bytes())),
+        None => Err(bad(Some(&term))),
     }
 }
 
@@ -114,7 +143,7 @@ mod tests {
             }],
             ..RpbContent::default()
         };
-        let mut c = from_pb(pb.clone());
+        let mut c = from_pb(pb.clone()).unwrap();
         c.meta.last_modified_us = 3_000_004;
         let back = to_pb(&c, false);
         assert_eq!((back.last_mod, back.last_mod_usecs), (Some(3), Some(4)));
@@ -127,5 +156,22 @@ mod tests {
             pb
         );
         assert!(to_pb(&c, true).value.is_empty());
+    }
+
+    #[test]
+    fn index_entries_are_checked() {
+        let with = |field: &str, term: &str| RpbContent {
+            indexes: vec![RpbPair {
+                key: field.as_bytes().to_vec(),
+                value: Some(term.as_bytes().to_vec()),
+            }],
+            ..RpbContent::default()
+        };
+        let ok = from_pb(with("n_int", " 042")).unwrap();
+        assert_eq!(ok.meta.indexes, vec![(b"n_int".to_vec(), b"42".to_vec())]);
+        let e = from_pb(with("n_int", "x")).unwrap_err();
+        assert_eq!(e.text(), "Could not parse field 'n_int', value 'x'.");
+        let e = from_pb(with("n", "1")).unwrap_err();
+        assert_eq!(e.text(), "Unknown field type for field: 'n'.");
     }
 }

@@ -29,6 +29,9 @@ pub enum PbError {
     /// A text field is not UTF-8.
     #[error("{0} must be valid UTF-8")]
     NotUtf8(&'static str),
+    /// A secondary-index entry has an unknown field type or a bad term.
+    #[error("{}", index_text(field, term.as_deref()))]
+    InvalidIndex { field: String, term: Option<String> },
     /// A request's vclock is not a context this node issued.
     #[error("Invalid vclock: {0}")]
     Context(#[from] ContextError),
@@ -59,6 +62,14 @@ pub enum PbError {
     /// The connection failed while answering; nothing can be sent.
     #[error("connection failed: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// Riak's texts for a bad index entry.
+fn index_text(field: &str, term: Option<&str>) -> String {
+    match term {
+        None => format!("Unknown field type for field: '{field}'."),
+        Some(t) => format!("Could not parse field '{field}', value '{t}'."),
+    }
 }
 
 /// Riak's text for a key-value error.

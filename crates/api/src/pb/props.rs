@@ -85,8 +85,9 @@ pub fn from_json(json: &Map<String, Value>) -> RpbBucketProps {
         n_val: count("n_val"),
         allow_mult: flag("allow_mult"),
         last_write_wins: flag("last_write_wins"),
-        has_precommit: Some(!precommit.is_empty()),
-        has_postcommit: Some(!postcommit.is_empty()),
+        // Riak flags hook lists whenever the property exists, even empty.
+        has_precommit: Some(json.contains_key("precommit")),
+        has_postcommit: Some(json.contains_key("postcommit")),
         precommit,
         postcommit,
         chash_keyfun: json.get("chash_keyfun").and_then(modfun_from_json),
@@ -188,6 +189,8 @@ fn bytes(s: &str) -> Vec<u8> {
 }
 
 /// Hooks are set when given, or cleared when `has_*` is true with none.
+/// Hooks naming neither a module/function nor a name are dropped, as Riak
+/// drops them.
 fn hooks(
     m: &mut Map<String, Value>,
     field: &str,
@@ -199,6 +202,7 @@ fn hooks(
     }
     let list = hooks
         .into_iter()
+        .filter(|h| h.modfun.is_some() || h.name.is_some())
         .map(|h| hook_json(field, h))
         .collect::<Result<Vec<_>, _>>()?;
     m.insert(field.to_string(), Value::Array(list));
@@ -207,9 +211,8 @@ fn hooks(
 
 fn hook_json(field: &str, h: RpbCommitHook) -> Result<Value, PbError> {
     match (h.modfun, h.name) {
-        (Some(mf), _) => modfun(field, Some(mf)).map(|v| v.unwrap_or(Value::Null)),
         (None, Some(name)) => Ok(json!({ "name": utf8(field, name)? })),
-        (None, None) => Err(bad(field, "a hook needs a modfun or a name")),
+        (mf, _) => modfun(field, mf).map(|v| v.unwrap_or(Value::Null)),
     }
 }
 

@@ -62,7 +62,7 @@ fn to_request(req: RpbPutReq) -> Result<PutRequest, PbError> {
         bucket: bucket_ref(req.r#type, req.bucket)?,
         key: req.key.map(key).transpose()?,
         context: context(req.vclock)?,
-        content: from_pb(req.content),
+        content: from_pb(req.content)?,
         options,
     })
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use eddy_kv::Node;
 use prost::Message;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
@@ -119,9 +119,10 @@ pub(crate) struct Session {
     pub client_id: Vec<u8>,
 }
 
-/// The answers of a connection: frames are buffered and written on flush.
+/// The answers of a connection: frames are queued and written with one
+/// write on flush.
 pub(crate) struct Outbox {
-    writer: BufWriter<OwnedWriteHalf>,
+    writer: OwnedWriteHalf,
     buf: Vec<u8>,
 }
 
@@ -143,9 +144,12 @@ impl Outbox {
 
     /// Writes everything queued to the socket.
     pub async fn flush(&mut self) -> std::io::Result<()> {
-        self.writer.write_all(&self.buf).await?;
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let written = self.writer.write_all(&self.buf).await;
         self.buf.clear();
-        self.writer.flush().await
+        written
     }
 }
 
@@ -164,7 +168,7 @@ impl Connection {
         let (read, write) = stream.into_split();
         let mut reader = BufReader::new(read);
         let mut out = Outbox {
-            writer: BufWriter::new(write),
+            writer: write,
             buf: Vec::new(),
         };
         let mut session = Session {
