@@ -7,7 +7,7 @@ use axum::extract::Request;
 use axum::http::Method;
 use axum::response::Response;
 use eddy_kv::KvError;
-use eddy_kv::types::TypeStatus;
+use eddy_kv::types::{DEFAULT_TYPE, TypeStatus};
 use serde_json::{Value, json};
 
 use super::error::ApiError;
@@ -28,6 +28,10 @@ pub async fn handle(app: &App, name: &str, req: Request) -> Result<Response, Api
             let body = json!({ "props": props });
             Ok(json_response(body.to_string().into()))
         }
+        Method::PUT if name == DEFAULT_TYPE => Err(ApiError::bad_request(
+            "the default bucket type's props come from the node's configuration \
+             (buckets.default.*); set a bucket's props instead\n",
+        )),
         Method::PUT => {
             let (parts, body) = req.into_parts();
             let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
