@@ -5,7 +5,7 @@
 //! request gets one answer, or a stream of answers ending with `done`, or an
 //! `RpbErrorResp` with Riak's error text and errcode 0.
 //!
-//! - [`server`]: the accept loop, one task per connection, dispatch;
+//! - `server`: the accept loop, one task per connection, dispatch;
 //! - [`codec`]: framing and its limits; [`codes`]: the message codes;
 //! - one file per operation (`ping`, `get`, `put`, …): decode the request
 //!   into `eddy_kv`'s request model, apply it, encode the answer;
