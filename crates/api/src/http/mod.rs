@@ -15,6 +15,7 @@
 //! 413 beyond it.
 
 pub mod accept;
+pub mod admin;
 pub mod buckets;
 pub mod conditional;
 pub mod error;

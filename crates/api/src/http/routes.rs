@@ -10,6 +10,7 @@
 //! | `/buckets/B/props`, `/types/T/buckets/B/props` | [`props`] |
 //! | `/riak/B` | POST: new object; `keys=true\|stream`: [`keys`]; else [`props`] |
 //! | `/types/T/props` | [`types`] |
+//! | `/admin/bucket-types[/T[/activate]]` | [`admin`] (Eddy's own) |
 //!
 //! Segments are URL-decoded the way Riak decodes them (`+` is a space,
 //! `%XX` a byte), so bucket and key names are arbitrary bytes; type names
@@ -22,6 +23,7 @@
 //! [`keys`]: super::keys
 //! [`props`]: super::props
 //! [`types`]: super::types
+//! [`admin`]: super::admin
 
 use std::sync::Arc;
 
@@ -31,6 +33,7 @@ use axum::response::Response;
 use eddy_kv::BucketRef;
 use eddy_kv::types::DEFAULT_TYPE;
 
+use super::admin::{self, AdminRoute};
 use super::error::ApiError;
 use super::params::{Query, unquote_plus};
 use super::server::App;
@@ -78,6 +81,8 @@ pub enum Route {
     Props(Target),
     /// A bucket type's props.
     TypeProps(String),
+    /// Eddy's bucket-type administration.
+    Admin(AdminRoute),
 }
 
 /// Routes and handles one request.
@@ -101,6 +106,7 @@ pub async fn handle(app: Arc<App>, req: Request) -> Result<Response, ApiError> {
         Route::LegacyBucket(t) => legacy_bucket(app, t, query, req).await,
         Route::Props(t) => props::handle(&app, t, req).await,
         Route::TypeProps(name) => types::handle(&app, &name, req).await,
+        Route::Admin(route) => admin::handle(&app, route, req).await,
     }
 }
 
@@ -181,6 +187,11 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
         [b"buckets", b, b"keys", k] => Route::Object(default(b, Api::Buckets), k.to_vec()),
         [b"buckets", b, b"props"] => Route::Props(default(b, Api::Buckets)),
         [b"types", t, rest @ ..] => typed(type_name(t)?, rest)?,
+        [b"admin", b"bucket-types"] => Route::Admin(AdminRoute::Types),
+        [b"admin", b"bucket-types", t] => Route::Admin(AdminRoute::Type(type_name(t)?)),
+        [b"admin", b"bucket-types", t, b"activate"] => {
+            Route::Admin(AdminRoute::Activate(type_name(t)?))
+        }
         _ => return Err(no_resource()),
     };
     Ok(route)

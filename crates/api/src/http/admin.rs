@@ -1,0 +1,89 @@
+//! Eddy's admin resource for bucket types, what `riak-admin bucket-type`
+//! does over Erlang RPC in Riak (`eddy admin bucket-type …` calls it):
+//!
+//! | request | effect |
+//! |---|---|
+//! | `GET /admin/bucket-types` | `{"types":[{"name","status","props"}…]}` |
+//! | `GET /admin/bucket-types/T` | `{"name","status","props"}`, 404 if unknown |
+//! | `POST /admin/bucket-types/T` with `{"props":{…}}` | create (status `created`), 201; 409 if it exists |
+//! | `PUT /admin/bucket-types/T` with `{"props":{…}}` | update, 204 |
+//! | `POST /admin/bucket-types/T/activate` | activate, 204 |
+
+use axum::extract::Request;
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
+use eddy_kv::types::{RegistryError, TypeInfo, TypeStatus};
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+use super::keys::json_response;
+use super::props::{no_content, parse_props_body, registry_error};
+use super::server::{App, read_body};
+
+/// What an admin path names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdminRoute {
+    Types,
+    Type(String),
+    Activate(String),
+}
+
+/// Answers one admin request.
+pub async fn handle(app: &App, route: AdminRoute, req: Request) -> Result<Response, ApiError> {
+    let registry = app.node.registry();
+    match (route, req.method().clone()) {
+        (AdminRoute::Types, Method::GET) => {
+            let types: Vec<Value> = registry.list_types().iter().map(describe).collect();
+            Ok(json_response(json!({ "types": types }).to_string().into()))
+        }
+        (AdminRoute::Type(name), Method::GET) => {
+            let info = registry.type_info(&name).map_err(admin_error)?;
+            Ok(json_response(describe(&info).to_string().into()))
+        }
+        (AdminRoute::Type(name), m @ (Method::POST | Method::PUT)) => {
+            let (parts, body) = req.into_parts();
+            let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
+            let patch = parse_props_body(&parts.headers, &body, "bucket type")?;
+            if m == Method::POST {
+                registry.create_type(&name, &patch).map_err(admin_error)?;
+                let mut resp = no_content();
+                *resp.status_mut() = StatusCode::CREATED;
+                return Ok(resp);
+            }
+            registry.update_type(&name, &patch).map_err(admin_error)?;
+            Ok(no_content())
+        }
+        (AdminRoute::Activate(name), Method::POST) => {
+            registry.activate_type(&name).map_err(admin_error)?;
+            Ok(no_content())
+        }
+        (AdminRoute::Types, _) => Err(ApiError::method_not_allowed("GET")),
+        (AdminRoute::Type(_), _) => Err(ApiError::method_not_allowed("GET, POST, PUT")),
+        (AdminRoute::Activate(_), _) => Err(ApiError::method_not_allowed("POST")),
+    }
+}
+
+fn describe(info: &TypeInfo) -> Value {
+    let status = match info.status {
+        TypeStatus::Created => "created",
+        TypeStatus::Active => "active",
+    };
+    json!({ "name": info.name, "status": status, "props": info.props.to_json() })
+}
+
+fn admin_error(e: RegistryError) -> ApiError {
+    match e {
+        RegistryError::NoSuchType(name) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("bucket type {name:?} does not exist\n"),
+        ),
+        RegistryError::AlreadyExists(name) => ApiError::new(
+            StatusCode::CONFLICT,
+            format!("bucket type {name:?} already exists\n"),
+        ),
+        RegistryError::BadName(name) => {
+            ApiError::bad_request(format!("invalid bucket type name {name:?}\n"))
+        }
+        other => registry_error(other),
+    }
+}
