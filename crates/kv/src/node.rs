@@ -141,6 +141,11 @@ impl Node {
         &self.handles[p.0 as usize]
     }
 
+    /// Partition `p`'s backend (operators' tools and tests).
+    pub fn partition_backend(&self, p: Partition) -> Arc<dyn Backend> {
+        self.vnode(p).backend().clone()
+    }
+
     /// The hash a key is placed by.
     pub fn key_hash(bucket: &BucketRef, key: &[u8]) -> u64 {
         eddy_ring::key_hash(bucket.bucket_type.as_bytes(), &bucket.bucket, key)

@@ -251,3 +251,27 @@ async fn return_body_and_generated_keys() {
     );
     node.shutdown();
 }
+
+#[tokio::test]
+async fn read_repair_restores_a_lost_replica() {
+    let node = node();
+    let b = BucketRef::typed("maps", b"b".to_vec());
+    node.put(put_req(b.clone(), "k", "v")).await.unwrap();
+    let preflist = node.ring().preflist(Node::key_hash(&b, b"k"), 3);
+    let lost = node.partition_backend(preflist[2].0);
+    let storage_bucket = b.storage_bucket();
+    lost.delete(&storage_bucket, b"k", Default::default())
+        .unwrap();
+    assert_eq!(lost.get(&storage_bucket, b"k").unwrap(), None);
+    assert_eq!(
+        values(&node.get(get_req(b.clone(), "k")).await.unwrap()),
+        vec![b"v".to_vec()]
+    );
+    for _ in 0..200 {
+        if lost.get(&storage_bucket, b"k").unwrap().is_some() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("read repair did not restore the replica");
+}

@@ -1,11 +1,14 @@
-//! The get coordinator: ask the preflist, answer at r, then repair.
+//! The get coordinator: read the preflist, answer at r, then repair.
+//!
+//! Every vnode is local on one node, so each is read on the caller's
+//! thread ([`crate::vnode::VnodeHandle::read`]); the replies feed the pure
+//! [`GetCore`] exactly as messages from remote vnodes will.
 
 use std::sync::Arc;
 
 use eddy_object::RiakObject;
 use eddy_ring::Partition;
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
-use tokio::time::{Instant, timeout_at};
+use tokio::sync::mpsc::unbounded_channel;
 
 use super::{quorum, storage_key};
 use crate::core::get::{GetCore, GetOutcome, GetReply};
@@ -13,8 +16,6 @@ use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
 use crate::request::{GetRequest, GetResponse};
 use crate::vnode::msg::{PutKind, StorageKey, VnodeRequest, WritePolicy};
-
-type Replies = UnboundedReceiver<(Partition, Result<Option<RiakObject>, KvError>)>;
 
 impl Node {
     /// Reads an object with the request's (or the bucket's) quorums.
@@ -30,29 +31,15 @@ impl Node {
         let preflist = self.ring.preflist(Node::key_hash(&req.bucket, &req.key), n);
         let key = storage_key(&req.bucket, &req.key);
         let mut core = GetCore::new(preflist.len() as u32, r, pr, notfound_ok, basic_quorum);
-        let (tx, mut rx) = unbounded_channel();
-        let mut seen = Vec::new();
+        let mut seen = Vec::with_capacity(preflist.len());
         for (p, _) in &preflist {
-            let sent = self.vnode(*p).send(VnodeRequest::Get {
-                key: key.clone(),
-                reply: tx.clone(),
-            });
-            match sent {
-                Ok(()) => NodeCounters::bump(&self.counters.vnode_gets),
-                Err(_) => core.add_result(GetReply::Failed { primary: true }),
-            }
+            NodeCounters::bump(&self.counters.vnode_gets);
+            let reply = self.vnode(*p).read(&key);
+            record(&mut core, &mut seen, (*p, reply));
         }
-        drop(tx);
-        let deadline = self.deadline(req.options.timeout_ms);
-        while !core.enough() {
-            match timeout_at(deadline, rx.recv()).await {
-                Ok(Some(reply)) => record(&mut core, &mut seen, reply),
-                Ok(None) => break,
-                Err(_) => return Err(KvError::Timeout),
-            }
+        if let Some(merged) = core.merged() {
+            self.read_repair(merged, &seen, &key, self.write_policy(&props));
         }
-        let policy = self.write_policy(&props);
-        self.read_repair_later(core.clone(), seen, rx, key, policy, deadline);
         answer(core.response())
     }
 
@@ -64,47 +51,36 @@ impl Node {
         }
     }
 
-    /// After answering, waits for the remaining replies and sends the merged
-    /// object to every replica that lacked it.
-    fn read_repair_later(
-        self: &Arc<Self>,
-        mut core: GetCore,
-        mut seen: Vec<(Partition, Option<RiakObject>)>,
-        mut rx: Replies,
-        key: StorageKey,
+    /// Sends the merged object to every replica whose copy differs from it.
+    /// Fire and forget: the answer does not wait for repairs.
+    fn read_repair(
+        &self,
+        merged: &RiakObject,
+        seen: &[(Partition, Option<RiakObject>)],
+        key: &StorageKey,
         policy: WritePolicy,
-        deadline: Instant,
     ) {
-        let node = self.clone();
-        tokio::spawn(async move {
-            while !core.all_replied() {
-                match timeout_at(deadline, rx.recv()).await {
-                    Ok(Some(reply)) => record(&mut core, &mut seen, reply),
-                    _ => break,
-                }
+        for (p, obj) in seen {
+            if obj.as_ref() == Some(merged) {
+                continue;
             }
-            let Some(merged) = core.merged() else { return };
-            for (p, obj) in seen {
-                if obj.as_ref() == Some(merged) {
-                    continue;
-                }
-                NodeCounters::bump(&node.counters.read_repairs);
-                let (tx, _rx) = unbounded_channel();
-                let kind = PutKind::Replicate {
-                    object: merged.clone(),
-                };
-                let req = VnodeRequest::Put {
-                    key: key.clone(),
-                    kind: Box::new(kind),
-                    policy,
-                    sync: false,
-                    reply: tx,
-                };
-                if node.vnode(p).send(req).is_ok() {
-                    NodeCounters::bump(&node.counters.vnode_puts);
-                }
+            NodeCounters::bump(&self.counters.read_repairs);
+            NodeCounters::bump(&self.counters.vnode_puts);
+            let (tx, _rx) = unbounded_channel();
+            let kind = Box::new(PutKind::Replicate {
+                object: merged.clone(),
+            });
+            let req = VnodeRequest::Put {
+                key: key.clone(),
+                kind,
+                policy,
+                sync: false,
+                reply: tx,
+            };
+            if let Err(e) = self.vnode(*p).send(req) {
+                tracing::debug!(partition = p.0, "read repair not queued: {e}");
             }
-        });
+        }
     }
 }
 

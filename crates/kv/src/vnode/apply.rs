@@ -77,10 +77,7 @@ impl VnodeState {
     }
 
     fn read(&self, key: &StorageKey) -> Result<Option<RiakObject>, KvError> {
-        match self.backend.get(&key.bucket, &key.key)? {
-            Some(bytes) => Ok(Some(codec::decode(&bytes)?)),
-            None => Ok(None),
-        }
+        read_object(&*self.backend, key)
     }
 
     fn put(
@@ -133,6 +130,15 @@ impl VnodeState {
             }
             _ => Ok(()),
         }
+    }
+}
+
+/// Reads and decodes the object stored under `key`. A record that does not
+/// decode is an error, never an object.
+pub fn read_object(backend: &dyn Backend, key: &StorageKey) -> Result<Option<RiakObject>, KvError> {
+    match backend.get(&key.bucket, &key.key)? {
+        Some(bytes) => Ok(Some(codec::decode(&bytes)?)),
+        None => Ok(None),
     }
 }
 

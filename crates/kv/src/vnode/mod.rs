@@ -46,6 +46,13 @@ impl VnodeHandle {
         })
     }
 
+    /// Reads `key` from this vnode's backend on the caller's thread. Reads
+    /// need no serialisation with writes (each backend get is atomic), so a
+    /// local vnode is read without a trip through its queue.
+    pub fn read(&self, key: &msg::StorageKey) -> Result<Option<eddy_object::RiakObject>, KvError> {
+        apply::read_object(&*self.backend, key)
+    }
+
     /// The partition's backend, for folds that run off the vnode thread
     /// (key listing), which backends allow concurrently with writes.
     pub fn backend(&self) -> &Arc<dyn Backend> {
