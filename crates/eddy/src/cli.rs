@@ -20,8 +20,77 @@ pub struct Cli {
 /// The top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a node in the foreground until SIGTERM or SIGINT.
+    Start(ConfigArgs),
+    /// Stop the node that holds this configuration's data directory.
+    Stop(ConfigArgs),
+    /// Check that the node answers (prints "pong").
+    Ping(ConfigArgs),
+    /// Inspect the configuration.
+    Config(ConfigCommand),
+    /// Administer a running node.
+    Admin(AdminArgs),
     /// Measure Eddy's components on this machine.
     Bench(BenchArgs),
+}
+
+/// Where the configuration comes from: a file (default `./eddy.toml` if it
+/// exists) and `EDDY_*` environment variables.
+#[derive(Clone, Debug, Args)]
+pub struct ConfigArgs {
+    /// Configuration file (TOML, riak.conf setting names).
+    #[arg(long, short = 'c')]
+    pub config: Option<PathBuf>,
+}
+
+/// `eddy config …`
+#[derive(Debug, Args)]
+#[command(arg_required_else_help = true)]
+pub struct ConfigCommand {
+    #[command(subcommand)]
+    pub action: ConfigAction,
+}
+
+/// What `eddy config` does.
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Print every setting's effective value and where it came from.
+    Show(ConfigArgs),
+}
+
+/// `eddy admin …`
+#[derive(Debug, Args)]
+#[command(arg_required_else_help = true)]
+pub struct AdminArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(subcommand)]
+    pub action: AdminAction,
+}
+
+/// What `eddy admin` does.
+#[derive(Debug, Subcommand)]
+pub enum AdminAction {
+    /// Print the node's statistics (`/stats`).
+    Status,
+    /// Manage bucket types.
+    #[command(name = "bucket-type", subcommand)]
+    BucketType(BucketTypeAction),
+}
+
+/// `eddy admin bucket-type …`, as `riak-admin bucket-type`.
+#[derive(Debug, Subcommand)]
+pub enum BucketTypeAction {
+    /// List bucket types and whether each is active.
+    List,
+    /// Show a bucket type's status and properties.
+    Status { name: String },
+    /// Create a bucket type; JSON like '{"props":{"n_val":3}}'.
+    Create { name: String, props: Option<String> },
+    /// Activate a created bucket type.
+    Activate { name: String },
+    /// Change a bucket type's properties; JSON like '{"props":{"n_val":3}}'.
+    Update { name: String, props: String },
 }
 
 /// `eddy bench …`
@@ -149,7 +218,10 @@ mod tests {
         let cli = Cli::try_parse_from(argv)?;
         let Command::Bench(BenchArgs {
             target: BenchTarget::Storage(s),
-        }) = cli.command;
+        }) = cli.command
+        else {
+            panic!("not a storage bench command");
+        };
         Ok(s)
     }
 
@@ -209,6 +281,26 @@ mod tests {
         );
         assert!(storage(&["--read-percent=101"]).is_err());
         assert!(storage(&["--sync=sometimes"]).is_err());
+    }
+
+    #[test]
+    fn node_and_admin_commands_parse() {
+        let cli = Cli::try_parse_from(["eddy", "start", "--config", "x.toml"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Start(ConfigArgs { config: Some(_) })
+        ));
+        let cli =
+            Cli::try_parse_from(["eddy", "admin", "bucket-type", "create", "t", "{}"]).unwrap();
+        let Command::Admin(AdminArgs { action, .. }) = cli.command else {
+            panic!()
+        };
+        assert!(matches!(
+            action,
+            AdminAction::BucketType(BucketTypeAction::Create { .. })
+        ));
+        assert!(Cli::try_parse_from(["eddy", "admin", "bucket-type", "update", "t"]).is_err());
+        assert!(Cli::try_parse_from(["eddy", "config", "show"]).is_ok());
     }
 
     #[test]

@@ -1,26 +1,45 @@
 //! The `eddy` binary: parses the command line and hands each command to the
-//! module that owns it.
+//! module that owns it: [`node`] (start), [`admin`] (ping, stop, admin),
+//! [`config`] (config show) and [`bench`].
 
+mod admin;
 mod bench;
 mod cli;
+mod config;
+mod node;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{BenchTarget, Cli, Command};
+use cli::{BenchTarget, Cli, Command, ConfigAction, ConfigArgs};
+use config::Config;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let outcome = match &cli.command {
+    let outcome: Result<String, String> = match &cli.command {
+        Command::Start(args) => load(args).and_then(|c| {
+            init_logging(&c);
+            node::start(&c)
+                .map(|()| String::new())
+                .map_err(|e| e.to_string())
+        }),
+        Command::Stop(args) => load(args).and_then(|c| admin::stop(&c).map_err(|e| e.to_string())),
+        Command::Ping(args) => load(args).and_then(|c| admin::ping(&c).map_err(|e| e.to_string())),
+        Command::Config(cmd) => match &cmd.action {
+            ConfigAction::Show(args) => load(args).map(|c| c.show()),
+        },
+        Command::Admin(a) => {
+            load(&a.config).and_then(|c| admin::admin(&c, &a.action).map_err(|e| e.to_string()))
+        }
         Command::Bench(bench) => match &bench.target {
-            BenchTarget::Storage(args) => bench::run_storage(args),
+            BenchTarget::Storage(args) => bench::run_storage(args).map_err(|e| e.to_string()),
         },
     };
     match outcome {
         Ok(output) => {
             print!("{output}");
-            if !output.ends_with('\n') {
+            if !output.is_empty() && !output.ends_with('\n') {
                 println!();
             }
             ExitCode::SUCCESS
@@ -30,4 +49,19 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The effective configuration: `--config` (or `./eddy.toml`) and `EDDY_*`.
+fn load(args: &ConfigArgs) -> Result<Config, String> {
+    Config::load(args.config.as_deref(), std::env::vars()).map_err(|e| e.to_string())
+}
+
+fn init_logging(config: &Config) {
+    let level = config.text("log.level").to_string();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("EDDY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }

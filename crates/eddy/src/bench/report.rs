@@ -197,7 +197,9 @@ mod tests {
 
     fn args() -> StorageArgs {
         let cli = crate::cli::Cli::parse_from(["eddy", "bench", "storage", "--ops=10"]);
-        let crate::cli::Command::Bench(b) = cli.command;
+        let crate::cli::Command::Bench(b) = cli.command else {
+            panic!("not a bench command");
+        };
         let crate::cli::BenchTarget::Storage(s) = b.target;
         s
     }

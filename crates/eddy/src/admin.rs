@@ -1,0 +1,190 @@
+//! The commands that talk to a running node: `eddy ping`, `eddy stop` and
+//! `eddy admin …`. Output follows `riak` and `riak-admin` where Riak has
+//! the command. Each returns the text to print, or an error to report
+//! (exit status 1).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use eddy_client::http::{self, HttpResponse};
+use serde_json::Value;
+
+use crate::cli::{AdminAction, BucketTypeAction};
+use crate::config::Config;
+use crate::node::datadir;
+
+/// A failed command, with the message to show.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CommandError(pub String);
+
+fn fail<T>(message: impl Into<String>) -> Result<T, CommandError> {
+    Err(CommandError(message.into()))
+}
+
+/// A request to the node's HTTP listener.
+fn call(
+    config: &Config,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> Result<HttpResponse, CommandError> {
+    let addr = config.text("listener.http.internal");
+    let headers = [("Content-Type", "application/json")];
+    http::request(addr, method, path, &headers, body.as_bytes()).map_err(|e| {
+        CommandError(format!(
+            "Node {} is not responding at {addr}: {e}",
+            config.text("nodename")
+        ))
+    })
+}
+
+/// `eddy ping`: "pong" when the node answers.
+pub fn ping(config: &Config) -> Result<String, CommandError> {
+    let unreachable = format!("Node {} not responding to pings.", config.text("nodename"));
+    match call(config, "GET", "/ping", "") {
+        Ok(r) if r.status == 200 => Ok("pong".into()),
+        _ => fail(unreachable),
+    }
+}
+
+/// `eddy stop`: SIGTERM to the node holding the data directory, then wait
+/// (up to a minute) for it to release the directory's lock.
+pub fn stop(config: &Config) -> Result<String, CommandError> {
+    let root = PathBuf::from(config.text("platform_data_dir"));
+    let Some(pid) = datadir::running_pid(&root) else {
+        return fail(format!(
+            "Node is not running! (no pid file in {})",
+            root.display()
+        ));
+    };
+    // SAFETY: kill(2) with a pid read from our own pid file.
+    if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+        return fail(format!("Node is not running! (pid {pid} is gone)"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while datadir::is_locked(&root) {
+        if Instant::now() > deadline {
+            return fail(format!("node (pid {pid}) did not stop within 60 s"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok("ok".into())
+}
+
+/// `eddy admin …`
+pub fn admin(config: &Config, action: &AdminAction) -> Result<String, CommandError> {
+    match action {
+        AdminAction::Status => status(config),
+        AdminAction::BucketType(action) => bucket_type(config, action),
+    }
+}
+
+/// `eddy admin status`: every stat as `name : value`, like riak-admin.
+fn status(config: &Config) -> Result<String, CommandError> {
+    let stats = json(call(config, "GET", "/stats", "")?)?;
+    let Value::Object(map) = stats else {
+        return fail("the node's /stats is not a JSON object");
+    };
+    let mut lines: Vec<String> = map
+        .iter()
+        .map(|(k, v)| format!("{k} : {}", plain(v)))
+        .collect();
+    lines.sort();
+    Ok(lines.join("\n"))
+}
+
+fn bucket_type(config: &Config, action: &BucketTypeAction) -> Result<String, CommandError> {
+    let path = |name: &str| format!("/admin/bucket-types/{}", encode(name));
+    match action {
+        BucketTypeAction::List => {
+            let listed = json(expect(
+                call(config, "GET", "/admin/bucket-types", "")?,
+                200,
+            )?)?;
+            let types = listed["types"].as_array().cloned().unwrap_or_default();
+            let lines: Vec<String> = types
+                .iter()
+                .map(|t| match t["status"].as_str() {
+                    Some("active") => format!("{} (active)", plain(&t["name"])),
+                    _ => format!("{} (not active)", plain(&t["name"])),
+                })
+                .collect();
+            Ok(lines.join("\n"))
+        }
+        BucketTypeAction::Status { name } => {
+            let r = call(config, "GET", &path(name), "")?;
+            if r.status == 404 {
+                return fail(format!("{name} is not an existing bucket type"));
+            }
+            let t = json(expect(r, 200)?)?;
+            let head = match t["status"].as_str() {
+                Some("active") => format!("{name} is active"),
+                _ => format!("{name} has been created and may be activated"),
+            };
+            let mut props: Vec<String> = t["props"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}: {}", plain(v)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            props.sort();
+            Ok(format!("{head}\n\n{}", props.join("\n")))
+        }
+        BucketTypeAction::Create { name, props } => {
+            let body = props.as_deref().unwrap_or(r#"{"props":{}}"#);
+            expect(call(config, "POST", &path(name), body)?, 201)
+                .map_err(|e| CommandError(format!("Error creating bucket type {name}:\n{e}")))?;
+            Ok(format!("{name} created"))
+        }
+        BucketTypeAction::Activate { name } => {
+            let r = call(config, "POST", &format!("{}/activate", path(name)), "")?;
+            if r.status == 404 {
+                return fail(format!("{name} has not been created"));
+            }
+            expect(r, 204)?;
+            Ok(format!("{name} has been activated"))
+        }
+        BucketTypeAction::Update { name, props } => {
+            expect(call(config, "PUT", &path(name), props)?, 204)
+                .map_err(|e| CommandError(format!("Error updating bucket type {name}:\n{e}")))?;
+            Ok(format!("{name} updated"))
+        }
+    }
+}
+
+/// The response if it has `status`, else its message as the error.
+fn expect(r: HttpResponse, status: u16) -> Result<HttpResponse, CommandError> {
+    if r.status == status {
+        return Ok(r);
+    }
+    fail(r.text().trim().to_string())
+}
+
+fn json(r: HttpResponse) -> Result<Value, CommandError> {
+    serde_json::from_slice(&r.body)
+        .map_err(|e| CommandError(format!("bad JSON from the node: {e}")))
+}
+
+/// A JSON value as riak-admin would print it (strings without quotes).
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Percent-encodes a path segment.
+fn encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,119 @@
+//! The node's data directory: an exclusive lock so two nodes never share
+//! it, the pid file `eddy stop` reads, and each partition's actor id.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use eddy_object::Actor;
+use eddy_ring::Partition;
+
+/// Why the data directory could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataDirError {
+    /// Another process holds the lock.
+    #[error(
+        "data directory {0} is in use by another eddy node (pid {1}); stop it first or choose another platform_data_dir"
+    )]
+    InUse(PathBuf, String),
+    /// The directory or one of its files could not be read or written.
+    #[error("data directory {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DataDirError + '_ {
+    move |source| DataDirError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A locked data directory; the lock is released when this is dropped.
+pub struct DataDir {
+    root: PathBuf,
+    _lock: File,
+}
+
+impl DataDir {
+    /// Creates (if needed) and locks `root`, then writes the pid file.
+    pub fn lock(root: &Path) -> Result<DataDir, DataDirError> {
+        std::fs::create_dir_all(root).map_err(io(root))?;
+        let lock_path = root.join("eddy.lock");
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(&lock_path))?;
+        // SAFETY: flock on a file descriptor we own; no memory is involved.
+        let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let pid = std::fs::read_to_string(root.join("eddy.pid")).unwrap_or_default();
+            return Err(DataDirError::InUse(
+                root.to_path_buf(),
+                pid.trim().to_string(),
+            ));
+        }
+        let pid_path = root.join("eddy.pid");
+        let mut pid = File::create(&pid_path).map_err(io(&pid_path))?;
+        write!(pid, "{}", std::process::id()).map_err(io(&pid_path))?;
+        Ok(DataDir {
+            root: root.to_path_buf(),
+            _lock: lock,
+        })
+    }
+
+    /// The directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Partition `p`'s actor id: read from its file, or made up and saved.
+    /// A partition whose data is wiped gets a fresh actor with it, so its
+    /// counters never restart under an old id.
+    pub fn actor(&self, partition_dir: &Path, p: Partition) -> Result<Actor, DataDirError> {
+        std::fs::create_dir_all(partition_dir).map_err(io(partition_dir))?;
+        let path = partition_dir.join("actor");
+        if let Ok(text) = std::fs::read_to_string(&path)
+            && let Ok(id) = u64::from_str_radix(text.trim(), 16)
+        {
+            return Ok(Actor(id));
+        }
+        let id = rand::random::<u64>() ^ u64::from(p.0);
+        let mut file = File::create(&path).map_err(io(&path))?;
+        write!(file, "{id:016x}").map_err(io(&path))?;
+        file.sync_all().map_err(io(&path))?;
+        Ok(Actor(id))
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.root.join("eddy.pid"));
+    }
+}
+
+/// True while a process holds `root`'s lock. The lock is released as soon
+/// as its holder exits, even before the exit is reaped.
+pub fn is_locked(root: &Path) -> bool {
+    let Ok(file) = File::options().write(true).open(root.join("eddy.lock")) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor we own; closing it releases our lock.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) != 0 }
+}
+
+/// The pid of the node holding `root`, from its pid file.
+pub fn running_pid(root: &Path) -> Option<i32> {
+    std::fs::read_to_string(root.join("eddy.pid"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}

@@ -1,0 +1,209 @@
+//! `eddy start`: the composition root. Locks the data directory, opens the
+//! bucket registry and every partition's backend, starts the vnodes and the
+//! HTTP and PB listeners, and on SIGTERM or SIGINT shuts down in order:
+//! listeners, then vnodes (which finish queued work, sync and close their
+//! backends), then the data-directory lock.
+
+pub mod datadir;
+pub mod storage;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use eddy_kv::props::BucketProps;
+use eddy_kv::types::BucketRegistry;
+use eddy_kv::{DeleteMode, Node, NodeConfig, Quorum};
+use eddy_ring::{NodeName, Partition};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::Config;
+use datadir::DataDir;
+use storage::Storage;
+
+/// Why the node could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    #[error(transparent)]
+    DataDir(#[from] datadir::DataDirError),
+    #[error("bucket metadata: {0}")]
+    Registry(#[from] eddy_kv::types::RegistryError),
+    #[error("storage: {0}")]
+    Storage(#[from] eddy_storage::StorageError),
+    #[error("ring: {0}")]
+    Ring(#[from] eddy_ring::RingError),
+    /// A listener's address could not be bound.
+    #[error("cannot listen on {addr} ({setting}): {source}")]
+    Bind {
+        setting: &'static str,
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// Runs a node in the foreground until SIGTERM or SIGINT.
+pub fn start(config: &Config) -> Result<(), StartError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("eddy-worker")
+        .build()
+        .map_err(StartError::Runtime)?;
+    runtime.block_on(run(config))
+}
+
+async fn run(config: &Config) -> Result<(), StartError> {
+    let root = PathBuf::from(config.text("platform_data_dir"));
+    let datadir = DataDir::lock(&root)?;
+    let registry = BucketRegistry::open(
+        &root.join("meta").join("buckets.json"),
+        default_props(config),
+    )?;
+    let node = open_node(config, &datadir, Arc::new(registry))?;
+    let http_addr = addr(config, "listener.http.internal");
+    let pb_addr = addr(config, "listener.protobuf.internal");
+    let http = bind("listener.http.internal", http_addr).await?;
+    let pb = bind("listener.protobuf.internal", pb_addr).await?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let servers = [
+        tokio::spawn(eddy_api::http::serve(
+            http,
+            node.clone(),
+            http_config(config),
+            stopped(stop_rx.clone()),
+        )),
+        tokio::spawn(eddy_api::pb::serve(
+            pb,
+            node.clone(),
+            pb_config(config),
+            stopped(stop_rx),
+        )),
+    ];
+    tracing::info!(nodename = config.text("nodename"), %http_addr, %pb_addr, "eddy started");
+    println!(
+        "eddy {} started: http {http_addr}, pb {pb_addr}, data {}",
+        env!("CARGO_PKG_VERSION"),
+        root.display()
+    );
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    let _ = stop_tx.send(true);
+    for server in servers {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), server).await;
+    }
+    let stopping = node.clone();
+    let _ = tokio::task::spawn_blocking(move || stopping.shutdown()).await;
+    drop(datadir);
+    println!("eddy stopped");
+    Ok(())
+}
+
+fn open_node(
+    config: &Config,
+    datadir: &DataDir,
+    registry: Arc<BucketRegistry>,
+) -> Result<Arc<Node>, StartError> {
+    let storage = Storage::new(config, datadir.root())?;
+    let mut opened = Vec::new();
+    for p in 0..config.int("ring_size") as u32 {
+        let p = Partition(p);
+        let backend = storage.open(p)?;
+        let actor = datadir.actor(&storage.partition_dir(p), p)?;
+        opened.push((backend, actor));
+    }
+    Ok(Node::start(node_config(config), registry, |p| {
+        opened[p.0 as usize].clone()
+    })?)
+}
+
+async fn bind(setting: &'static str, addr: SocketAddr) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Bind {
+            setting,
+            addr,
+            source,
+        })
+}
+
+/// Resolves when the stop flag is raised.
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = int.recv() => {},
+    }
+}
+
+fn addr(config: &Config, name: &str) -> SocketAddr {
+    // Validated when the configuration was loaded.
+    config.text(name).trim().parse().expect("validated address")
+}
+
+fn quorum(config: &Config, name: &str) -> Quorum {
+    Quorum::parse(config.text(name).trim()).unwrap_or(Quorum::Quorum)
+}
+
+fn default_props(c: &Config) -> BucketProps {
+    BucketProps {
+        n_val: c.int("buckets.default.n_val") as u32,
+        r: quorum(c, "buckets.default.r"),
+        w: quorum(c, "buckets.default.w"),
+        dw: quorum(c, "buckets.default.dw"),
+        rw: quorum(c, "buckets.default.rw"),
+        pr: quorum(c, "buckets.default.pr"),
+        pw: quorum(c, "buckets.default.pw"),
+        notfound_ok: c.flag("buckets.default.notfound_ok"),
+        basic_quorum: c.flag("buckets.default.basic_quorum"),
+        allow_mult: c.flag("buckets.default.allow_mult"),
+        last_write_wins: c.flag("buckets.default.last_write_wins"),
+        ..BucketProps::default()
+    }
+}
+
+fn node_config(c: &Config) -> NodeConfig {
+    let delete_mode = match c.text("delete_mode") {
+        "keep" => DeleteMode::Keep,
+        "immediate" => DeleteMode::Immediate,
+        _ => DeleteMode::DelayMs(c.duration_ms("delete_mode").unwrap_or(3000)),
+    };
+    NodeConfig {
+        node_name: NodeName(c.text("nodename").to_string()),
+        ring_size: c.int("ring_size") as u32,
+        delete_mode,
+        siblings_warn: c.int("object.siblings.warning_threshold") as usize,
+        siblings_max: c.int("object.siblings.maximum") as usize,
+        object_size_warn_bytes: c.bytes("object.size.warning_threshold") as usize,
+        object_size_max_bytes: c.bytes("object.size.maximum") as usize,
+        ..NodeConfig::default()
+    }
+}
+
+fn http_config(c: &Config) -> eddy_api::http::HttpConfig {
+    eddy_api::http::HttpConfig {
+        body_bytes_max: c.bytes("http.body_size_maximum") as usize,
+        ..Default::default()
+    }
+}
+
+fn pb_config(c: &Config) -> eddy_api::pb::PbConfig {
+    eddy_api::pb::PbConfig {
+        frame_bytes_max: c.bytes("protobuf.frame_size_maximum") as usize,
+        ..Default::default()
+    }
+}

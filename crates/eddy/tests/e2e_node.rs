@@ -1,0 +1,233 @@
+//! End to end: the real `eddy` binary as a child process, driven over HTTP
+//! and by its own CLI.
+
+mod support;
+
+use support::TestNode;
+
+fn put(node: &TestNode, path: &str, value: &str) -> u16 {
+    node.http(
+        "PUT",
+        path,
+        &[("Content-Type", "text/plain")],
+        value.as_bytes(),
+    )
+    .status
+}
+
+#[test]
+fn restart_keeps_data_and_stop_is_clean() {
+    let mut node = TestNode::start(&[]);
+    for i in 0..200 {
+        assert_eq!(
+            put(&node, &format!("/buckets/b/keys/k{i}"), &format!("v{i}")),
+            204
+        );
+    }
+    assert_eq!(
+        node.http("DELETE", "/buckets/b/keys/k7", &[], b"").status,
+        204
+    );
+    let status = node.stop();
+    assert!(status.success(), "SIGTERM exit: {status}");
+    node.restart();
+    for i in (0..200).step_by(13) {
+        let r = node.http("GET", &format!("/buckets/b/keys/k{i}"), &[], b"");
+        match i {
+            7 => assert_eq!(r.status, 404),
+            _ => assert_eq!((r.status, r.text()), (200, format!("v{i}"))),
+        }
+    }
+    let out = node.command(&["stop"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "eddy stop: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    assert!(
+        !node.data_dir().join("eddy.pid").exists(),
+        "pid file removed on stop"
+    );
+}
+
+#[test]
+fn kill9_keeps_every_dw_all_write() {
+    let mut node = TestNode::start(&[]);
+    let mut acked = Vec::new();
+    for i in 0..300 {
+        let path = format!("/types/default/buckets/durable/keys/k{i}?dw=all");
+        if put(&node, &path, &format!("value-{i}")) == 204 {
+            acked.push(i);
+        }
+    }
+    assert_eq!(acked.len(), 300);
+    node.kill9();
+    node.restart();
+    for i in acked {
+        let r = node.http("GET", &format!("/buckets/durable/keys/k{i}"), &[], b"");
+        assert_eq!(
+            (r.status, r.text()),
+            (200, format!("value-{i}")),
+            "key k{i} after kill -9"
+        );
+    }
+}
+
+#[test]
+fn a_second_node_on_the_same_data_dir_is_refused() {
+    let node = TestNode::start(&[]);
+    let out = node.command(&["start"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in use by another eddy node"), "{err}");
+    assert_eq!(
+        node.http("GET", "/ping", &[], b"").status,
+        200,
+        "first node unharmed"
+    );
+}
+
+#[test]
+fn cli_ping_admin_and_config() {
+    let node = TestNode::start(&[]);
+    let run = |args: &[&str]| {
+        let out = node.command(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        (out.status.success(), text, err)
+    };
+    assert_eq!(run(&["ping"]), (true, "pong".into(), String::new()));
+    assert_eq!(
+        run(&[
+            "admin",
+            "bucket-type",
+            "create",
+            "maps",
+            r#"{"props":{"n_val":2}}"#
+        ])
+        .1,
+        "maps created"
+    );
+    let (ok, _, err) = run(&["admin", "bucket-type", "create", "maps"]);
+    assert!(!ok && err.contains("already exists"), "{err}");
+    assert!(
+        run(&["admin", "bucket-type", "status", "maps"])
+            .1
+            .starts_with("maps has been created and may be activated")
+    );
+    assert_eq!(
+        run(&["admin", "bucket-type", "activate", "maps"]).1,
+        "maps has been activated"
+    );
+    assert_eq!(
+        run(&["admin", "bucket-type", "list"]).1,
+        "default (active)\nmaps (active)"
+    );
+    let status = run(&["admin", "bucket-type", "status", "maps"]).1;
+    assert!(
+        status.contains("maps is active") && status.contains("n_val: 2"),
+        "{status}"
+    );
+    assert_eq!(
+        run(&[
+            "admin",
+            "bucket-type",
+            "update",
+            "maps",
+            r#"{"props":{"n_val":3}}"#
+        ])
+        .1,
+        "maps updated"
+    );
+    let (ok, _, err) = run(&["admin", "bucket-type", "status", "nope"]);
+    assert!(
+        !ok && err.contains("nope is not an existing bucket type"),
+        "{err}"
+    );
+    let (ok, stats, _) = run(&["admin", "status"]);
+    assert!(ok && stats.contains("riak_kv_version : 3.2.0"), "{stats}");
+    let (_, shown, _) = run(&["config", "show"]);
+    assert!(
+        shown.contains("ring_size = 16  # env EDDY_RING_SIZE"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn bad_configuration_names_the_setting() {
+    let node = TestNode::start(&[]);
+    let mut cmd = node.command(&["config", "show"]);
+    cmd.env("EDDY_RING_SIZE", "63");
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ring_size") && err.contains("EDDY_RING_SIZE"),
+        "{err}"
+    );
+    let file = node.data_dir().with_file_name("bad.toml");
+    std::fs::write(&file, "storage_backend = \"leveldb\"\n").unwrap();
+    let out = node
+        .command(&["start", "--config", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("storage_backend") && err.contains("bad.toml"),
+        "{err}"
+    );
+    let mut cmd = node.command(&["ping"]);
+    cmd.env("EDDY_LISTENER_HTTP_INTERNAL", "nowhere");
+    let err = String::from_utf8_lossy(&cmd.output().unwrap().stderr).into_owned();
+    assert!(
+        err.contains("listener.http.internal") && err.contains("not an address"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_address_in_use_is_a_clear_error() {
+    let node = TestNode::start(&[]);
+    let other = tempfile::tempdir().unwrap();
+    let mut cmd = node.command(&["start"]);
+    cmd.env("EDDY_PLATFORM_DATA_DIR", other.path());
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot listen on") && err.contains("listener.http.internal"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_python_riak_client_works_over_pb_and_http() {
+    let node = TestNode::start(&[]);
+    let run = |args: &[&str]| assert!(node.command(args).output().unwrap().status.success());
+    run(&[
+        "admin",
+        "bucket-type",
+        "create",
+        "smoke",
+        r#"{"props":{"allow_mult":true}}"#,
+    ]);
+    run(&["admin", "bucket-type", "activate", "smoke"]);
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/smoke.py");
+    let args = [
+        node.pb_port.to_string(),
+        node.http_port.to_string(),
+        "smoke".into(),
+    ];
+    let Some(out) = support::python(&script, &args) else {
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "python smoke failed:\n{stdout}\n{stderr}"
+    );
+}

@@ -1,0 +1,200 @@
+//! Runs the real `eddy` binary as a child process for end-to-end tests: a
+//! fresh data directory, free loopback ports, readiness by polling `/ping`,
+//! and SIGTERM / SIGKILL / restart.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A node running as a child process.
+pub struct TestNode {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    pub http_port: u16,
+    pub pb_port: u16,
+    env: Vec<(String, String)>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl TestNode {
+    /// Starts a node with a small ring and any extra `EDDY_*` settings.
+    pub fn start(extra: &[(&str, &str)]) -> TestNode {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = TestNode {
+            child: None,
+            dir,
+            http_port: free_port(),
+            pb_port: free_port(),
+            env: extra
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        node.spawn();
+        node
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The `EDDY_*` settings this node runs with.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut env = vec![
+            (
+                "EDDY_LISTENER_HTTP_INTERNAL".into(),
+                format!("127.0.0.1:{}", self.http_port),
+            ),
+            (
+                "EDDY_LISTENER_PROTOBUF_INTERNAL".into(),
+                format!("127.0.0.1:{}", self.pb_port),
+            ),
+            (
+                "EDDY_PLATFORM_DATA_DIR".into(),
+                self.data_dir().display().to_string(),
+            ),
+            ("EDDY_RING_SIZE".into(), "16".into()),
+            ("EDDY_LOG_LEVEL".into(), "warn".into()),
+        ];
+        env.extend(self.env.iter().cloned());
+        env
+    }
+
+    /// An `eddy` command with this node's settings, run from its directory.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_eddy"));
+        cmd.args(args).current_dir(self.dir.path()).envs(self.env());
+        cmd
+    }
+
+    fn spawn(&mut self) {
+        let child = self
+            .command(&["start"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn eddy start");
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("eddy exited before it was ready: {status}");
+            }
+            if http(self.http_port, "GET", "/ping", &[], b"").is_ok_and(|r| r.status == 200) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("eddy did not answer /ping within 60 s");
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        child.wait().expect("wait for eddy")
+    }
+
+    /// SIGKILLs the node: no shutdown code runs.
+    pub fn kill9(&mut self) {
+        let mut child = self.child.take().expect("running");
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reap");
+    }
+
+    /// Starts the node again on the same data directory and ports.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop or kill the node first");
+        self.spawn();
+    }
+
+    /// True while the child runs.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+
+    /// An HTTP request to this node.
+    pub fn http(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> HttpResponse {
+        http(self.http_port, method, path, headers, body).expect("HTTP request")
+    }
+}
+
+impl Drop for TestNode {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub use eddy_client::http::HttpResponse;
+
+/// An HTTP request to a node on `port`.
+pub fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<HttpResponse> {
+    eddy_client::http::request(&format!("127.0.0.1:{port}"), method, path, headers, body)
+}
+
+/// Runs `python3 script args…` with the Riak client installed, returning
+/// whether it succeeded (skips with a message when the client is missing
+/// and `EDDY_REQUIRE_PYTHON_CLIENT` is unset).
+pub fn python(script: &Path, args: &[String]) -> Option<std::process::Output> {
+    let python = std::env::var("EDDY_PYTHON").unwrap_or_else(|_| "python3".into());
+    let probe = Command::new(&python)
+        .args([
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); import riakcompat, riak",
+        ])
+        .arg(script.parent().unwrap())
+        .output();
+    let available = probe.as_ref().is_ok_and(|o| o.status.success());
+    if !available {
+        assert!(
+            std::env::var_os("EDDY_REQUIRE_PYTHON_CLIENT").is_none(),
+            "the riak Python client is required (EDDY_REQUIRE_PYTHON_CLIENT) but cannot be imported with {python}"
+        );
+        eprintln!("skipping: riak Python client not installed for {python} (.ci/run installs it)");
+        return None;
+    }
+    Some(
+        Command::new(python)
+            .arg(script)
+            .args(args)
+            .output()
+            .expect("run python"),
+    )
+}
