@@ -375,7 +375,10 @@ fn oversized_keys_are_refused_not_fatal() {
     // A key no write could have stored reads as absent; deleting it is refused
     // like writing it.
     assert_eq!(b.get(&long, b"k").unwrap(), None);
-    assert!(matches!(b.delete(&long, b"k", SYNC), Err(StorageError::TooLarge { .. })));
+    assert!(matches!(
+        b.delete(&long, b"k", SYNC),
+        Err(StorageError::TooLarge { .. })
+    ));
     assert!(b.is_empty().unwrap(), "a refused batch wrote nothing");
 }
 
