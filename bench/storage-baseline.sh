@@ -219,6 +219,8 @@ main() {
     fi
     {
         echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+        echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
         echo "nproc: $(nproc)"
         echo "memory: $(free -g | awk '/^Mem:/ {print $2}') GiB"
         echo "filesystem: $(df -T "$data_dir" | awk 'NR == 2 {print $2, $1}')"
