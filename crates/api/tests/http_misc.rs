@@ -74,8 +74,10 @@ async fn ping_and_stats() {
     assert_eq!(v["node_gets"], 2);
     assert_eq!(v["node_puts"], 1);
     assert_eq!(v["vnode_gets_total"], 6, "n_val 3");
-    assert_eq!(v["vnode_puts_total"], 3);
-    assert!(v["read_repairs_total"].is_u64());
+    // A get may reach the third replica before the put's write to it (the
+    // put answered at w = 2); read repair then writes it too.
+    let repairs = v["read_repairs_total"].as_u64().unwrap();
+    assert_eq!(v["vnode_puts_total"].as_u64(), Some(3 + repairs));
     for stat in ["mean", "median", "95", "99", "100"] {
         let t = &v[format!("node_get_fsm_time_{stat}")];
         assert!(
