@@ -76,6 +76,7 @@ impl Node {
                 policy,
                 sync: false,
                 reply: tx,
+                forward: Vec::new(),
             };
             if let Err(e) = self.vnode(*p).send(req) {
                 tracing::debug!(partition = p.0, "read repair not queued: {e}");

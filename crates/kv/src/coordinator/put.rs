@@ -52,66 +52,60 @@ impl Node {
         let mut core = PutCore::new(preflist.len() as u32, w, dw, pw);
         let (tx, mut rx) = unbounded_channel::<(Partition, PutResult)>();
 
-        // The coordinating vnode first: its answer is the object to replicate.
+        // The coordinating vnode writes, then forwards its object to the
+        // other replicas; every vnode answers on `rx`.
         let (first, _) = preflist[0];
-        let req0 = VnodeRequest::Put {
-            key: skey.clone(),
+        let forward = preflist[1..]
+            .iter()
+            .map(|(p, _)| self.vnode(*p).clone())
+            .collect();
+        let wants_object = req.options.return_body || req.options.return_head;
+        let req = VnodeRequest::Put {
+            key: skey,
             kind: Box::new(kind),
             policy,
             sync,
-            reply: tx.clone(),
+            reply: tx,
+            forward,
         };
-        self.vnode(first).send(req0)?;
-        NodeCounters::bump(&self.counters.vnode_puts);
-        let object = match timeout_at(deadline, rx.recv()).await {
-            Ok(Some((_, Ok(done)))) => {
-                core.add_result(PutReply::Ok {
-                    primary: true,
-                    durable: done.durable,
-                });
-                done.object
-            }
-            Ok(Some((_, Err(e)))) => return Err(e),
-            Ok(None) => return Err(KvError::ShuttingDown),
-            Err(_) => return Err(KvError::Timeout),
-        };
-        self.warn_siblings(&object);
-        for (p, _) in &preflist[1..] {
-            let kind = PutKind::Replicate {
-                object: object.clone(),
-            };
-            let req = VnodeRequest::Put {
-                key: skey.clone(),
-                kind: Box::new(kind),
-                policy,
-                sync,
-                reply: tx.clone(),
-            };
-            match self.vnode(*p).send(req) {
-                Ok(()) => NodeCounters::bump(&self.counters.vnode_puts),
-                Err(_) => core.add_result(PutReply::Failed { primary: true }),
-            }
-        }
-        drop(tx);
+        self.vnode(first).send(req)?;
+        let issued = preflist.len() as u64;
+        self.counters
+            .vnode_puts
+            .fetch_add(issued, std::sync::atomic::Ordering::Relaxed);
+        let mut object = None;
         while !core.enough() {
-            match timeout_at(deadline, rx.recv()).await {
-                Ok(Some((_, Ok(done)))) => core.add_result(PutReply::Ok {
-                    primary: true,
-                    durable: done.durable,
-                }),
-                Ok(Some((p, Err(e)))) => {
-                    tracing::warn!(partition = p.0, "replica put failed: {e}");
-                    core.add_result(PutReply::Failed { primary: true });
-                }
+            let (p, result) = match timeout_at(deadline, rx.recv()).await {
+                Ok(Some(reply)) => reply,
                 Ok(None) => break,
                 Err(_) => return Err(KvError::Timeout),
+            };
+            match result {
+                Ok(done) => {
+                    core.add_result(PutReply::Ok {
+                        primary: true,
+                        durable: done.durable,
+                    });
+                    if p == first || object.is_none() {
+                        object = Some(done.object);
+                    }
+                }
+                // The coordinating vnode refused or failed before writing:
+                // nothing was forwarded, so this is the answer.
+                Err(e) if p == first && !is_sync_failure(&e) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(partition = p.0, "vnode put failed: {e}");
+                    core.add_result(PutReply::Failed { primary: true });
+                }
             }
         }
+        if let Some(o) = &object {
+            self.warn_siblings(o);
+        }
         core.response().map_err(KvError::WriteQuorum)?;
-        let wants_object = req.options.return_body || req.options.return_head;
         Ok(PutResponse {
             key,
-            object: wants_object.then_some(object),
+            object: object.filter(|_| wants_object),
         })
     }
 
@@ -121,6 +115,11 @@ impl Node {
             tracing::warn!(siblings = object.siblings.len(), "object has many siblings");
         }
     }
+}
+
+/// A vnode that wrote (and so forwarded) but whose sync then failed.
+fn is_sync_failure(e: &KvError) -> bool {
+    matches!(e, KvError::Storage(eddy_storage::StorageError::Poisoned(_)))
 }
 
 /// Microseconds since the Unix epoch.

@@ -45,18 +45,24 @@ impl VnodeState {
                 policy,
                 sync,
                 reply,
+                forward,
             } => match self.put(&key, *kind, policy) {
-                Ok(object) if sync => waiting.push(PutReplyMsg {
-                    partition: self.partition,
-                    reply,
-                    object,
-                }),
                 Ok(object) => {
-                    let done = PutDone {
-                        object,
-                        durable: false,
-                    };
-                    let _ = reply.send((self.partition, Ok(done)));
+                    forward_to_replicas(&forward, &key, &object, policy, sync, &reply);
+                    match sync {
+                        true => waiting.push(PutReplyMsg {
+                            partition: self.partition,
+                            reply,
+                            object,
+                        }),
+                        false => {
+                            let done = PutDone {
+                                object,
+                                durable: false,
+                            };
+                            let _ = reply.send((self.partition, Ok(done)));
+                        }
+                    }
                 }
                 Err(e) => {
                     let _ = reply.send((self.partition, Err(e)));
@@ -129,6 +135,34 @@ impl VnodeState {
                 Ok(())
             }
             _ => Ok(()),
+        }
+    }
+}
+
+/// Sends the coordinator's written object to the other replicas before this
+/// vnode's own sync, so their writes and syncs overlap with it. A replica
+/// whose queue refuses the request is answered as failed at once.
+fn forward_to_replicas(
+    forward: &[super::VnodeHandle],
+    key: &StorageKey,
+    object: &RiakObject,
+    policy: WritePolicy,
+    sync: bool,
+    reply: &super::msg::PutReplyTo,
+) {
+    for replica in forward {
+        let req = VnodeRequest::Put {
+            key: key.clone(),
+            kind: Box::new(PutKind::Replicate {
+                object: object.clone(),
+            }),
+            policy,
+            sync,
+            reply: reply.clone(),
+            forward: Vec::new(),
+        };
+        if let Err(e) = replica.send(req) {
+            let _ = reply.send((replica.partition, Err(e)));
         }
     }
 }

@@ -75,6 +75,9 @@ pub enum VnodeRequest {
         /// Sync before replying (the request's dw > 0).
         sync: bool,
         reply: PutReplyTo,
+        /// Replicas to send the written object to (the coordinating vnode
+        /// forwards, as Riak's does), replying to the same `reply`.
+        forward: Vec<super::VnodeHandle>,
     },
     /// Remove the key if it still holds exactly this tombstone.
     Reap {
