@@ -1,4 +1,6 @@
 //! Clients of Eddy's APIs, used by the `eddy` CLI, the end-to-end tests and
-//! (later) the bench tool. [`http`] is a small blocking HTTP/1.1 client.
+//! the bench tool. [`http`] is a small blocking HTTP/1.1 client; [`pb`] an
+//! async client of Riak's Protocol Buffers API.
 
 pub mod http;
+pub mod pb;

@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use eddy_client::pb::Quorum;
 
 /// Eddy: a Riak-compatible distributed key-value database.
 #[derive(Debug, Parser)]
@@ -106,6 +107,8 @@ pub struct BenchArgs {
 pub enum BenchTarget {
     /// Drive one storage backend directly (no network, no vnode).
     Storage(StorageArgs),
+    /// Load a running node over Riak's Protocol Buffers API.
+    Pb(PbArgs),
 }
 
 /// Options of `eddy bench storage`.
@@ -209,6 +212,72 @@ pub enum SyncMode {
     Always,
 }
 
+/// Options of `eddy bench pb`.
+#[derive(Clone, Debug, Args)]
+pub struct PbArgs {
+    /// The node's PB listener.
+    #[arg(long, default_value = "127.0.0.1:8087")]
+    pub addr: String,
+    /// Connections, each issuing requests back to back (a closed loop).
+    #[arg(long, default_value_t = 32)]
+    pub connections: usize,
+    /// Seconds of measured load.
+    #[arg(long, default_value_t = 20.0)]
+    pub duration: f64,
+    /// Bytes per value.
+    #[arg(long, default_value_t = 1024)]
+    pub value_size: usize,
+    /// Size of the key space (keys are decimal numbers, chosen uniformly).
+    #[arg(long, default_value_t = 100_000)]
+    pub keys: u64,
+    /// What to measure; `get` and `mixed` first load every key, untimed.
+    #[arg(long, value_enum, default_value_t = PbWorkload::Get)]
+    pub workload: PbWorkload,
+    /// Percentage of gets in the `mixed` workload (the rest are puts).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub read_percent: u8,
+    /// Bucket the keys live in.
+    #[arg(long, default_value = "eddy-bench")]
+    pub bucket: String,
+    /// Bucket type; default: the `default` type.
+    #[arg(long)]
+    pub bucket_type: Option<String>,
+    /// Write quorum of puts (one, quorum, all, default or a count); default:
+    /// the bucket's.
+    #[arg(long)]
+    pub w: Option<Quorum>,
+    /// Durable-write quorum of puts (`0`: no vnode waits for the disk).
+    #[arg(long)]
+    pub dw: Option<Quorum>,
+    /// Read quorum of gets.
+    #[arg(long)]
+    pub r: Option<Quorum>,
+    /// Milliseconds one request (or connect) may take before it counts as a
+    /// timeout and its connection is replaced.
+    #[arg(long, default_value_t = 5000)]
+    pub timeout_ms: u64,
+    /// Threads of the generator's runtime; default: one per core.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Seed of the key choices.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A PB benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PbWorkload {
+    /// Load every key untimed, then time gets of random keys.
+    Get,
+    /// Time puts of random keys (no vclock: blind overwrites).
+    Put,
+    /// Load every key, then time gets and puts (`--read-percent`).
+    Mixed,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +350,56 @@ mod tests {
         );
         assert!(storage(&["--read-percent=101"]).is_err());
         assert!(storage(&["--sync=sometimes"]).is_err());
+    }
+
+    fn pb(args: &[&str]) -> Result<PbArgs, clap::Error> {
+        let argv = ["eddy", "bench", "pb"].iter().chain(args);
+        let cli = Cli::try_parse_from(argv)?;
+        let Command::Bench(BenchArgs {
+            target: BenchTarget::Pb(p),
+        }) = cli.command
+        else {
+            panic!("not a pb bench command");
+        };
+        Ok(p)
+    }
+
+    #[test]
+    fn pb_defaults_are_the_issue_3_run() {
+        let p = pb(&[]).unwrap();
+        assert_eq!(p.addr, "127.0.0.1:8087");
+        assert_eq!((p.connections, p.value_size, p.keys), (32, 1024, 100_000));
+        assert_eq!(p.duration, 20.0);
+        assert_eq!(p.workload, PbWorkload::Get);
+        assert_eq!((p.w, p.dw, p.r), (None, None, None));
+        assert!(!p.json && p.bucket_type.is_none());
+    }
+
+    #[test]
+    fn pb_options_parse() {
+        let p = pb(&[
+            "--workload=mixed",
+            "--read-percent=80",
+            "--w=quorum",
+            "--dw=0",
+            "--r=all",
+            "--bucket=b",
+            "--bucket-type=t",
+            "--duration=1",
+            "--json",
+        ])
+        .unwrap();
+        assert_eq!(p.workload, PbWorkload::Mixed);
+        assert_eq!(p.read_percent, 80);
+        assert_eq!(p.w, Some(Quorum::Quorum));
+        assert_eq!(p.dw, Some(Quorum::Count(0)));
+        assert_eq!(p.r, Some(Quorum::All));
+        assert_eq!(
+            (p.bucket.as_str(), p.bucket_type.as_deref()),
+            ("b", Some("t"))
+        );
+        assert!(pb(&["--w=most"]).is_err());
+        assert!(pb(&["--workload=scan"]).is_err());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `eddy bench`: measurements of Eddy's parts on this machine.
 //!
-//! `eddy bench storage` drives one storage backend directly. This module
-//! owns the run as a whole: checking options, the data directory's life,
+//! `eddy bench storage` drives one storage backend directly; `eddy bench pb`
+//! loads a running node over the network ([`pb`], self-contained). This module
+//! owns the storage run as a whole: checking options, the data directory's life,
 //! opening the engine, choosing the workload and printing its report. The
 //! parts live beside it: key and value generators ([`keys`], [`values`]),
 //! timed phases ([`runner`]), workloads ([`workload`], [`merge`], [`open`]),
@@ -12,6 +13,7 @@ pub mod error;
 pub mod keys;
 pub mod merge;
 pub mod open;
+pub mod pb;
 pub mod report;
 pub mod runner;
 pub mod values;

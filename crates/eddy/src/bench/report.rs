@@ -200,7 +200,9 @@ mod tests {
         let crate::cli::Command::Bench(b) = cli.command else {
             panic!("not a bench command");
         };
-        let crate::cli::BenchTarget::Storage(s) = b.target;
+        let crate::cli::BenchTarget::Storage(s) = b.target else {
+            panic!("not a storage bench command");
+        };
         s
     }
 

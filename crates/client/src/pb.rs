@@ -1,0 +1,406 @@
+//! An async client of Riak's Protocol Buffers API, on tokio.
+//!
+//! One [`PbClient`] is one TCP connection carrying one request at a time, as
+//! Riak clients do: a request frame out, its answer frame back. Framing and
+//! messages are those of the server ([`eddy_api::pb::codec`] and
+//! [`eddy_api::pb::proto`]), so the two cannot drift apart.
+//!
+//! Every exchange (write and read together) is bounded by the client's
+//! timeout. Invariant: after an error that leaves the stream in an unknown
+//! state (timeout, I/O error, EOF, an unexpected frame) the client refuses
+//! further requests with [`PbClientError::Unusable`]; only a server's
+//! `RpbErrorResp` leaves the connection usable, as it does for Riak.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use eddy_api::pb::codec::{self, FrameError};
+use eddy_api::pb::codes;
+use eddy_api::pb::proto::{RpbDelReq, RpbErrorResp, RpbGetReq, RpbGetResp, RpbPutReq, RpbPutResp};
+use prost::Message;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// Largest answer accepted: above the server's 64 MiB frame limit, so any
+/// answer a server may legally send fits.
+pub const RESPONSE_BYTES_MAX: usize = 128 << 20;
+
+/// Why a PB request failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PbClientError {
+    /// The TCP connection could not be opened.
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Connecting or the exchange took longer than the client's timeout.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// The server closed the connection before answering.
+    #[error("server closed the connection")]
+    Closed,
+    /// The server closed the connection in the middle of an answer.
+    #[error("server closed the connection inside a frame")]
+    Truncated,
+    /// The server answered with `RpbErrorResp`; the connection stays usable.
+    #[error("server error: {message}")]
+    Server { message: String, code: u32 },
+    /// The server answered with a message code the request does not expect.
+    #[error("expected message code {expected}, got {got}")]
+    UnexpectedCode { expected: u8, got: u8 },
+    /// The answer's frame is empty or larger than [`RESPONSE_BYTES_MAX`].
+    #[error("bad frame from server: {0}")]
+    BadFrame(FrameError),
+    /// The answer's message does not decode.
+    #[error("undecodable answer: {0}")]
+    Decode(#[from] prost::DecodeError),
+    /// The socket failed.
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    /// An earlier error left the connection in an unknown state; reconnect.
+    #[error("connection unusable after an earlier error")]
+    Unusable,
+}
+
+impl PbClientError {
+    /// A short stable name for counting errors by kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PbClientError::Connect { .. } => "connect",
+            PbClientError::Timeout(_) => "timeout",
+            PbClientError::Closed => "closed",
+            PbClientError::Truncated => "truncated",
+            PbClientError::Server { .. } => "server",
+            PbClientError::UnexpectedCode { .. } => "unexpected_code",
+            PbClientError::BadFrame(_) => "bad_frame",
+            PbClientError::Decode(_) => "decode",
+            PbClientError::Io(_) => "io",
+            PbClientError::Unusable => "unusable",
+        }
+    }
+
+    /// Whether the connection must be dropped and opened again.
+    pub fn needs_reconnect(&self) -> bool {
+        !matches!(self, PbClientError::Server { .. })
+    }
+}
+
+impl From<FrameError> for PbClientError {
+    fn from(e: FrameError) -> Self {
+        match e {
+            FrameError::Closed => PbClientError::Closed,
+            FrameError::Truncated => PbClientError::Truncated,
+            FrameError::Io(io) => PbClientError::Io(io),
+            other => PbClientError::BadFrame(other),
+        }
+    }
+}
+
+/// A quorum value as Riak's PB fields carry it: a count or a symbolic name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quorum {
+    One,
+    Quorum,
+    All,
+    /// The bucket's own setting.
+    Default,
+    /// This many replicas.
+    Count(u32),
+}
+
+impl Quorum {
+    /// The `uint32` the PB field carries (symbolic names are Riak's magic
+    /// values near `u32::MAX`).
+    pub fn to_wire(self) -> u32 {
+        match self {
+            Quorum::One => codes::quorum::ONE,
+            Quorum::Quorum => codes::quorum::QUORUM,
+            Quorum::All => codes::quorum::ALL,
+            Quorum::Default => codes::quorum::DEFAULT,
+            Quorum::Count(n) => n,
+        }
+    }
+}
+
+impl FromStr for Quorum {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "one" => Ok(Quorum::One),
+            "quorum" => Ok(Quorum::Quorum),
+            "all" => Ok(Quorum::All),
+            "default" => Ok(Quorum::Default),
+            _ => match s.parse::<u32>() {
+                Ok(n) if n < codes::quorum::DEFAULT => Ok(Quorum::Count(n)),
+                _ => Err(format!(
+                    "{s:?} is not a quorum (one, quorum, all, default or a count)"
+                )),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Quorum {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Quorum::One => f.write_str("one"),
+            Quorum::Quorum => f.write_str("quorum"),
+            Quorum::All => f.write_str("all"),
+            Quorum::Default => f.write_str("default"),
+            Quorum::Count(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// One PB connection.
+pub struct PbClient {
+    stream: BufReader<TcpStream>,
+    out: Vec<u8>,
+    timeout: Duration,
+    usable: bool,
+}
+
+impl PbClient {
+    /// Connects to `addr`; connecting and every later request each wait at
+    /// most `timeout`.
+    pub async fn connect(addr: &str, timeout: Duration) -> Result<Self, PbClientError> {
+        let connect_err = |source| PbClientError::Connect {
+            addr: addr.to_string(),
+            source,
+        };
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| PbClientError::Timeout(timeout))?
+            .map_err(connect_err)?;
+        stream.set_nodelay(true).map_err(connect_err)?;
+        Ok(PbClient {
+            stream: BufReader::new(stream),
+            out: Vec::new(),
+            timeout,
+            usable: true,
+        })
+    }
+
+    /// `RpbPingReq` → `RpbPingResp`.
+    pub async fn ping(&mut self) -> Result<(), PbClientError> {
+        self.out.clear();
+        codec::encode_empty(codes::PING_REQ, &mut self.out);
+        self.exchange(codes::PING_RESP).await.map(drop)
+    }
+
+    /// `RpbGetReq` → `RpbGetResp` (no content and no vclock: not found).
+    pub async fn get(&mut self, req: &RpbGetReq) -> Result<RpbGetResp, PbClientError> {
+        self.call(codes::GET_REQ, req, codes::GET_RESP).await
+    }
+
+    /// `RpbPutReq` → `RpbPutResp`.
+    pub async fn put(&mut self, req: &RpbPutReq) -> Result<RpbPutResp, PbClientError> {
+        self.call(codes::PUT_REQ, req, codes::PUT_RESP).await
+    }
+
+    /// `RpbDelReq` → the bare `RpbDelResp`.
+    pub async fn delete(&mut self, req: &RpbDelReq) -> Result<(), PbClientError> {
+        self.out.clear();
+        codec::encode_frame(codes::DEL_REQ, req, &mut self.out);
+        self.exchange(codes::DEL_RESP).await.map(drop)
+    }
+
+    async fn call<Resp: Message + Default>(
+        &mut self,
+        code: u8,
+        req: &impl Message,
+        expected: u8,
+    ) -> Result<Resp, PbClientError> {
+        self.out.clear();
+        codec::encode_frame(code, req, &mut self.out);
+        let body = self.exchange(expected).await?;
+        Resp::decode(body.as_slice()).map_err(|e| {
+            self.usable = false;
+            PbClientError::Decode(e)
+        })
+    }
+
+    /// Sends the frame in `self.out` and reads the answer's body.
+    async fn exchange(&mut self, expected: u8) -> Result<Vec<u8>, PbClientError> {
+        if !self.usable {
+            return Err(PbClientError::Unusable);
+        }
+        let answer = match tokio::time::timeout(self.timeout, self.round_trip()).await {
+            Ok(answer) => answer,
+            Err(_) => Err(PbClientError::Timeout(self.timeout)),
+        };
+        let result = answer.and_then(|frame| check_code(frame, expected));
+        if result.as_ref().is_err_and(PbClientError::needs_reconnect) {
+            self.usable = false;
+        }
+        result
+    }
+
+    async fn round_trip(&mut self) -> Result<codec::Frame, PbClientError> {
+        self.stream.get_mut().write_all(&self.out).await?;
+        Ok(codec::read_frame(&mut self.stream, RESPONSE_BYTES_MAX, None).await?)
+    }
+}
+
+/// The body of `frame` if it has the `expected` code; the server's error if
+/// it is an `RpbErrorResp`.
+fn check_code(frame: codec::Frame, expected: u8) -> Result<Vec<u8>, PbClientError> {
+    if frame.code == expected {
+        return Ok(frame.body);
+    }
+    if frame.code != codes::ERROR_RESP {
+        return Err(PbClientError::UnexpectedCode {
+            expected,
+            got: frame.code,
+        });
+    }
+    let resp = RpbErrorResp::decode(frame.body.as_slice())?;
+    Err(PbClientError::Server {
+        message: String::from_utf8_lossy(&resp.errmsg).into_owned(),
+        code: resp.errcode,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+    use tokio::net::TcpListener;
+
+    /// A one-connection server that answers every request with `answer`
+    /// (the raw bytes), or never answers when `answer` is `None`.
+    async fn fake_server(answer: Option<Vec<u8>>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = s.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                if let Some(a) = &answer {
+                    s.write_all(a).await.unwrap();
+                }
+            }
+        });
+        addr
+    }
+
+    fn frame(code: u8, message: &impl Message) -> Vec<u8> {
+        let mut out = Vec::new();
+        codec::encode_frame(code, message, &mut out);
+        out
+    }
+
+    fn get_req() -> RpbGetReq {
+        RpbGetReq {
+            bucket: b"b".to_vec(),
+            key: b"k".to_vec(),
+            ..Default::default()
+        }
+    }
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    #[tokio::test]
+    async fn answers_decode() {
+        let resp = RpbGetResp {
+            vclock: Some(b"vc".to_vec()),
+            ..Default::default()
+        };
+        let addr = fake_server(Some(frame(codes::GET_RESP, &resp))).await;
+        let mut c = PbClient::connect(&addr, SECOND).await.unwrap();
+        assert_eq!(c.get(&get_req()).await.unwrap(), resp);
+        assert_eq!(c.get(&get_req()).await.unwrap(), resp);
+    }
+
+    #[tokio::test]
+    async fn error_resp_is_a_server_error_and_keeps_the_connection() {
+        let err = RpbErrorResp {
+            errmsg: b"n_val violation".to_vec(),
+            errcode: 0,
+        };
+        let addr = fake_server(Some(frame(codes::ERROR_RESP, &err))).await;
+        let mut c = PbClient::connect(&addr, SECOND).await.unwrap();
+        for _ in 0..2 {
+            let e = c.get(&get_req()).await.unwrap_err();
+            assert!(
+                matches!(&e, PbClientError::Server { message, .. } if message == "n_val violation")
+            );
+            assert!(!e.needs_reconnect());
+        }
+    }
+
+    #[tokio::test]
+    async fn silence_is_a_timeout_and_poisons_the_connection() {
+        let addr = fake_server(None).await;
+        let mut c = PbClient::connect(&addr, Duration::from_millis(50))
+            .await
+            .unwrap();
+        let e = c.ping().await.unwrap_err();
+        assert_eq!(e.kind(), "timeout");
+        assert!(matches!(c.ping().await, Err(PbClientError::Unusable)));
+    }
+
+    #[tokio::test]
+    async fn eof_is_closed() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 16];
+            let _ = s.read(&mut buf).await;
+        });
+        let mut c = PbClient::connect(&addr, SECOND).await.unwrap();
+        assert!(matches!(c.ping().await, Err(PbClientError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn wrong_code_is_refused() {
+        let mut pong = Vec::new();
+        codec::encode_empty(codes::PING_RESP, &mut pong);
+        let addr = fake_server(Some(pong)).await;
+        let mut c = PbClient::connect(&addr, SECOND).await.unwrap();
+        let e = c.get(&get_req()).await.unwrap_err();
+        assert!(matches!(
+            e,
+            PbClientError::UnexpectedCode {
+                expected: codes::GET_RESP,
+                got: codes::PING_RESP
+            }
+        ));
+    }
+
+    #[tokio::test]
+    async fn refused_connection_names_the_address() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        let e = PbClient::connect(&addr, SECOND).await.err().unwrap();
+        assert_eq!(e.kind(), "connect");
+        assert!(e.to_string().contains(&addr), "{e}");
+    }
+
+    #[test]
+    fn quorums_parse_and_print() {
+        for (text, q) in [
+            ("one", Quorum::One),
+            ("quorum", Quorum::Quorum),
+            ("all", Quorum::All),
+            ("default", Quorum::Default),
+            ("2", Quorum::Count(2)),
+        ] {
+            assert_eq!(text.parse::<Quorum>().unwrap(), q);
+            assert_eq!(q.to_string(), text);
+        }
+        assert_eq!(Quorum::All.to_wire(), u32::MAX - 3);
+        assert!("most".parse::<Quorum>().is_err());
+        assert!("-1".parse::<Quorum>().is_err());
+    }
+}
