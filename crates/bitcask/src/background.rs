@@ -1,4 +1,5 @@
-//! Background threads: hint writing, interval sync, and the merge check.
+//! Background threads: syncing files closed by rollover and writing their
+//! hints, interval sync, and the merge check.
 //!
 //! Each thread holds the instance's [`Inner`] and stops when
 //! [`crate::engine::Stop`] is requested (the hint thread when its job
@@ -39,6 +40,8 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<JoinH
 
 fn hint_loop(inner: &Inner, jobs: Receiver<u32>) {
     for id in jobs {
+        // A failed sync poisons the instance; durable writers see it.
+        let _ = inner.sync_closed_in_background();
         // Hints are an optimisation: on failure open scans the data file.
         let _ = write_hint(inner, id);
     }
@@ -60,7 +63,9 @@ fn merge_loop(inner: &Inner) {
     }
 }
 
-/// Writes the hint file of closed data file `id` by scanning it.
+/// Writes the hint file of closed data file `id` by scanning it. The data
+/// file is synced first, so a hint never describes bytes a power loss
+/// could still take away.
 pub fn write_hint(inner: &Inner, id: u32) -> Result<(), StorageError> {
     // Serialised with merges, which delete files.
     let _no_merge = inner.merge_lock.lock();
@@ -78,5 +83,6 @@ pub fn write_hint(inner: &Inner, id: u32) -> Result<(), StorageError> {
         } => hint.add(offset as u32, raw.len() as u32, &record),
         _ => Ok(()),
     })?;
+    inner.sync_data_file(&file)?;
     hint.finish(len)
 }

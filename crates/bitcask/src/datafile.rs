@@ -1,5 +1,5 @@
-//! Data files on disk: names, positioned reads, and the active file's
-//! userspace write buffer.
+//! Data files on disk: names, reads through a memory map (or `pread`),
+//! and the active file's userspace write buffer.
 //!
 //! File ids order the files for replay. Files written by the writer get ids
 //! that are multiples of [`ID_STRIDE`]; a merge writes its outputs into the
@@ -7,18 +7,33 @@
 //! existed when the merge started and before every file written since.
 //!
 //! Invariants: bytes below [`DataFile::flushed_len`] are in the kernel and
-//! readable with `pread`; bytes from there to [`ActiveFile::len`] are only
-//! in the active file's buffer. A data file never changes below its flushed
-//! length.
+//! readable with `pread` and through the file's map; bytes from there to
+//! [`ActiveFile::len`] are only in the active file's buffer. A data file
+//! never changes below its flushed length.
+//!
+//! Maps: a file is mapped read-only and shared once its length is final
+//! for reading — a recovered file after open's replay (and after its torn
+//! tail, if any, was cut), the active file and merge outputs at creation,
+//! with the most bytes they may grow to (`max_file_size_bytes`) reserved,
+//! so that appended bytes become readable through the same map as they are
+//! flushed. The map lives as long as the [`DataFile`], which readers hold
+//! by `Arc`: a merge that unlinks the file leaves the pages of a reader's
+//! map valid (Linux frees them with the last map). A mapped file is never
+//! truncated ([`DataFile::truncate`] refuses), and a read through the map
+//! is served only below `flushed_len`, never from the part of the map past
+//! the end of the file (touching that raises SIGBUS). Where a map cannot
+//! be made, or a record lies past the reserved length, reads fall back to
+//! `pread`.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use eddy_storage::StorageError;
+use memmap2::{Advice, Mmap, MmapOptions};
 
 use crate::format::{FILE_HEADER_BYTES, KIND_DATA, file_header};
 
@@ -78,17 +93,19 @@ pub fn sync_dir(dir: &Path) -> Result<(), StorageError> {
         .map_err(|e| StorageError::io(dir, e))
 }
 
-/// A data file open for positioned reads.
+/// A data file open for reads.
 #[derive(Debug)]
 pub struct DataFile {
     pub id: u32,
     pub path: PathBuf,
     file: File,
     flushed_len: AtomicU64,
+    map: OnceLock<Mmap>,
 }
 
 impl DataFile {
-    /// Opens an existing data file read-only.
+    /// Opens an existing data file read-only, not mapped yet (see
+    /// [`DataFile::map`]).
     pub fn open(dir: &Path, id: u32) -> Result<DataFile, StorageError> {
         let path = data_path(dir, id);
         let file = File::open(&path).map_err(|e| StorageError::io(&path, e))?;
@@ -101,7 +118,68 @@ impl DataFile {
             path,
             file,
             flushed_len: AtomicU64::new(len),
+            map: OnceLock::new(),
         })
+    }
+
+    /// Maps the file's first `len_bytes` bytes (which may reach past its
+    /// current end) for reads. Without a map, reads use `pread`: a failure
+    /// here costs speed, not correctness, so it is not an error.
+    pub fn map(&self, len_bytes: u64) {
+        let Ok(len) = usize::try_from(len_bytes) else {
+            return;
+        };
+        if len == 0 || self.map.get().is_some() {
+            return;
+        }
+        // SAFETY: the map is read-only and only read below `flushed_len`,
+        // bytes that exist in the file and never change (module doc); the
+        // file is never truncated while mapped (`truncate` refuses).
+        // Another process truncating or rewriting our files could still
+        // fault a reader (SIGBUS): docs/design/002-bitcask.md.
+        let Ok(map) = (unsafe { MmapOptions::new().len(len).map(&self.file) }) else {
+            return;
+        };
+        // Gets are random: fault in only the page a record is on, not a
+        // read-ahead window (when the page is not cached).
+        let _ = map.advise(Advice::Random);
+        let _ = self.map.set(map);
+    }
+
+    /// True once the file is mapped.
+    pub fn is_mapped(&self) -> bool {
+        self.map.get().is_some()
+    }
+
+    /// The `len` bytes at `offset` through the map, when the file is mapped
+    /// and they are flushed and inside the map; `None` means use `pread`
+    /// (or the write buffer).
+    pub fn mapped(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let end = offset.checked_add(len as u64)?;
+        if end > self.flushed_len() {
+            return None;
+        }
+        let map = self.map.get()?;
+        map.get(usize::try_from(offset).ok()?..usize::try_from(end).ok()?)
+    }
+
+    /// Cuts the file to `len` bytes (open's torn-tail repair) and syncs it.
+    /// Refused for a mapped file, whose readers would fault past the cut.
+    pub fn truncate(&self, len: u64) -> Result<(), StorageError> {
+        let io = |e| StorageError::io(&self.path, e);
+        if self.is_mapped() {
+            return Err(io(io::Error::other(
+                "refusing to truncate a mapped data file",
+            )));
+        }
+        let f = OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .map_err(io)?;
+        f.set_len(len).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        self.flushed_len.store(len, Ordering::Release);
+        Ok(())
     }
 
     /// Bytes readable through the file descriptor.
@@ -140,8 +218,9 @@ pub struct ActiveFile {
 }
 
 impl ActiveFile {
-    /// Creates a new file `path` (which must not exist) for data file `id`.
-    pub fn create(path: PathBuf, id: u32) -> Result<ActiveFile, StorageError> {
+    /// Creates a new file `path` (which must not exist) for data file `id`,
+    /// mapped with `map_len_bytes` reserved for its growth.
+    pub fn create(path: PathBuf, id: u32, map_len_bytes: u64) -> Result<ActiveFile, StorageError> {
         let write_handle = OpenOptions::new()
             .read(true)
             .write(true)
@@ -156,7 +235,9 @@ impl ActiveFile {
             path,
             file: read,
             flushed_len: AtomicU64::new(0),
+            map: OnceLock::new(),
         });
+        file.map(map_len_bytes);
         let mut active = ActiveFile {
             file,
             write_handle,
@@ -215,5 +296,79 @@ impl ActiveFile {
         let start = self.file.flushed_len();
         let from = usize::try_from(offset.checked_sub(start)?).ok()?;
         self.buf.get(from..from + len).map(<[u8]>::to_vec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: u32 = ID_STRIDE;
+
+    fn active(dir: &Path, map_len_bytes: u64) -> ActiveFile {
+        ActiveFile::create(data_path(dir, ID), ID, map_len_bytes).expect("create")
+    }
+
+    #[test]
+    fn the_map_serves_flushed_bytes_and_the_buffer_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = active(dir.path(), 1 << 20);
+        let at = a.append(b"just written");
+        assert!(a.file.is_mapped());
+        assert_eq!(a.file.mapped(at, 12), None, "not flushed yet");
+        assert_eq!(
+            a.read_buffered(at, 12).as_deref(),
+            Some(&b"just written"[..])
+        );
+        a.flush().unwrap();
+        assert_eq!(a.file.mapped(at, 12), Some(&b"just written"[..]));
+        assert_eq!(a.read_buffered(at, 12), None);
+        let next = a.append(b"more");
+        assert_eq!(a.file.mapped(next, 4), None);
+        a.flush().unwrap();
+        assert_eq!(a.file.mapped(next, 4), Some(&b"more"[..]));
+    }
+
+    #[test]
+    fn records_past_the_reserved_length_fall_back_to_pread() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = active(dir.path(), 64);
+        let at = a.append(&[7u8; 100]);
+        a.flush().unwrap();
+        assert_eq!(a.file.mapped(at, 100), None);
+        assert_eq!(a.file.read_at(at, 100).unwrap(), vec![7u8; 100]);
+    }
+
+    #[test]
+    fn a_map_outlives_the_unlinked_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = active(dir.path(), 1 << 20);
+        let at = a.append(b"still here");
+        a.flush().unwrap();
+        let reader = a.file.clone();
+        drop(a);
+        // What a merge does to an input while a reader holds its `Arc`.
+        std::fs::remove_file(data_path(dir.path(), ID)).unwrap();
+        assert_eq!(reader.mapped(at, 10), Some(&b"still here"[..]));
+    }
+
+    #[test]
+    fn a_mapped_file_is_never_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = active(dir.path(), 1 << 20);
+        a.append(b"record");
+        a.flush().unwrap();
+        drop(a);
+        let closed = DataFile::open(dir.path(), ID).unwrap();
+        assert!(!closed.is_mapped());
+        closed.truncate(FILE_HEADER_BYTES as u64 + 3).unwrap();
+        assert_eq!(closed.flushed_len(), FILE_HEADER_BYTES as u64 + 3);
+        closed.map(closed.flushed_len());
+        assert!(closed.is_mapped());
+        assert!(closed.truncate(FILE_HEADER_BYTES as u64).is_err());
+        let len = std::fs::metadata(data_path(dir.path(), ID)).unwrap().len();
+        assert_eq!(len, FILE_HEADER_BYTES as u64 + 3);
+        let header = closed.mapped(0, FILE_HEADER_BYTES).unwrap();
+        assert_eq!(header, &file_header(KIND_DATA, ID)[..]);
     }
 }

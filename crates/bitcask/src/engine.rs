@@ -10,13 +10,23 @@
 //! Durability: `appended` counts every byte ever appended (a log sequence
 //! number). A durable write waits until `durable` covers its end; one waiter
 //! at a time leads, flushing the buffer and running one fdatasync for
-//! everyone queued behind it (group commit). Rollover syncs the old file
-//! before the first byte goes to the new one, so syncing the active file
-//! covers every earlier file. A failed write or fsync poisons the instance:
-//! every later write fails with `StorageError::Poisoned`.
+//! everyone queued behind it (group commit). Rollover does not sync: it
+//! queues the file it closes in `unsynced`, which the hint thread syncs in
+//! the background, so a writer never waits for a disk flush it did not ask
+//! for. The group-commit leader syncs whatever is still queued (and the
+//! directory) before the active file, so its fdatasync of the active file
+//! completes a sync of every byte before the LSN it covers. A closed file
+//! leaves the queue only after its fdatasync and the directory's succeeded.
+//! Every fdatasync of a data file made for durability runs under
+//! `fsync_lock`, so no two race on one file (on a writeback error only one
+//! of two concurrent callers would be told). A failed write or fsync
+//! poisons the instance: every later write fails with
+//! `StorageError::Poisoned`, and no later fsync is trusted.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 
@@ -27,7 +37,7 @@ use eddy_storage::{BatchOp, StorageError, WriteBatch, WriteOptions, limits};
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 
 use crate::config::{BitcaskConfig, SyncStrategy};
-use crate::datafile::{ActiveFile, ID_STRIDE, data_path, sync_dir};
+use crate::datafile::{ActiveFile, DataFile, ID_STRIDE, data_path, sync_dir};
 use crate::format::{FLAG_DROP, FLAG_LZ4, FLAG_TOMBSTONE, NewRecord, TermSet};
 use crate::format::{compress_value, encode_drop_position, encode_record};
 use crate::keydir::{Entry, expiry_to_u32};
@@ -104,6 +114,13 @@ pub struct Inner {
     pub syncs: AtomicU64,
     /// The highest merge output id handed out (ids are never reused).
     pub last_merge_id: Mutex<u32>,
+    /// Files closed by rollover whose fdatasync has not succeeded yet,
+    /// oldest first.
+    unsynced: Mutex<VecDeque<Arc<DataFile>>>,
+    /// Held around every fdatasync of a data file made for durability.
+    fsync_lock: Mutex<()>,
+    /// Test hook: the hint thread leaves `unsynced` to durable writes.
+    background_syncs_paused: AtomicBool,
     progress: Mutex<SyncProgress>,
     progress_cv: Condvar,
     poisoned: AtomicBool,
@@ -137,6 +154,9 @@ impl Inner {
             corrupt_reads: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
             last_merge_id: Mutex::new(0),
+            unsynced: Mutex::new(VecDeque::new()),
+            fsync_lock: Mutex::new(()),
+            background_syncs_paused: AtomicBool::new(false),
             progress: Mutex::new(SyncProgress::default()),
             progress_cv: Condvar::new(),
             poisoned: AtomicBool::new(false),
@@ -178,7 +198,13 @@ impl Inner {
         self.fail_next_sync.store(true, Ordering::SeqCst);
     }
 
-    fn sync_file(&self, file: &crate::datafile::DataFile) -> Result<(), StorageError> {
+    /// One fdatasync of `file`; the caller holds `fsync_lock`. Refused once
+    /// poisoned: after a failed fsync a retry may report success for pages
+    /// the kernel already dropped.
+    fn sync_file(&self, file: &DataFile) -> Result<(), StorageError> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(StorageError::Poisoned(self.poison_reason.lock().clone()));
+        }
         if self.fail_next_sync.swap(false, Ordering::SeqCst) {
             let e = std::io::Error::other("injected fsync failure");
             return Err(self.poison(StorageError::io(&file.path, e)));
@@ -399,24 +425,75 @@ impl Inner {
         Ok(())
     }
 
-    /// Closes the active file (flushed and synced) and starts the next one.
+    /// Closes the active file (flushed; synced later, see the module doc)
+    /// and starts the next one.
     pub fn rollover(&self, w: &mut Writer) -> Result<(), StorageError> {
         self.flush(w)?;
-        self.sync_file(&w.active.file)?;
         let old_id = w.active.id();
         let new_id = (old_id / ID_STRIDE + 1)
             .checked_mul(ID_STRIDE)
             .ok_or_else(|| StorageError::Config("data file ids exhausted".into()))?;
-        let mut active = ActiveFile::create(data_path(&self.dir, new_id), new_id)?;
+        let path = data_path(&self.dir, new_id);
+        let mut active = ActiveFile::create(path, new_id, self.config.max_file_size_bytes)?;
         active
             .flush()
             .map_err(|e| StorageError::io(&active.file.path, e))?;
-        sync_dir(&self.dir).map_err(|e| self.poison(e))?;
         let info = FileInfo::new(active.file.clone());
         self.state.write().files.insert(new_id, info);
-        w.active = active;
+        let old = std::mem::replace(&mut w.active, active);
+        // Queued before the new file takes a record, under the writer lock:
+        // a leader that reads the LSN after this point also sees the file.
+        self.unsynced.lock().push_back(old.file.clone());
         self.queue_hint(old_id);
         Ok(())
+    }
+
+    /// Syncs the files rollover closed that are still unsynced, then the
+    /// directory (which holds the names of the files created after them).
+    pub fn sync_closed(&self) -> Result<(), StorageError> {
+        let _one_at_a_time = self.fsync_lock.lock();
+        self.sync_closed_locked()
+    }
+
+    fn sync_closed_locked(&self) -> Result<(), StorageError> {
+        let files: Vec<Arc<DataFile>> = self.unsynced.lock().iter().cloned().collect();
+        if files.is_empty() {
+            return Ok(());
+        }
+        for file in &files {
+            self.syncs.fetch_add(1, Ordering::Relaxed);
+            self.sync_file(file)?;
+        }
+        sync_dir(&self.dir).map_err(|e| self.poison(e))?;
+        // Only this function removes entries, under `fsync_lock`, and
+        // rollover only appends: the first `files.len()` are the ones synced.
+        self.unsynced.lock().drain(..files.len());
+        Ok(())
+    }
+
+    /// The background share of [`Inner::sync_closed`] (the hint thread's).
+    pub fn sync_closed_in_background(&self) -> Result<(), StorageError> {
+        if self.background_syncs_paused.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.sync_closed()
+    }
+
+    /// Syncs a closed data file (before its hint file is written).
+    pub fn sync_data_file(&self, file: &DataFile) -> Result<(), StorageError> {
+        let _one_at_a_time = self.fsync_lock.lock();
+        self.sync_file(file)
+    }
+
+    /// Test hook: stops (or resumes) the hint thread's syncs of closed files.
+    pub fn pause_background_syncs(&self, paused: bool) {
+        self.background_syncs_paused
+            .store(paused, Ordering::Release);
+    }
+
+    /// Ids of closed files whose fdatasync has not succeeded yet.
+    pub fn unsynced_file_ids(&self) -> Vec<u32> {
+        self.unsynced.lock().iter().map(|f| f.id).collect()
     }
 
     /// Asks the hint thread to write the hint file of closed file `id`.
@@ -456,13 +533,19 @@ impl Inner {
         }
     }
 
-    /// Flushes the buffer and syncs the active file; returns the LSN covered.
+    /// Flushes the buffer and syncs the closed files still unsynced, then
+    /// the active file; returns the LSN covered.
     fn sync_active(&self) -> Result<u64, StorageError> {
         let (file, target) = {
             let mut w = self.writer.lock();
             self.flush(&mut w)?;
             (w.active.file.clone(), w.appended)
         };
+        let _one_at_a_time = self.fsync_lock.lock();
+        // Every file closed before `target` was read is in `unsynced` now
+        // (or already synced); `file` may have been closed since, which only
+        // syncs it twice.
+        self.sync_closed_locked()?;
         self.syncs.fetch_add(1, Ordering::Relaxed);
         self.sync_file(&file)?;
         Ok(target)

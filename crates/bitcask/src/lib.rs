@@ -68,7 +68,7 @@ impl Bitcask {
         let recovered = recovery::recover(dir)?;
         let mut state = recovered.state;
         let id = recovered.next_writer_id;
-        let mut active = ActiveFile::create(data_path(dir, id), id)?;
+        let mut active = ActiveFile::create(data_path(dir, id), id, config.max_file_size_bytes)?;
         active
             .flush()
             .map_err(|e| StorageError::io(&active.file.path, e))?;
@@ -110,6 +110,20 @@ impl Bitcask {
         self.inner.fail_next_sync();
     }
 
+    /// Stops (or resumes) the background syncs of files closed by rollover,
+    /// leaving them to the next durable write. Not for production.
+    #[doc(hidden)]
+    pub fn pause_background_syncs(&self, paused: bool) {
+        self.inner.pause_background_syncs(paused);
+    }
+
+    /// Ids of data files closed by rollover whose fdatasync has not
+    /// succeeded yet (tests).
+    #[doc(hidden)]
+    pub fn unsynced_file_ids(&self) -> Vec<u32> {
+        self.inner.unsynced_file_ids()
+    }
+
     /// Writes the hint files still pending and waits for them (tests and
     /// tools that want a fast next open).
     pub fn write_pending_hints(&self) -> Result<(), StorageError> {
@@ -141,8 +155,10 @@ impl Bitcask {
         result
     }
 
-    /// Flushes and syncs the active file and writes its hint.
+    /// Syncs the closed files still unsynced, flushes and syncs the active
+    /// file and writes its hint.
     fn close_active(&self) -> Result<(), StorageError> {
+        self.inner.sync_closed()?;
         let (file, empty) = {
             let mut w = self.inner.writer.lock();
             w.active
@@ -150,7 +166,7 @@ impl Bitcask {
                 .map_err(|e| StorageError::io(&w.active.file.path, e))?;
             (w.active.file.clone(), w.active.is_empty())
         };
-        file.sync_data()?;
+        self.inner.sync_data_file(&file)?;
         if !empty {
             background::write_hint(&self.inner, file.id)?;
         }

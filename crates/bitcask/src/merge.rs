@@ -360,7 +360,8 @@ impl Merger<'_> {
         let id = self.next_id;
         self.next_id += 1;
         *self.inner.last_merge_id.lock() = id;
-        let data = ActiveFile::create(temp_path(&data_path(&self.inner.dir, id)), id)?;
+        let path = temp_path(&data_path(&self.inner.dir, id));
+        let data = ActiveFile::create(path, id, self.inner.config.max_file_size_bytes)?;
         let hint = HintWriter::create(&self.inner.dir, id)?;
         let out = OutFile {
             data,

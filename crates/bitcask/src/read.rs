@@ -1,10 +1,13 @@
 //! The read path: get, folds, index scans, status.
 //!
-//! Reads look the key up under the state's read lock, clone the file handle,
-//! release the lock and then `pread` the record, so merges and writes are
-//! never blocked by I/O of readers. A merge may delete a file a reader still
-//! holds: the open handle keeps its bytes readable. Every record read is
-//! CRC-checked and its bucket and key compared before its value is returned.
+//! Reads look the key up under the state's read lock, clone the file's
+//! `Arc`, release the lock and then copy the record out of the file's map
+//! (no syscall; `pread` when the file is not mapped, the write buffer when
+//! the record is not flushed yet), so merges and writes are never blocked
+//! by readers' page faults or I/O. A merge may delete a file a reader still
+//! holds: the open handle and the map keep its bytes readable. Every record
+//! read is CRC-checked and its bucket and key compared before its value is
+//! returned.
 //!
 //! Folds snapshot the selected keys and locations under the read lock, then
 //! read values without it, in file order (bitcask is unordered).
@@ -47,7 +50,8 @@ impl Snapshot {
 }
 
 impl Inner {
-    /// Reads the raw record `e` points at from `file`.
+    /// Copies the raw record `e` points at out of the write buffer or, by
+    /// `pread`, out of `file` (for records the map does not serve).
     fn read_record(&self, file: &DataFile, e: &Entry) -> Result<Vec<u8>, StorageError> {
         let end = e.offset as u64 + e.size as u64;
         if end > file.flushed_len() {
@@ -69,21 +73,11 @@ impl Inner {
         bucket: &[u8],
         key: &[u8],
     ) -> Result<Vec<u8>, StorageError> {
-        let raw = self.read_record(file, e)?;
-        let corrupt = |reason| StorageError::Corrupt {
-            path: file.path.clone(),
-            offset: e.offset as u64,
-            reason,
-        };
-        let r = decode_record(&raw).map_err(corrupt)?;
-        if r.bucket != bucket || r.key != key || r.is_tombstone() || r.is_drop() {
-            return Err(corrupt("record does not hold the key the keydir expects"));
+        if let Some(raw) = file.mapped(e.offset as u64, e.size as usize) {
+            return value_of(file, e, raw, (bucket, key));
         }
-        let flags = r.header.flags;
-        let value_start = raw.len() - r.value.len();
-        let mut payload = raw;
-        payload.drain(..value_start);
-        decode_value(flags, payload).map_err(corrupt)
+        let raw = self.read_record(file, e)?;
+        value_of(file, e, &raw, (bucket, key))
     }
 
     /// The live value of `(bucket, key)`.
@@ -242,4 +236,24 @@ impl Inner {
             extra,
         })
     }
+}
+
+/// The value held by `raw`, the record `e` in `file` points at, after its
+/// CRC, bucket and key are checked.
+fn value_of(
+    file: &DataFile,
+    e: &Entry,
+    raw: &[u8],
+    (bucket, key): (&[u8], &[u8]),
+) -> Result<Vec<u8>, StorageError> {
+    let corrupt = |reason| StorageError::Corrupt {
+        path: file.path.clone(),
+        offset: e.offset as u64,
+        reason,
+    };
+    let r = decode_record(raw).map_err(corrupt)?;
+    if r.bucket != bucket || r.key != key || r.is_tombstone() || r.is_drop() {
+        return Err(corrupt("record does not hold the key the keydir expects"));
+    }
+    decode_value(r.header.flags, r.value.to_vec()).map_err(corrupt)
 }

@@ -10,7 +10,6 @@
 //! the outcome does not depend on where a merge moved the drop record.
 
 use std::collections::{BTreeSet, HashMap};
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -176,6 +175,22 @@ impl Replay<'_> {
         }
         self.state.files.insert(id, FileInfo::new(file.clone()));
         self.report.data_files += 1;
+        self.replay(&file, len, newest, has_hint)?;
+        // Mapped only now, after a torn tail was cut: a mapped file is
+        // never truncated.
+        file.map(file.flushed_len());
+        Ok(())
+    }
+
+    /// Replays `file` from its hint file when that checks out, else by a scan.
+    fn replay(
+        &mut self,
+        file: &DataFile,
+        len: u64,
+        newest: bool,
+        has_hint: bool,
+    ) -> Result<(), StorageError> {
+        let id = file.id;
         if has_hint {
             match read_hint(self.dir, id, len) {
                 Ok(bytes) => return self.replay_hint(id, &bytes),
@@ -186,7 +201,7 @@ impl Replay<'_> {
             }
         }
         self.unhinted.push(id);
-        self.replay_scan(&file, len, newest)
+        self.replay_scan(file, len, newest)
     }
 
     fn replay_hint(&mut self, id: u32, bytes: &[u8]) -> Result<(), StorageError> {
@@ -255,7 +270,7 @@ impl Replay<'_> {
             len,
         };
         if newest {
-            truncate(&file.path, offset)?;
+            file.truncate(offset)?;
             self.report.truncated.push(damage);
         } else {
             self.report.skipped.push(damage);
@@ -286,11 +301,4 @@ impl Replay<'_> {
         }
         Ok(())
     }
-}
-
-fn truncate(path: &Path, len: u64) -> Result<(), StorageError> {
-    let io = |e| StorageError::io(path, e);
-    let f = OpenOptions::new().write(true).open(path).map_err(io)?;
-    f.set_len(len).map_err(io)?;
-    f.sync_all().map_err(io)
 }
