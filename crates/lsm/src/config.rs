@@ -13,8 +13,9 @@ use eddy_storage::{Clock, SystemClock};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SyncPolicy {
     /// Only writes that ask for durability wait for an fsync (shared among
-    /// concurrent writers). Other writes reach the OS on return, so they
-    /// survive a process crash but not a power loss.
+    /// concurrent writers). Other writes wait in fjall's 8 KiB journal
+    /// buffer until it fills or a sync flushes it: a process crash can lose
+    /// that buffer, as bitcask's `sync = none` loses its own.
     #[default]
     OnRequest,
     /// Every write is durable on return (Riak's `o_sync`).

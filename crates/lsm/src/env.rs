@@ -143,6 +143,11 @@ fn open_database(
     let mut builder = Database::builder(dir)
         .cache_size(config.cache_size_bytes)
         .journal_compression(compression_type(config.compression))
+        // Commits stay in the journal's 8 KiB userspace buffer until it
+        // fills or a sync flushes it, rather than one `write` syscall each
+        // (what bitcask's buffer does too): a kill -9 can lose the last
+        // few KiB of writes that were not asked to be durable.
+        .manual_journal_persist(true)
         .with_compaction_filter_factories(Arc::new(assign));
     if config.worker_threads > 0 {
         builder = builder.worker_threads(config.worker_threads);

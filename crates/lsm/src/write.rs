@@ -2,7 +2,9 @@
 //!
 //! For each op the key's terms record is read (from the batch's own earlier
 //! ops first), the index changes are derived from it, and the object, the
-//! terms record and the index entries are written together. All stripes of
+//! terms record and the index entries are written together. A put that
+//! cannot change the terms (no index specs, and TTL never used, so nothing
+//! can have expired) skips the read and writes only the object. All stripes of
 //! the batch's keys are held from the first read to the commit, so the
 //! read-modify-write of every key is atomic, and the whole batch commits
 //! atomically (fjall batches span keyspaces). Durability is awaited after the
@@ -93,6 +95,12 @@ impl Partition {
         planned: Planned,
         now_secs: u64,
     ) -> Result<(), StorageError> {
+        if let Some(value) = self.plain_put_value(&planned.op) {
+            // The key's terms record and entries stay as they are, and so
+            // does its overlay entry (if an earlier op of the batch left one).
+            batch.insert(&self.objects, planned.object_key, object_value(None, value));
+            return Ok(());
+        }
         let old = self.current_terms(overlay, &planned)?;
         let Planned {
             op,
@@ -123,6 +131,26 @@ impl Partition {
         };
         overlay.insert(object_key, new);
         Ok(())
+    }
+
+    /// The value of a put that cannot change its key's terms record or
+    /// index entries, so they need not be read: it has no index specs and
+    /// no expiry, and no stored record can carry an expiry (TTL has never
+    /// been used in the environment, which an instance-wide `expiry_secs`
+    /// also counts as). Then the live terms are the stored ones and stay
+    /// unchanged with the same (absent) expiry. Checked under the key's
+    /// lock: a batch that first brings an expiry sets `ttl_in_use` before it
+    /// commits, under its keys' locks.
+    fn plain_put_value<'a>(&self, op: &'a BatchOp) -> Option<&'a [u8]> {
+        match op {
+            BatchOp::Put {
+                value,
+                indexes,
+                expires_at_secs: None,
+                ..
+            } if indexes.is_empty() && !self.env.ttl.in_use() => Some(value),
+            _ => None,
+        }
     }
 
     /// The key's terms record as of the ops applied so far.

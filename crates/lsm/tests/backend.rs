@@ -239,6 +239,85 @@ fn one_batch_sees_its_own_earlier_ops() {
 }
 
 #[test]
+fn puts_without_specs_keep_terms_when_ttl_is_unused() {
+    // With no expiry ever written, such puts skip reading the terms record.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1);
+    let add = IndexSpec::add;
+    {
+        let b = open(dir.path(), &clock);
+        b.put(b"b", b"k", b"v1", &[add(b"f", b"a")], SYNC).unwrap();
+        b.put(b"b", b"k", b"v2", &[], SYNC).unwrap();
+        assert_eq!(all_terms(&b, b"b", b"f"), pairs(&[(b"a", b"k")]));
+        // In one batch, a plain put between two indexed ones of the same key.
+        let mut batch = WriteBatch::default();
+        batch.put(b"b", b"k", b"v3", vec![add(b"f", b"b")], None);
+        batch.put(b"b", b"k", b"v4", vec![], None);
+        batch.put(b"b", b"k", b"v5", vec![add(b"f", b"c")], None);
+        batch.put(b"b", b"j", b"v", vec![add(b"f", b"d")], None);
+        batch.put(b"b", b"j", b"v", vec![], None);
+        batch.delete(b"b", b"j");
+        b.write(batch, SYNC).unwrap();
+        assert_eq!(b.get(b"b", b"k").unwrap(), Some(b"v5".to_vec()));
+        assert_eq!(
+            all_terms(&b, b"b", b"f"),
+            pairs(&[(b"a", b"k"), (b"b", b"k"), (b"c", b"k")])
+        );
+    }
+    let b = open(dir.path(), &clock);
+    b.put(b"b", b"k", b"v6", &[], SYNC).unwrap();
+    b.delete(b"b", b"k", SYNC).unwrap();
+    b.put(b"b", b"k", b"v7", &[], SYNC).unwrap();
+    assert!(all_terms(&b, b"b", b"f").is_empty());
+    assert_eq!(b.get(b"b", b"k").unwrap(), Some(b"v7".to_vec()));
+}
+
+#[test]
+fn puts_without_specs_drop_expired_terms_and_move_live_ones_once_ttl_is_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let add = IndexSpec::add;
+    {
+        let b = open(dir.path(), &clock);
+        b.put(b"b", b"live", b"v", &[add(b"f", b"l")], SYNC)
+            .unwrap();
+        let mut batch = WriteBatch::default();
+        batch.put(b"b", b"k", b"v", vec![add(b"f", b"x")], Some(1_010));
+        batch.put(b"b", b"j", b"v", vec![add(b"f", b"y")], Some(1_010));
+        b.write(batch, SYNC).unwrap();
+        clock.advance(10);
+        // No specs and no expiry, but TTL is in use: the expired terms go.
+        b.put(b"b", b"k", b"again", &[], SYNC).unwrap();
+        b.put(b"b", b"live", b"v2", &[], SYNC).unwrap();
+        assert_eq!(all_terms(&b, b"b", b"f"), pairs(&[(b"l", b"live")]));
+    }
+    // The stored `ttl_in_use` marker keeps this true after a reopen.
+    let b = open(dir.path(), &clock);
+    b.put(b"b", b"j", b"again", &[], SYNC).unwrap();
+    assert_eq!(all_terms(&b, b"b", b"f"), pairs(&[(b"l", b"live")]));
+    assert_eq!(b.get(b"b", b"j").unwrap(), Some(b"again".to_vec()));
+    // A plain put over a live key with an expiry clears the expiry of its
+    // entries too: they outlive the old expiry with the object.
+    b.put(b"b", b"m", b"v", &[add(b"f", b"z")], SYNC).unwrap();
+    b.write(
+        {
+            let mut batch = WriteBatch::default();
+            batch.put(b"b", b"m", b"v", vec![], Some(2_000));
+            batch
+        },
+        SYNC,
+    )
+    .unwrap();
+    b.put(b"b", b"m", b"forever", &[], SYNC).unwrap();
+    clock.advance(5_000);
+    assert_eq!(b.get(b"b", b"m").unwrap(), Some(b"forever".to_vec()));
+    assert_eq!(
+        all_terms(&b, b"b", b"f"),
+        pairs(&[(b"l", b"live"), (b"z", b"m")])
+    );
+}
+
+#[test]
 fn expired_objects_and_their_entries_disappear() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
