@@ -11,8 +11,9 @@ use eddy_storage::{Clock, StorageError, SystemClock};
 /// When writes reach stable storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncStrategy {
-    /// Only writes that ask for it (`WriteOptions::sync`), rollovers and
-    /// `sync()` calls are synced (Riak's `none`).
+    /// Only writes that ask for it (`WriteOptions::sync`) and `sync()`
+    /// calls wait for a sync (Riak's `none`); files closed by rollover are
+    /// synced by a background thread.
     None,
     /// Every write is synced before it returns (Riak's `o_sync`); concurrent
     /// writers share one fdatasync.
