@@ -18,6 +18,9 @@
 //! whether its object is live without a lookup.
 
 use std::collections::BTreeSet;
+use std::io::Read;
+
+use fjall::UserValue;
 
 /// A key's set of `(field, term)` index entries.
 pub type Terms = BTreeSet<(Vec<u8>, Vec<u8>)>;
@@ -61,12 +64,17 @@ pub fn split_expiry(value: &[u8]) -> Result<(Option<u64>, &[u8]), DecodeError> {
     }
 }
 
-/// An object value: header then the user's bytes.
-pub fn object_value(expires_at_secs: Option<u64>, value: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(value.len() + 9);
-    push_expiry(&mut out, expires_at_secs);
-    out.extend_from_slice(value);
-    out
+/// An object value: header then the user's bytes, built straight into
+/// fjall's value type so the value is copied once (a `Vec` would be copied
+/// again into a `Slice`).
+pub fn object_value(expires_at_secs: Option<u64>, value: &[u8]) -> UserValue {
+    let mut header = Vec::with_capacity(9);
+    push_expiry(&mut header, expires_at_secs);
+    let len = header.len() + value.len();
+    let mut bytes = header.as_slice().chain(value);
+    // Reading exactly `len` bytes from two slices that hold `len` cannot fail.
+    UserValue::from_reader(&mut bytes, len)
+        .unwrap_or_else(|_| [header, value.to_vec()].concat().into())
 }
 
 /// A key's current index entries and the expiry they share.
