@@ -236,6 +236,10 @@ pub struct PbArgs {
     /// Percentage of gets in the `mixed` workload (the rest are puts).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub read_percent: u8,
+    /// Skip the preload of `get` and `mixed`: an earlier run with the same
+    /// bucket, `--keys` and `--value-size` loaded them.
+    #[arg(long)]
+    pub skip_preload: bool,
     /// Bucket the keys live in.
     #[arg(long, default_value = "eddy-bench")]
     pub bucket: String,

@@ -67,6 +67,45 @@ fn get_put_and_mixed_report_json_without_errors() {
 }
 
 #[test]
+fn skip_preload_reads_what_an_earlier_run_loaded() {
+    let node = TestNode::start(&[]);
+    let common = [
+        "--duration",
+        "1",
+        "--connections",
+        "2",
+        "--keys",
+        "20",
+        "--json",
+    ];
+    for skip in [&[][..], &["--skip-preload"]] {
+        let out = bench(&node, &[&["--workload", "get"][..], skip, &common].concat());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["errors"], 0, "{v}");
+        assert_eq!(v["preload_s"].is_null(), !skip.is_empty(), "{v}");
+    }
+    // Without a preload, keys nobody wrote are counted as not found.
+    let out = bench(
+        &node,
+        &[
+            &["--workload", "get", "--skip-preload", "--bucket", "empty"][..],
+            &common,
+        ]
+        .concat(),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["errors_by_kind"]["not_found"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+}
+
+#[test]
 fn quorum_options_reach_the_node() {
     let node = TestNode::start(&[]);
     let common = [

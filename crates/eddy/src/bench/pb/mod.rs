@@ -3,7 +3,8 @@
 //!
 //! A run has three phases: open `--connections` connections (a node that
 //! does not answer a ping fails the run); for `get` and `mixed`, load every
-//! key of the key space once, untimed, so that every get finds its key;
+//! key of the key space once, untimed, so that every get finds its key
+//! (unless `--skip-preload`: an earlier run loaded them);
 //! then let every connection issue requests back to back for `--duration`
 //! seconds ([`worker`]). Figures count successful requests; failed ones are
 //! counted by kind ([`report`]). Every request waits at most
@@ -76,6 +77,7 @@ async fn run_async(args: &PbArgs, threads: usize) -> Result<PbReport, PbBenchErr
     });
     let clients = connect_all(&plan).await?;
     let (clients, preload_s) = match args.workload {
+        _ if args.skip_preload => (clients, None),
         PbWorkload::Put => (clients, None),
         PbWorkload::Get | PbWorkload::Mixed => {
             let began = Instant::now();
