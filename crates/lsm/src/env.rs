@@ -27,7 +27,7 @@ use eddy_storage::StorageError;
 use fjall::compaction::filter::Factory;
 use fjall::{
     CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions,
-    OwnedWriteBatch, PersistMode,
+    OwnedWriteBatch,
 };
 use parking_lot::Mutex;
 
@@ -36,6 +36,7 @@ use crate::config::{LsmConfig, SyncPolicy};
 use crate::error::{engine, map_open_error};
 use crate::filter::{TtlFilterFactory, TtlState};
 use crate::interval::IntervalSyncer;
+use crate::journal::JournalSync;
 use crate::sync::GroupSync;
 
 const META_KEYSPACE: &str = "eddy.meta";
@@ -57,6 +58,7 @@ pub struct EnvShared {
     /// alone, which a later open without that config would not know).
     ttl_marker_stored: AtomicBool,
     group_sync: GroupSync,
+    journal: JournalSync,
     open_partitions: Mutex<HashSet<String>>,
     interval: Mutex<Option<IntervalSyncer>>,
 }
@@ -92,6 +94,7 @@ impl LsmEnv {
             ttl,
             ttl_marker_stored: AtomicBool::new(ttl_marker_stored),
             group_sync: GroupSync::default(),
+            journal: JournalSync::new(dir),
             open_partitions: Mutex::new(HashSet::new()),
             interval: Mutex::new(None),
         });
@@ -208,9 +211,14 @@ impl EnvShared {
             .map_err(engine)
     }
 
-    /// Fsyncs the journal now.
+    /// Fsyncs the journal now, letting other writers commit meanwhile.
     fn fsync(&self) -> Result<(), StorageError> {
-        self.db.persist(PersistMode::SyncData).map_err(engine)
+        self.journal.fsync(&self.db)
+    }
+
+    /// Fails once a journal fsync has failed: writes must not go on.
+    pub fn check_writable(&self) -> Result<(), StorageError> {
+        self.journal.check()
     }
 
     /// Returns once every batch committed before the call is durable,

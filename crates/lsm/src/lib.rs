@@ -25,6 +25,7 @@ mod env;
 mod error;
 mod filter;
 mod interval;
+mod journal;
 mod keys;
 mod locks;
 mod record;

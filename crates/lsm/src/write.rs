@@ -57,6 +57,7 @@ impl Partition {
         opts: WriteOptions,
     ) -> Result<(), StorageError> {
         batch.ops.iter().try_for_each(limits::check_op)?;
+        self.env.check_writable()?;
         let planned = plan(batch)?;
         let guards = locks.lock_all(planned.iter().map(|p| &p.object_key));
         let now_secs = self.env.config.clock.now_secs();
