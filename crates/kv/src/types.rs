@@ -7,9 +7,10 @@
 //! validated whole, then written to the metadata file atomically (temp file,
 //! fsync, rename) before it takes effect.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
@@ -89,11 +90,21 @@ pub struct TypeInfo {
     pub props: BucketProps,
 }
 
+/// Most resolved bucket props kept in the cache before it starts over.
+const PROPS_CACHE_LEN_MAX: usize = 65_536;
+
+type PropsCache = HashMap<(String, Vec<u8>), Arc<BucketProps>>;
+
 /// The node's bucket types and bucket props.
+///
+/// Resolved props are cached per bucket: filled while `stored` is read-
+/// locked and cleared while it is write-locked, so the cache never holds
+/// props older than the last change.
 pub struct BucketRegistry {
     defaults: BucketProps,
     path: Option<PathBuf>,
     stored: RwLock<Stored>,
+    cache: RwLock<PropsCache>,
 }
 
 impl BucketRegistry {
@@ -103,6 +114,7 @@ impl BucketRegistry {
             defaults,
             path: None,
             stored: RwLock::new(Stored::default()),
+            cache: RwLock::new(PropsCache::new()),
         }
     }
 
@@ -123,6 +135,7 @@ impl BucketRegistry {
             defaults,
             path: Some(path.to_path_buf()),
             stored: RwLock::new(stored),
+            cache: RwLock::new(PropsCache::new()),
         })
     }
 
@@ -216,12 +229,42 @@ impl BucketRegistry {
         bucket_type: &str,
         bucket: &[u8],
     ) -> Result<BucketProps, RegistryError> {
+        self.bucket_props_shared(bucket_type, bucket)
+            .map(|p| (*p).clone())
+    }
+
+    /// [`BucketRegistry::bucket_props`] from the cache: the hot path of
+    /// every request.
+    pub fn bucket_props_shared(
+        &self,
+        bucket_type: &str,
+        bucket: &[u8],
+    ) -> Result<Arc<BucketProps>, RegistryError> {
         let stored = self.stored.read();
-        let info = self.type_info_in(&stored, bucket_type)?;
+        let cache_key = (bucket_type.to_string(), bucket.to_vec());
+        if let Some(props) = self.cache.read().get(&cache_key) {
+            return Ok(props.clone());
+        }
+        let props = Arc::new(self.resolve(&stored, bucket_type, bucket)?);
+        let mut cache = self.cache.write();
+        if cache.len() >= PROPS_CACHE_LEN_MAX {
+            cache.clear();
+        }
+        cache.insert(cache_key, props.clone());
+        Ok(props)
+    }
+
+    fn resolve(
+        &self,
+        stored: &Stored,
+        bucket_type: &str,
+        bucket: &[u8],
+    ) -> Result<BucketProps, RegistryError> {
+        let info = self.type_info_in(stored, bucket_type)?;
         if info.status != TypeStatus::Active {
             return Err(RegistryError::NotActive(bucket_type.to_string()));
         }
-        match find_bucket(&stored, bucket_type, bucket) {
+        match find_bucket(stored, bucket_type, bucket) {
             Some(b) => Ok(info.props.patched(&b.patch)?),
             None => Ok(info.props),
         }
@@ -284,6 +327,7 @@ impl BucketRegistry {
             write_atomically(path, &next)?;
         }
         *stored = next;
+        self.cache.write().clear();
         Ok(())
     }
 }
@@ -390,6 +434,27 @@ mod tests {
         );
         let names: Vec<_> = reopened.list_types().into_iter().map(|t| t.name).collect();
         assert_eq!(names, vec!["default", "maps"]);
+    }
+
+    #[test]
+    fn cached_props_follow_every_change() {
+        let reg = BucketRegistry::in_memory(BucketProps::default());
+        let n = |reg: &BucketRegistry| reg.bucket_props_shared(DEFAULT_TYPE, b"b").unwrap().n_val;
+        assert_eq!(n(&reg), 3);
+        reg.set_bucket_props(DEFAULT_TYPE, b"b", &patch(json!({"n_val": 1})))
+            .unwrap();
+        assert_eq!(n(&reg), 1);
+        reg.reset_bucket_props(DEFAULT_TYPE, b"b").unwrap();
+        assert_eq!(n(&reg), 3);
+        reg.create_type("t", &PropsPatch::new()).unwrap();
+        assert!(
+            reg.bucket_props_shared("t", b"b").is_err(),
+            "not active yet"
+        );
+        reg.activate_type("t").unwrap();
+        assert_eq!(reg.bucket_props_shared("t", b"b").unwrap().n_val, 3);
+        reg.update_type("t", &patch(json!({"n_val": 5}))).unwrap();
+        assert_eq!(reg.bucket_props_shared("t", b"b").unwrap().n_val, 5);
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod get;
 pub mod list;
 pub mod put;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use eddy_object::Content;
@@ -25,7 +26,7 @@ impl Node {
         Instant::now() + Duration::from_millis(ms)
     }
 
-    pub(crate) fn props(&self, bucket: &BucketRef) -> Result<BucketProps, KvError> {
+    pub(crate) fn props(&self, bucket: &BucketRef) -> Result<Arc<BucketProps>, KvError> {
         if bucket.bucket.is_empty() {
             return Err(KvError::Empty("bucket"));
         }
@@ -40,7 +41,7 @@ impl Node {
         }
         Ok(self
             .registry
-            .bucket_props(&bucket.bucket_type, &bucket.bucket)?)
+            .bucket_props_shared(&bucket.bucket_type, &bucket.bucket)?)
     }
 
     pub(crate) fn check_key(&self, key: &[u8]) -> Result<(), KvError> {
