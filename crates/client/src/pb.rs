@@ -11,8 +11,6 @@
 //! further requests with [`PbClientError::Unusable`]; only a server's
 //! `RpbErrorResp` leaves the connection usable, as it does for Riak.
 
-use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
 use eddy_api::pb::codec::{self, FrameError};
@@ -100,61 +98,13 @@ impl From<FrameError> for PbClientError {
     }
 }
 
-/// A quorum value as Riak's PB fields carry it: a count or a symbolic name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Quorum {
-    One,
-    Quorum,
-    All,
-    /// The bucket's own setting.
-    Default,
-    /// This many replicas.
-    Count(u32),
-}
+/// Quorum values, as the node itself parses and prints them.
+pub use eddy_kv::Quorum;
 
-impl Quorum {
-    /// The `uint32` the PB field carries (symbolic names are Riak's magic
-    /// values near `u32::MAX`).
-    pub fn to_wire(self) -> u32 {
-        match self {
-            Quorum::One => codes::quorum::ONE,
-            Quorum::Quorum => codes::quorum::QUORUM,
-            Quorum::All => codes::quorum::ALL,
-            Quorum::Default => codes::quorum::DEFAULT,
-            Quorum::Count(n) => n,
-        }
-    }
-}
-
-impl FromStr for Quorum {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "one" => Ok(Quorum::One),
-            "quorum" => Ok(Quorum::Quorum),
-            "all" => Ok(Quorum::All),
-            "default" => Ok(Quorum::Default),
-            _ => match s.parse::<u32>() {
-                Ok(n) if n < codes::quorum::DEFAULT => Ok(Quorum::Count(n)),
-                _ => Err(format!(
-                    "{s:?} is not a quorum (one, quorum, all, default or a count)"
-                )),
-            },
-        }
-    }
-}
-
-impl fmt::Display for Quorum {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Quorum::One => f.write_str("one"),
-            Quorum::Quorum => f.write_str("quorum"),
-            Quorum::All => f.write_str("all"),
-            Quorum::Default => f.write_str("default"),
-            Quorum::Count(n) => write!(f, "{n}"),
-        }
-    }
+/// The `uint32` a PB quorum field carries for `q` (symbolic names are
+/// Riak's magic values near `u32::MAX`).
+pub fn quorum_wire(q: Quorum) -> u32 {
+    eddy_api::pb::quorum_value(q)
 }
 
 /// One PB connection.
@@ -399,7 +349,7 @@ mod tests {
             assert_eq!(text.parse::<Quorum>().unwrap(), q);
             assert_eq!(q.to_string(), text);
         }
-        assert_eq!(Quorum::All.to_wire(), u32::MAX - 3);
+        assert_eq!(quorum_wire(Quorum::All), u32::MAX - 3);
         assert!("most".parse::<Quorum>().is_err());
         assert!("-1".parse::<Quorum>().is_err());
     }

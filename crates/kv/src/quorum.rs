@@ -78,6 +78,14 @@ impl Quorum {
     }
 }
 
+impl std::str::FromStr for Quorum {
+    type Err = QuorumError;
+
+    fn from_str(text: &str) -> Result<Quorum, QuorumError> {
+        Quorum::parse(text)
+    }
+}
+
 impl fmt::Display for Quorum {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

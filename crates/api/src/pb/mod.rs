@@ -43,4 +43,5 @@ pub mod proto {
 }
 
 pub use error::PbError;
+pub use request::quorum_value;
 pub use server::{PbConfig, serve};

@@ -179,15 +179,20 @@ impl Report {
                 .iter()
                 .map(|(k, v)| (k.clone(), format!("{v:.3}"))),
         );
-        let width = rows
-            .iter()
-            .map(|(k, _)| k.chars().count())
-            .max()
-            .unwrap_or(0);
-        rows.iter()
-            .map(|(k, v)| format!("{k:<width$}  {v}\n"))
-            .collect()
+        table(&rows)
     }
+}
+
+/// Two aligned columns: each name padded to the longest, then its value.
+pub(crate) fn table(rows: &[(String, String)]) -> String {
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    rows.iter()
+        .map(|(k, v)| format!("{k:<width$}  {v}\n"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::worker::WorkerStats;
-use crate::bench::report::{new_histogram, value_name};
+use crate::bench::report::{new_histogram, table, value_name};
 use crate::cli::PbArgs;
 
 /// Latency percentiles in microseconds.
@@ -203,17 +203,6 @@ fn figure_rows(prefix: &str, ops: u64, rate: f64, l: &Latency) -> Vec<(String, S
             format!("{:.1} / {:.1} µs", l.p999_us, l.max_us),
         ),
     ]
-}
-
-fn table(rows: &[(String, String)]) -> String {
-    let width = rows
-        .iter()
-        .map(|(k, _)| k.chars().count())
-        .max()
-        .unwrap_or(0);
-    rows.iter()
-        .map(|(k, v)| format!("{k:<width$}  {v}\n"))
-        .collect()
 }
 
 #[cfg(test)]
