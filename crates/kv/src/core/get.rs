@@ -42,8 +42,7 @@ pub struct GetCore {
     notfound: u32,
     failed: u32,
     merged: Option<RiakObject>,
-    /// Every reply, for read repair.
-    replies: Vec<GetReply>,
+    answered: u32,
 }
 
 impl GetCore {
@@ -60,29 +59,31 @@ impl GetCore {
             notfound: 0,
             failed: 0,
             merged: None,
-            replies: Vec::new(),
+            answered: 0,
         }
     }
 
     /// Records one vnode's reply.
     pub fn add_result(&mut self, reply: GetReply) {
-        match &reply {
+        self.answered += 1;
+        match reply {
             GetReply::Found { primary, object } => {
-                self.count_ok(*primary);
+                self.count_ok(primary);
                 self.merged = Some(match self.merged.take() {
-                    Some(m) => merge::merge(&m, object),
-                    None => object.clone(),
+                    // Replicas usually agree: no merge, no allocation.
+                    Some(m) if m == object => m,
+                    Some(m) => merge::merge(&m, &object),
+                    None => object,
                 });
             }
             GetReply::NotFound { primary } => {
                 self.notfound += 1;
                 if self.notfound_ok {
-                    self.count_ok(*primary);
+                    self.count_ok(primary);
                 }
             }
             GetReply::Failed { .. } => self.failed += 1,
         }
-        self.replies.push(reply);
     }
 
     fn count_ok(&mut self, primary: bool) {
@@ -91,7 +92,7 @@ impl GetCore {
     }
 
     fn answered(&self) -> u32 {
-        self.replies.len() as u32
+        self.answered
     }
 
     fn met(&self) -> bool {
@@ -150,11 +151,6 @@ impl GetCore {
     /// The merge of every object received so far.
     pub fn merged(&self) -> Option<&RiakObject> {
         self.merged.as_ref()
-    }
-
-    /// Every reply received so far.
-    pub fn replies(&self) -> &[GetReply] {
-        &self.replies
     }
 }
 
