@@ -231,3 +231,34 @@ fn the_python_riak_client_works_over_pb_and_http() {
         "python smoke failed:\n{stdout}\n{stderr}"
     );
 }
+
+#[test]
+fn multi_routes_buckets_by_their_backend_property() {
+    let mut node = TestNode::start(&[("EDDY_STORAGE_BACKEND", "multi")]);
+    let json = [("Content-Type", "application/json")];
+    let set = |node: &TestNode, body: &str| {
+        node.http("PUT", "/buckets/volatile/props", &json, body.as_bytes())
+    };
+    let r = set(&node, r#"{"props":{"backend":"leveldb"}}"#);
+    assert_eq!(r.status, 400);
+    assert!(
+        r.text().contains("this node has bitcask, lsm, memory"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(set(&node, r#"{"props":{"backend":"memory"}}"#).status, 204);
+    assert_eq!(
+        put(&node, "/buckets/volatile/keys/k", "gone after restart"),
+        204
+    );
+    assert_eq!(put(&node, "/buckets/kept/keys/k", "on bitcask"), 204);
+    assert!(node.stop().success());
+    node.restart();
+    let volatile = node.http("GET", "/buckets/volatile/keys/k", &[], b"");
+    assert_eq!(
+        volatile.status, 404,
+        "the memory sub-backend does not persist"
+    );
+    let kept = node.http("GET", "/buckets/kept/keys/k", &[], b"");
+    assert_eq!((kept.status, kept.text()), (200, "on bitcask".to_string()));
+}

@@ -105,6 +105,9 @@ pub struct BucketRegistry {
     path: Option<PathBuf>,
     stored: RwLock<Stored>,
     cache: RwLock<PropsCache>,
+    /// The sub-backends a `backend` property may name (a multi node);
+    /// `None` when the node has one backend and the property is inert.
+    backend_names: Option<Vec<String>>,
 }
 
 impl BucketRegistry {
@@ -115,6 +118,7 @@ impl BucketRegistry {
             path: None,
             stored: RwLock::new(Stored::default()),
             cache: RwLock::new(PropsCache::new()),
+            backend_names: None,
         }
     }
 
@@ -136,7 +140,32 @@ impl BucketRegistry {
             path: Some(path.to_path_buf()),
             stored: RwLock::new(stored),
             cache: RwLock::new(PropsCache::new()),
+            backend_names: None,
         })
+    }
+
+    /// Restricts the `backend` property to these sub-backend names.
+    pub fn with_backend_names(mut self, names: Vec<String>) -> Self {
+        self.backend_names = Some(names);
+        self
+    }
+
+    /// Refuses a `backend` this node does not have.
+    fn check_backend(&self, props: &BucketProps) -> Result<(), RegistryError> {
+        let (Some(names), Some(backend)) = (&self.backend_names, &props.backend) else {
+            return Ok(());
+        };
+        if names.contains(backend) {
+            return Ok(());
+        }
+        let reason = format!(
+            "unknown backend {backend:?}; this node has {}",
+            names.join(", ")
+        );
+        Err(RegistryError::Props(PropsError(vec![(
+            "backend".into(),
+            reason,
+        )])))
     }
 
     /// The props of a type, and its status; errors if it does not exist.
@@ -179,7 +208,7 @@ impl BucketRegistry {
     /// Creates a type with `patch` over the typed defaults.
     pub fn create_type(&self, name: &str, patch: &PropsPatch) -> Result<(), RegistryError> {
         check_type_name(name)?;
-        BucketProps::typed_defaults(&self.defaults).patched(patch)?;
+        self.check_backend(&BucketProps::typed_defaults(&self.defaults).patched(patch)?)?;
         self.change(|stored| {
             if stored.types.contains_key(name) {
                 return Err(RegistryError::AlreadyExists(name.to_string()));
@@ -212,7 +241,7 @@ impl BucketRegistry {
         }
         let current = self.type_info(name)?.props;
         current.check_immutable(patch)?;
-        current.patched(patch)?;
+        self.check_backend(&current.patched(patch)?)?;
         self.change(|stored| {
             let t = stored
                 .types
@@ -280,6 +309,7 @@ impl BucketRegistry {
         let current = self.bucket_props(bucket_type, bucket)?;
         current.check_immutable(patch)?;
         let props = current.patched(patch)?;
+        self.check_backend(&props)?;
         self.change(|stored| {
             let hex = to_hex(bucket);
             match stored
@@ -455,6 +485,37 @@ mod tests {
         assert_eq!(reg.bucket_props_shared("t", b"b").unwrap().n_val, 3);
         reg.update_type("t", &patch(json!({"n_val": 5}))).unwrap();
         assert_eq!(reg.bucket_props_shared("t", b"b").unwrap().n_val, 5);
+    }
+
+    #[test]
+    fn backend_names_are_checked_on_a_multi_node() {
+        let names = vec!["bitcask".to_string(), "memory".to_string()];
+        let reg = BucketRegistry::in_memory(BucketProps::default()).with_backend_names(names);
+        reg.set_bucket_props(DEFAULT_TYPE, b"b", &patch(json!({"backend": "memory"})))
+            .unwrap();
+        assert_eq!(
+            reg.bucket_props(DEFAULT_TYPE, b"b")
+                .unwrap()
+                .backend
+                .as_deref(),
+            Some("memory")
+        );
+        let err = reg.set_bucket_props(DEFAULT_TYPE, b"b", &patch(json!({"backend": "leveldb"})));
+        let Err(RegistryError::Props(PropsError(fields))) = err else {
+            panic!("{err:?}")
+        };
+        assert!(
+            fields[0].1.contains("this node has bitcask, memory"),
+            "{fields:?}"
+        );
+        assert!(
+            reg.create_type("t", &patch(json!({"backend": "nope"})))
+                .is_err()
+        );
+        let single = BucketRegistry::in_memory(BucketProps::default());
+        single
+            .set_bucket_props(DEFAULT_TYPE, b"b", &patch(json!({"backend": "anything"})))
+            .unwrap();
     }
 
     #[test]

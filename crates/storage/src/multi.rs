@@ -11,6 +11,7 @@
 //! old data becomes unreachable through this backend (as in Riak).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 
@@ -20,11 +21,16 @@ use crate::{
     WriteBatch, WriteOptions, limits,
 };
 
+/// Names the sub-backend a bucket uses (its `backend` property), or `None`
+/// for the default. Given the storage layer's bucket bytes.
+pub type BackendChooser = Arc<dyn Fn(&[u8]) -> Option<String> + Send + Sync>;
+
 /// Sub-backends by name, and which bucket uses which.
 pub struct MultiBackend {
     backends: BTreeMap<String, Box<dyn Backend>>,
     default: String,
     assignments: RwLock<HashMap<Vec<u8>, String>>,
+    chooser: Option<BackendChooser>,
 }
 
 impl MultiBackend {
@@ -40,7 +46,17 @@ impl MultiBackend {
             backends,
             default: default.to_string(),
             assignments: RwLock::new(HashMap::new()),
+            chooser: None,
         })
+    }
+
+    /// Asks `chooser` for each bucket's sub-backend instead of the
+    /// assignments made with [`MultiBackend::assign`] (the node reads
+    /// bucket properties this way). A name it returns that is not a
+    /// sub-backend means the default.
+    pub fn with_chooser(mut self, chooser: BackendChooser) -> Self {
+        self.chooser = Some(chooser);
+        self
     }
 
     /// Routes `bucket` to the sub-backend `name` (its `backend` property);
@@ -63,10 +79,12 @@ impl MultiBackend {
     }
 
     fn name_for(&self, bucket: &[u8]) -> String {
-        let assignments = self.assignments.read();
-        assignments
-            .get(bucket)
-            .cloned()
+        let chosen = match &self.chooser {
+            Some(choose) => choose(bucket),
+            None => self.assignments.read().get(bucket).cloned(),
+        };
+        chosen
+            .filter(|name| self.backends.contains_key(name))
             .unwrap_or_else(|| self.default.clone())
     }
 

@@ -72,6 +72,45 @@ fn multi_routes_buckets_and_rejects_unknown_names() {
 }
 
 #[test]
+fn multi_asks_its_chooser_and_falls_back_to_the_default() {
+    let opts = OpenOptions {
+        clock: ManualClock::new(1),
+        expiry_secs: 0,
+    };
+    let mut subs: BTreeMap<String, Box<dyn Backend>> = BTreeMap::new();
+    subs.insert("a".into(), Memory.open(Path::new("unused"), &opts));
+    subs.insert("b".into(), Memory.open(Path::new("unused"), &opts));
+    let chooser: eddy_storage::multi::BackendChooser =
+        std::sync::Arc::new(|bucket: &[u8]| match bucket {
+            b"to-b" => Some("b".to_string()),
+            b"bogus" => Some("nope".to_string()),
+            _ => None,
+        });
+    let multi = MultiBackend::new(subs, "a").unwrap().with_chooser(chooser);
+    for bucket in [&b"to-b"[..], b"bogus", b"plain"] {
+        multi
+            .put(bucket, b"k", b"v", &[], WriteOptions::SYNC)
+            .unwrap();
+    }
+    let status = multi.status().unwrap();
+    let keys_of = |name: &str| {
+        let wanted = format!("{name}.keys");
+        status
+            .extra
+            .iter()
+            .find(|(k, _)| *k == wanted)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(keys_of("b").as_deref(), Some("1"));
+    assert_eq!(
+        keys_of("a").as_deref(),
+        Some("2"),
+        "unknown and unset names go to the default"
+    );
+    assert!(multi.get(b"to-b", b"k").unwrap().is_some());
+}
+
+#[test]
 fn memory_evicts_oldest_beyond_its_cap() {
     let backend = MemoryBackend::new(MemoryConfig {
         max_memory_bytes: Some(20_000),

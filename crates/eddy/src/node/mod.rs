@@ -59,10 +59,17 @@ pub fn start(config: &Config) -> Result<(), StartError> {
 async fn run(config: &Config) -> Result<(), StartError> {
     let root = PathBuf::from(config.text("platform_data_dir"));
     let datadir = DataDir::lock(&root)?;
-    let registry = BucketRegistry::open(
+    let mut registry = BucketRegistry::open(
         &root.join("meta").join("buckets.json"),
         default_props(config),
     )?;
+    if config.text("storage_backend") == "multi" {
+        let names = storage::MULTI_BACKENDS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        registry = registry.with_backend_names(names);
+    }
     let node = open_node(config, &datadir, Arc::new(registry))?;
     let http_addr = addr(config, "listener.http.internal");
     let pb_addr = addr(config, "listener.protobuf.internal");
@@ -107,7 +114,7 @@ fn open_node(
     datadir: &DataDir,
     registry: Arc<BucketRegistry>,
 ) -> Result<Arc<Node>, StartError> {
-    let storage = Storage::new(config, datadir.root())?;
+    let storage = Storage::new(config, datadir.root(), registry.clone())?;
     let mut opened = Vec::new();
     for p in 0..config.int("ring_size") as u32 {
         let p = Partition(p);

@@ -10,11 +10,19 @@ use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use eddy_storage::multi::MultiBackend;
 use eddy_storage::{Backend, StorageError};
 
+use eddy_kv::BucketRef;
+use eddy_kv::types::BucketRegistry;
+
 use crate::config::Config;
+
+/// The sub-backends of a `multi` node, which a bucket's `backend` property
+/// names; the first is the default.
+pub const MULTI_BACKENDS: &[&str] = &["bitcask", "lsm", "memory"];
 
 /// Opens partitions' backends; holds what partitions share (the lsm env).
 pub struct Storage {
     kind: String,
+    registry: Arc<BucketRegistry>,
     root: PathBuf,
     bitcask: BitcaskConfig,
     memory: MemoryConfig,
@@ -23,7 +31,11 @@ pub struct Storage {
 
 impl Storage {
     /// Prepares to open backends of `storage_backend` under `root`.
-    pub fn new(config: &Config, root: &Path) -> Result<Storage, StorageError> {
+    pub fn new(
+        config: &Config,
+        root: &Path,
+        registry: Arc<BucketRegistry>,
+    ) -> Result<Storage, StorageError> {
         let kind = config.text("storage_backend").to_string();
         let needs_lsm = kind == "lsm" || kind == "multi";
         let lsm = match needs_lsm {
@@ -32,6 +44,7 @@ impl Storage {
         };
         Ok(Storage {
             kind,
+            registry,
             root: root.to_path_buf(),
             bitcask: bitcask_config(config),
             memory: memory_config(config),
@@ -64,16 +77,23 @@ impl Storage {
     }
 
     /// bitcask as the default, with lsm and memory sub-backends that
-    /// buckets choose with their `backend` property.
+    /// buckets choose with their `backend` property (read from the cached
+    /// bucket props on each operation).
     fn multi(&self, p: Partition) -> Result<MultiBackend, StorageError> {
         let mut subs: std::collections::BTreeMap<String, Box<dyn Backend>> = Default::default();
         subs.insert("bitcask".into(), Box::new(self.bitcask(p)?));
         subs.insert("lsm".into(), Box::new(self.lsm(p)?));
-        subs.insert(
-            "memory".into(),
-            Box::new(MemoryBackend::new(self.memory.clone())),
-        );
-        MultiBackend::new(subs, "bitcask")
+        let memory = MemoryBackend::new(self.memory.clone());
+        subs.insert("memory".into(), Box::new(memory));
+        let registry = self.registry.clone();
+        let chooser = Arc::new(move |storage_bucket: &[u8]| {
+            let b = BucketRef::from_storage_bucket(storage_bucket)?;
+            let props = registry
+                .bucket_props_shared(&b.bucket_type, &b.bucket)
+                .ok()?;
+            props.backend.clone()
+        });
+        Ok(MultiBackend::new(subs, MULTI_BACKENDS[0])?.with_chooser(chooser))
     }
 }
 
