@@ -36,6 +36,23 @@ impl BackendFactory for Multi {
     }
 }
 
+fn test_opts() -> OpenOptions {
+    OpenOptions {
+        clock: ManualClock::new(1),
+        expiry_secs: 0,
+    }
+}
+
+/// The key count a multi backend's status reports for sub-backend `name`.
+fn sub_backend_keys(status: &eddy_storage::BackendStatus, name: &str) -> Option<String> {
+    let wanted = format!("{name}.keys");
+    status
+        .extra
+        .iter()
+        .find(|(k, _)| *k == wanted)
+        .map(|(_, v)| v.clone())
+}
+
 #[test]
 fn memory_conforms() {
     run_conformance(&Memory);
@@ -48,23 +65,13 @@ fn multi_conforms() {
 
 #[test]
 fn multi_routes_buckets_and_rejects_unknown_names() {
-    let opts = OpenOptions {
-        clock: ManualClock::new(1),
-        expiry_secs: 0,
-    };
+    let opts = test_opts();
     let multi = Multi.open(Path::new("unused"), &opts);
     multi
         .put(b"b", b"k", b"v", &[], WriteOptions::SYNC)
         .unwrap();
     let status = multi.status().unwrap();
-    let keys_of = |name: &str| {
-        let wanted = format!("{name}.keys");
-        status
-            .extra
-            .iter()
-            .find(|(k, _)| *k == wanted)
-            .map(|(_, v)| v.clone())
-    };
+    let keys_of = |name: &str| sub_backend_keys(&status, name);
     assert_eq!(keys_of("mem2").as_deref(), Some("1"));
     assert_eq!(keys_of("mem1").as_deref(), Some("0"));
     let subs: BTreeMap<String, Box<dyn Backend>> = BTreeMap::new();
@@ -73,10 +80,7 @@ fn multi_routes_buckets_and_rejects_unknown_names() {
 
 #[test]
 fn multi_asks_its_chooser_and_falls_back_to_the_default() {
-    let opts = OpenOptions {
-        clock: ManualClock::new(1),
-        expiry_secs: 0,
-    };
+    let opts = test_opts();
     let mut subs: BTreeMap<String, Box<dyn Backend>> = BTreeMap::new();
     subs.insert("a".into(), Memory.open(Path::new("unused"), &opts));
     subs.insert("b".into(), Memory.open(Path::new("unused"), &opts));
@@ -93,14 +97,7 @@ fn multi_asks_its_chooser_and_falls_back_to_the_default() {
             .unwrap();
     }
     let status = multi.status().unwrap();
-    let keys_of = |name: &str| {
-        let wanted = format!("{name}.keys");
-        status
-            .extra
-            .iter()
-            .find(|(k, _)| *k == wanted)
-            .map(|(_, v)| v.clone())
-    };
+    let keys_of = |name: &str| sub_backend_keys(&status, name);
     assert_eq!(keys_of("b").as_deref(), Some("1"));
     assert_eq!(
         keys_of("a").as_deref(),
