@@ -36,9 +36,6 @@ impl VnodeState {
     /// Handles one request; durable puts go to `waiting` for the batch sync.
     pub fn handle(&mut self, req: VnodeRequest, waiting: &mut Vec<PutReplyMsg>) {
         match req {
-            VnodeRequest::Get { key, reply } => {
-                let _ = reply.send((self.partition, self.read(&key)));
-            }
             VnodeRequest::Put {
                 key,
                 kind,

@@ -57,17 +57,12 @@ pub struct PutDone {
     pub durable: bool,
 }
 
-/// Where a vnode sends its get reply, tagged with its partition.
-pub type GetReplyTo = UnboundedSender<(Partition, Result<Option<RiakObject>, KvError>)>;
 /// Where a vnode sends its put reply, tagged with its partition.
 pub type PutReplyTo = UnboundedSender<(Partition, PutResult)>;
 
-/// One request to a vnode.
+/// One request to a vnode. Local reads need no message: they call
+/// [`super::VnodeHandle::read`] on the caller's thread.
 pub enum VnodeRequest {
-    Get {
-        key: StorageKey,
-        reply: GetReplyTo,
-    },
     Put {
         key: StorageKey,
         kind: Box<PutKind>,
