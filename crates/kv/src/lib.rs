@@ -5,10 +5,12 @@
 //! - [`props`], [`quorum`], [`types`]: bucket properties, quorum values and
 //!   the bucket-type registry;
 //! - [`core`]: the pure quorum cores;
-//! - [`vnode`]: one thread per partition owning its backend;
+//! - [`vnode`]: the owner of one partition's backend;
+//! - [`commitlog`]: the node-wide log that makes writes durable in groups;
 //! - [`coordinator`]: the async get/put/delete/list drivers;
 //! - [`node`]: the node that ties them together.
 
+pub mod commitlog;
 pub mod coordinator;
 pub mod core;
 pub mod error;
@@ -21,6 +23,6 @@ pub mod vnode;
 
 pub use coordinator::delete::DeleteOutcome;
 pub use error::KvError;
-pub use node::{DeleteMode, Node, NodeConfig};
+pub use node::{DeleteMode, Node, NodeConfig, StartError};
 pub use quorum::Quorum;
 pub use request::*;

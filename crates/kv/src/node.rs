@@ -1,6 +1,14 @@
-//! The node: its ring, its vnodes and its bucket registry, and the entry
-//! points the API layer calls. Coordination lives in [`crate::coordinator`].
+//! The node: its ring, its vnodes, its commit log and its bucket registry,
+//! and the entry points the API layer calls. Coordination lives in
+//! [`crate::coordinator`].
+//!
+//! Start order: open every backend, replay the commit log into them, sync
+//! them and drop the replayed segments, then open a fresh log and serve.
+//! Shutdown reverses it: close the log (answering every waiter), close the
+//! backends (which syncs them), and only if all closed cleanly delete the
+//! log's segments.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -8,9 +16,10 @@ use eddy_object::Actor;
 use eddy_ring::{NodeName, Partition, Ring, RingError};
 use eddy_storage::Backend;
 
+use crate::commitlog::{self, CommitLog, LogOptions};
 use crate::request::BucketRef;
 use crate::types::BucketRegistry;
-use crate::vnode::{Vnode, VnodeHandle};
+use crate::vnode::{VnodeHandle, replay};
 
 /// What happens to a tombstone once a delete succeeded (`delete_mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +54,11 @@ pub struct NodeConfig {
     /// true in a running node: a dw reply promises durability). False only
     /// for tests that measure the cost of that promise.
     pub sync_on_dw: bool,
+    /// Where the node's commit log lives; `None` makes `dw` writes sync
+    /// their backend instead (nodes over memory backends, tests).
+    pub commit_log_dir: Option<PathBuf>,
+    /// The commit log's sizes and intervals.
+    pub commit_log: LogOptions,
 }
 
 impl Default for NodeConfig {
@@ -60,6 +74,8 @@ impl Default for NodeConfig {
             key_bytes_max: eddy_storage::limits::KEY_BYTES_MAX,
             default_timeout_ms: 60_000,
             sync_on_dw: true,
+            commit_log_dir: None,
+            commit_log: LogOptions::default(),
         }
     }
 }
@@ -84,38 +100,53 @@ impl NodeCounters {
     }
 }
 
+/// Why a node could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Ring(#[from] RingError),
+    #[error(transparent)]
+    Recover(#[from] commitlog::recover::RecoverError),
+    #[error("commit log: {0}")]
+    CommitLog(String),
+}
+
 /// A running single node.
 pub struct Node {
     pub(crate) config: NodeConfig,
     pub(crate) ring: Ring,
     pub(crate) handles: Vec<VnodeHandle>,
-    vnodes: parking_lot::Mutex<Vec<Vnode>>,
+    log: Option<Arc<CommitLog>>,
     pub(crate) registry: Arc<BucketRegistry>,
     pub counters: NodeCounters,
 }
 
 impl Node {
     /// Starts one vnode per partition; `open(p)` gives each partition's
-    /// backend and the actor id it coordinates writes as.
+    /// backend and the actor id it coordinates writes as. With a commit
+    /// log, what it holds is replayed into the backends first.
     pub fn start(
         config: NodeConfig,
         registry: Arc<BucketRegistry>,
         mut open: impl FnMut(Partition) -> (Arc<dyn Backend>, Actor),
-    ) -> Result<Arc<Node>, RingError> {
+    ) -> Result<Arc<Node>, StartError> {
         let ring = Ring::single(config.ring_size, config.node_name.clone())?;
-        let vnodes: Vec<Vnode> = ring
+        let opened: Vec<_> = ring.partitions().map(&mut open).collect();
+        let backends: Vec<_> = opened.iter().map(|(b, _)| b.clone()).collect();
+        let log = match &config.commit_log_dir {
+            Some(dir) => Some(Arc::new(start_log(dir, &config.commit_log, backends)?)),
+            None => None,
+        };
+        let handles = ring
             .partitions()
-            .map(|p| {
-                let (backend, actor) = open(p);
-                Vnode::start(p, actor, backend)
-            })
+            .zip(opened)
+            .map(|(p, (backend, actor))| crate::vnode::Vnode::new(p, actor, backend, log.clone()))
             .collect();
-        let handles = vnodes.iter().map(Vnode::handle).collect();
         Ok(Arc::new(Node {
             config,
             ring,
             handles,
-            vnodes: parking_lot::Mutex::new(vnodes),
+            log,
             registry,
             counters: NodeCounters::default(),
         }))
@@ -151,11 +182,61 @@ impl Node {
         eddy_ring::key_hash(bucket.bucket_type.as_bytes(), &bucket.bucket, key)
     }
 
-    /// Stops every vnode (finishing queued work) and closes their backends.
+    /// Closes the commit log (answering every waiter) and every backend;
+    /// deletes the log's segments if every backend closed cleanly.
     pub fn shutdown(&self) {
-        let vnodes = std::mem::take(&mut *self.vnodes.lock());
-        for v in vnodes {
-            v.stop();
+        let log_closed = self.log.as_ref().is_none_or(|log| match log.close() {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!("commit log: {e}");
+                false
+            }
+        });
+        let mut clean = log_closed;
+        for v in &self.handles {
+            if let Err(e) = v.close() {
+                tracing::error!(partition = v.partition.0, "closing backend: {e}");
+                clean = false;
+            }
+        }
+        if let (true, Some(log)) = (clean, &self.log)
+            && let Err(e) = log.remove_segments()
+        {
+            tracing::warn!("removing commit log segments: {e}");
         }
     }
+}
+
+/// Replays the log in `dir` into `backends`, syncs them, drops what was
+/// replayed and opens a fresh log whose checkpoint syncs them all.
+fn start_log(
+    dir: &std::path::Path,
+    opts: &LogOptions,
+    backends: Vec<Arc<dyn Backend>>,
+) -> Result<CommitLog, StartError> {
+    let recovered = commitlog::recover(dir, |record| {
+        let backend = backends
+            .get(record.partition as usize)
+            .ok_or_else(|| format!("partition {} is not on this ring", record.partition))?;
+        replay::apply_record(&**backend, record)
+    })?;
+    if recovered.records > 0 {
+        tracing::info!(
+            records = recovered.records,
+            segments = recovered.segments.len(),
+            "commit log replayed"
+        );
+    }
+    let sync_all = move || {
+        backends
+            .iter()
+            .try_for_each(|b| b.sync())
+            .map_err(|e| e.to_string())
+    };
+    sync_all().map_err(StartError::CommitLog)?;
+    recovered
+        .remove()
+        .map_err(|e| StartError::CommitLog(format!("removing replayed segments: {e}")))?;
+    CommitLog::open(dir, recovered.next_seq(), opts.clone(), Box::new(sync_all))
+        .map_err(|e| StartError::CommitLog(format!("{}: {e}", dir.display())))
 }

@@ -32,8 +32,8 @@ pub enum StartError {
     Registry(#[from] eddy_kv::types::RegistryError),
     #[error("storage: {0}")]
     Storage(#[from] eddy_storage::StorageError),
-    #[error("ring: {0}")]
-    Ring(#[from] eddy_ring::RingError),
+    #[error("node: {0}")]
+    Node(#[from] eddy_kv::StartError),
     /// A listener's address could not be bound.
     #[error("cannot listen on {addr} ({setting}): {source}")]
     Bind {
@@ -122,9 +122,11 @@ fn open_node(
         let actor = datadir.actor(&storage.partition_dir(p), p)?;
         opened.push((backend, actor));
     }
-    Ok(Node::start(node_config(config), registry, |p| {
-        opened[p.0 as usize].clone()
-    })?)
+    Ok(Node::start(
+        node_config(config, datadir.root()),
+        registry,
+        |p| opened[p.0 as usize].clone(),
+    )?)
 }
 
 async fn bind(setting: &'static str, addr: SocketAddr) -> Result<TcpListener, StartError> {
@@ -183,7 +185,7 @@ fn default_props(c: &Config) -> BucketProps {
     }
 }
 
-fn node_config(c: &Config) -> NodeConfig {
+fn node_config(c: &Config, root: &std::path::Path) -> NodeConfig {
     let delete_mode = match c.text("delete_mode") {
         "keep" => DeleteMode::Keep,
         "immediate" => DeleteMode::Immediate,
@@ -197,6 +199,7 @@ fn node_config(c: &Config) -> NodeConfig {
         siblings_max: c.int("object.siblings.maximum") as usize,
         object_size_warn_bytes: c.bytes("object.size.warning_threshold") as usize,
         object_size_max_bytes: c.bytes("object.size.maximum") as usize,
+        commit_log_dir: Some(root.join("commit_log")),
         ..NodeConfig::default()
     }
 }

@@ -1,128 +1,298 @@
-//! A vnode: the owner of one partition's backend (Riak's vnode process).
+//! A vnode: the owner of one partition's backend (Riak's vnode).
 //!
-//! Each vnode runs on its own thread and takes requests from a bounded
-//! queue, so operations on a partition are serialised: conditional puts are
-//! atomic per key, and a coordinated update's read-modify-write cannot
-//! interleave with another. The thread drains its queue in batches; writes
-//! that asked to be durable are answered only after one shared sync of the
-//! backend at the end of the batch (group commit per partition).
+//! Requests arrive as [`msg::VnodeRequest`] messages. A local vnode handles
+//! each on the sender's thread ([`Vnode::send`]): no queue and no thread
+//! hop, so a put costs its work and nothing else. A remote vnode will take
+//! the same messages off the network (design note 004).
 //!
-//! Files: [`msg`] (requests and replies), [`apply`] (what a put, get or
-//! reap does to the stored object), this file (the thread and its handle).
+//! Invariants:
+//! - a read-modify-write of one key runs under that key's lock, so
+//!   conditional puts are atomic per key and two updates never interleave;
+//! - a write to a persistent bucket is appended to the node's commit log
+//!   under the same lock, after the backend took it, so the log's order of
+//!   one key's records is the backend's;
+//! - a reply that promises durability is sent only after the commit log
+//!   (or, without one, the backend) synced the write.
+//!
+//! Files: [`msg`] (requests and replies), [`apply`] (what a put or merge
+//! does to an object, pure), [`replay`] (commit-log records back into a
+//! backend), this file (the vnode and its writes).
 
 pub mod apply;
 pub mod msg;
+pub mod replay;
 
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use eddy_object::Actor;
+use eddy_object::{Actor, RiakObject, VersionVector, codec};
 use eddy_ring::Partition;
-use eddy_storage::Backend;
+use eddy_storage::{Backend, StorageError, WriteOptions};
+use parking_lot::{Mutex, MutexGuard};
 
+use crate::commitlog::{CommitLog, Lsn, Op, Record};
 use crate::error::KvError;
-use msg::{PutReplyMsg, VnodeRequest};
+use msg::{PutDone, PutKind, PutReplyTo, StorageKey, VnodeRequest, WritePolicy};
 
-/// Most requests queued at one vnode before callers get `Overload`.
-pub const QUEUE_LEN_MAX: usize = 4096;
-/// Most requests handled between two syncs.
-const BATCH_LEN_MAX: usize = 256;
+/// Key locks per vnode: keys hash onto these stripes.
+const KEY_LOCKS: usize = 64;
 
-/// A cheap, cloneable way to send requests to a vnode.
-#[derive(Clone)]
-pub struct VnodeHandle {
-    pub partition: Partition,
-    tx: SyncSender<VnodeRequest>,
-    backend: Arc<dyn Backend>,
-}
+/// A shared handle to a vnode.
+pub type VnodeHandle = Arc<Vnode>;
 
-impl VnodeHandle {
-    /// Queues a request; fails at once if the queue is full or closed.
-    pub fn send(&self, req: VnodeRequest) -> Result<(), KvError> {
-        self.tx.try_send(req).map_err(|e| match e {
-            TrySendError::Full(_) => KvError::Overload,
-            TrySendError::Disconnected(_) => KvError::ShuttingDown,
-        })
-    }
-
-    /// Reads `key` from this vnode's backend on the caller's thread. Reads
-    /// need no serialisation with writes (each backend get is atomic), so a
-    /// local vnode is read without a trip through its queue.
-    pub fn read(&self, key: &msg::StorageKey) -> Result<Option<eddy_object::RiakObject>, KvError> {
-        apply::read_object(&*self.backend, key)
-    }
-
-    /// The partition's backend, for folds that run off the vnode thread
-    /// (key listing), which backends allow concurrently with writes.
-    pub fn backend(&self) -> &Arc<dyn Backend> {
-        &self.backend
-    }
-}
-
-/// The running vnode thread.
+/// One partition's owner.
 pub struct Vnode {
-    handle: VnodeHandle,
-    thread: Option<JoinHandle<()>>,
+    pub partition: Partition,
+    actor: Actor,
+    backend: Arc<dyn Backend>,
+    locks: Box<[Mutex<()>]>,
+    log: Option<Arc<CommitLog>>,
+    closed: AtomicBool,
+}
+
+/// How a put's write becomes durable.
+enum Durability {
+    /// Once the commit log synced up to here.
+    Log(Lsn),
+    /// Already: the bucket's backend keeps nothing across restarts.
+    Volatile,
+    /// By syncing the backend (a node without a commit log).
+    Backend,
 }
 
 impl Vnode {
-    /// Starts the vnode thread for `partition` over `backend`, coordinating
-    /// writes as `actor`.
-    pub fn start(partition: Partition, actor: Actor, backend: Arc<dyn Backend>) -> Vnode {
-        let (tx, rx) = sync_channel(QUEUE_LEN_MAX);
-        let state = apply::VnodeState::new(partition, actor, backend.clone());
-        let thread = std::thread::Builder::new()
-            .name(format!("vnode-{}", partition.0))
-            .spawn(move || run(state, rx))
-            .expect("spawn vnode thread");
-        Vnode {
-            handle: VnodeHandle {
-                partition,
-                tx,
-                backend,
-            },
-            thread: Some(thread),
+    /// A vnode for `partition` over `backend`, coordinating writes as
+    /// `actor`, logging writes to `log` if the node has one.
+    pub fn new(
+        partition: Partition,
+        actor: Actor,
+        backend: Arc<dyn Backend>,
+        log: Option<Arc<CommitLog>>,
+    ) -> VnodeHandle {
+        Arc::new(Vnode {
+            partition,
+            actor,
+            backend,
+            locks: (0..KEY_LOCKS).map(|_| Mutex::new(())).collect(),
+            log,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// Delivers a request to this (local) vnode: it is handled now, on the
+    /// caller's thread; replies go where the request says.
+    pub fn send(&self, req: VnodeRequest) -> Result<(), KvError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(KvError::ShuttingDown);
+        }
+        match req {
+            VnodeRequest::Put {
+                key,
+                kind,
+                policy,
+                sync,
+                reply,
+                forward,
+            } => {
+                match self.put(&key, *kind, policy) {
+                    Ok((object, durability)) => {
+                        forward_to_replicas(&forward, &key, &object, policy, sync, &reply);
+                        self.reply_put(object, durability, sync, reply);
+                    }
+                    Err(e) => {
+                        let _ = reply.send((self.partition, Err(e)));
+                    }
+                }
+                Ok(())
+            }
+            VnodeRequest::Reap { key, tombstone } => {
+                if let Err(e) = self.reap(&key, &tombstone) {
+                    tracing::warn!(partition = self.partition.0, "reap failed: {e}");
+                }
+                Ok(())
+            }
         }
     }
 
-    /// A handle for sending requests.
-    pub fn handle(&self) -> VnodeHandle {
-        self.handle.clone()
+    /// Reads `key` from this vnode's backend. Reads need no lock: each
+    /// backend get is atomic.
+    pub fn read(&self, key: &StorageKey) -> Result<Option<RiakObject>, KvError> {
+        apply::read_object(&*self.backend, key)
     }
 
-    /// Stops taking requests, finishes queued ones, and closes the backend.
-    pub fn stop(mut self) {
-        let Vnode { handle, thread } = &mut self;
-        let _ = handle.tx.send(VnodeRequest::Stop);
-        if let Some(t) = thread.take() {
-            let _ = t.join();
+    /// The partition's backend, for folds (key listing), which backends
+    /// allow concurrently with writes.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    /// Refuses further requests and closes the backend (which syncs it).
+    pub fn close(&self) -> Result<(), StorageError> {
+        self.closed.store(true, Ordering::Release);
+        self.backend.close()
+    }
+
+    fn lock(&self, key: &StorageKey) -> MutexGuard<'_, ()> {
+        let h = fnv1a(&key.key, fnv1a(&key.bucket, 0xcbf2_9ce4_8422_2325));
+        self.locks[(h % KEY_LOCKS as u64) as usize].lock()
+    }
+
+    fn put(
+        &self,
+        key: &StorageKey,
+        kind: PutKind,
+        policy: WritePolicy,
+    ) -> Result<(RiakObject, Durability), KvError> {
+        let _locked = self.lock(key);
+        let current = self.read(key)?;
+        let next = match kind {
+            PutKind::Coordinate {
+                context,
+                content,
+                conditions,
+            } => apply::coordinate(
+                current.as_ref(),
+                &context,
+                *content,
+                &conditions,
+                policy,
+                self.actor,
+            )?,
+            PutKind::Replicate { object } => apply::replicate(current.as_ref(), object, policy),
+        };
+        let durability = match current.as_ref() == Some(&next) {
+            true => self.durability_of_stored(&key.bucket),
+            false => self.write(key, current.as_ref(), &next)?,
+        };
+        Ok((next, durability))
+    }
+
+    /// Writes `new` over `old` (index specs turn one's entries into the
+    /// other's) and logs the write. Caller holds the key's lock.
+    fn write(
+        &self,
+        key: &StorageKey,
+        old: Option<&RiakObject>,
+        new: &RiakObject,
+    ) -> Result<Durability, KvError> {
+        let specs = apply::index_specs(old, new);
+        let bytes = codec::encode(new);
+        let log = self.log_for(&key.bucket)?;
+        self.backend
+            .put(&key.bucket, &key.key, &bytes, &specs, WriteOptions::NO_SYNC)?;
+        self.logged(log, key, Op::Put { value: &bytes })
+    }
+
+    /// Removes the key if it still holds exactly this tombstone.
+    fn reap(&self, key: &StorageKey, tombstone: &VersionVector) -> Result<(), KvError> {
+        let _locked = self.lock(key);
+        match self.read(key)? {
+            Some(obj) if obj.is_deleted() && obj.vv == *tombstone => {
+                let log = self.log_for(&key.bucket)?;
+                self.backend
+                    .delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
+                self.logged(log, key, Op::Delete).map(|_| ())
+            }
+            _ => Ok(()),
         }
-        if let Err(e) = handle.backend.close() {
-            tracing::error!(partition = handle.partition.0, "closing backend: {e}");
+    }
+
+    /// The commit log a write to `bucket` goes to, if any, checked to be
+    /// taking records before the backend is touched.
+    fn log_for(&self, bucket: &[u8]) -> Result<Option<&CommitLog>, KvError> {
+        match &self.log {
+            Some(log) if self.backend.capabilities_for(bucket).persistent => {
+                log.check()?;
+                Ok(Some(log))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn logged(
+        &self,
+        log: Option<&CommitLog>,
+        key: &StorageKey,
+        op: Op<'_>,
+    ) -> Result<Durability, KvError> {
+        let Some(log) = log else {
+            return Ok(self.durability_of_stored(&key.bucket));
+        };
+        let record = Record {
+            partition: self.partition.0,
+            bucket: &key.bucket,
+            key: &key.key,
+            op,
+        };
+        Ok(Durability::Log(log.append(&record)?))
+    }
+
+    /// How an unchanged stored object becomes durable: it may have been
+    /// written by a put whose sync is still to come.
+    fn durability_of_stored(&self, bucket: &[u8]) -> Durability {
+        match &self.log {
+            _ if !self.backend.capabilities_for(bucket).persistent => Durability::Volatile,
+            Some(log) => Durability::Log(log.appended()),
+            None => Durability::Backend,
+        }
+    }
+
+    /// Answers a put: at once, or once its write is durable if `sync`.
+    fn reply_put(&self, object: RiakObject, durability: Durability, sync: bool, reply: PutReplyTo) {
+        let partition = self.partition;
+        let done = move |durable| PutDone { object, durable };
+        if !sync {
+            let _ = reply.send((partition, Ok(done(false))));
+            return;
+        }
+        let answer = move |synced: Result<(), String>| {
+            let result = synced.map(|()| done(true)).map_err(sync_failure);
+            let _ = reply.send((partition, result));
+        };
+        match (durability, &self.log) {
+            (Durability::Log(lsn), Some(log)) => log.when_durable(lsn, Box::new(answer)),
+            (Durability::Backend, _) => answer(self.backend.sync().map_err(|e| e.to_string())),
+            _ => answer(Ok(())),
         }
     }
 }
 
-/// The vnode loop: take a batch, handle it, sync once if needed, answer.
-fn run(mut state: apply::VnodeState, rx: Receiver<VnodeRequest>) {
-    let mut waiting: Vec<PutReplyMsg> = Vec::new();
-    while let Ok(first) = rx.recv() {
-        let mut stop = false;
-        for req in std::iter::once(first).chain(rx.try_iter().take(BATCH_LEN_MAX)) {
-            match req {
-                VnodeRequest::Stop => stop = true,
-                req => state.handle(req, &mut waiting),
-            }
-        }
-        if !waiting.is_empty() {
-            let synced = state.sync();
-            for reply in waiting.drain(..) {
-                reply.send_after_sync(&synced);
-            }
-        }
-        if stop {
-            return;
+/// A write that was applied but whose sync failed.
+fn sync_failure(e: String) -> KvError {
+    KvError::Storage(StorageError::Poisoned(e))
+}
+
+/// Sends the coordinator's written object to the other replicas, which
+/// merge it in and answer on the same `reply`.
+fn forward_to_replicas(
+    forward: &[VnodeHandle],
+    key: &StorageKey,
+    object: &RiakObject,
+    policy: WritePolicy,
+    sync: bool,
+    reply: &PutReplyTo,
+) {
+    for replica in forward {
+        let req = VnodeRequest::Put {
+            key: key.clone(),
+            kind: Box::new(PutKind::Replicate {
+                object: object.clone(),
+            }),
+            policy,
+            sync,
+            reply: reply.clone(),
+            forward: Vec::new(),
+        };
+        if let Err(e) = replica.send(req) {
+            let _ = reply.send((replica.partition, Err(e)));
         }
     }
+}
+
+/// FNV-1a, to spread keys over the key locks.
+fn fnv1a(bytes: &[u8], mut h: u64) -> u64 {
+    for b in bytes {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }

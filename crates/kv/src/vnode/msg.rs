@@ -61,7 +61,7 @@ pub struct PutDone {
 pub type PutReplyTo = UnboundedSender<(Partition, PutResult)>;
 
 /// One request to a vnode. Local reads need no message: they call
-/// [`super::VnodeHandle::read`] on the caller's thread.
+/// [`super::Vnode::read`] on the caller's thread.
 pub enum VnodeRequest {
     Put {
         key: StorageKey,
@@ -79,29 +79,4 @@ pub enum VnodeRequest {
         key: StorageKey,
         tombstone: VersionVector,
     },
-    /// Finish queued work and exit.
-    Stop,
-}
-
-/// A put reply held back until the batch's sync.
-pub struct PutReplyMsg {
-    pub partition: Partition,
-    pub reply: PutReplyTo,
-    pub object: RiakObject,
-}
-
-impl PutReplyMsg {
-    /// Answers with the sync's outcome.
-    pub fn send_after_sync(self, synced: &Result<(), String>) {
-        let result = match synced {
-            Ok(()) => Ok(PutDone {
-                object: self.object,
-                durable: true,
-            }),
-            Err(e) => Err(KvError::Storage(eddy_storage::StorageError::Poisoned(
-                e.clone(),
-            ))),
-        };
-        let _ = self.reply.send((self.partition, result));
-    }
 }

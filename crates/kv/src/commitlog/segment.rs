@@ -1,0 +1,143 @@
+//! Segment files: naming, the header, creating one durably, and reading one
+//! back as records.
+//!
+//! A segment is `commit-<seq as 16 hex digits>.log`; sequence numbers only
+//! grow, so name order is log order. Invariant: a segment is read up to its
+//! first frame that is not a whole, intact record; nothing after that point
+//! is trusted (lengths past a damaged frame mean nothing).
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::record::{Frame, Record, decode_frame};
+
+/// The first bytes of every segment: magic and format version 1.
+pub const HEADER: &[u8; 8] = b"EDDYCL\x00\x01";
+
+/// The path of segment `seq` in `dir`.
+pub fn path(dir: &Path, seq: u64) -> PathBuf {
+    dir.join(format!("commit-{seq:016x}.log"))
+}
+
+/// The sequence number of a segment file name, if it is one.
+pub fn seq_of(name: &str) -> Option<u64> {
+    let hex = name.strip_prefix("commit-")?.strip_suffix(".log")?;
+    (hex.len() == 16).then(|| u64::from_str_radix(hex, 16).ok())?
+}
+
+/// The segments in `dir`, oldest first.
+pub fn list(dir: &Path) -> io::Result<Vec<u64>> {
+    let mut seqs = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        if let Some(seq) = entry?.file_name().to_str().and_then(seq_of) {
+            seqs.push(seq);
+        }
+    }
+    seqs.sort_unstable();
+    Ok(seqs)
+}
+
+/// Creates segment `seq` with its header, durably (file and directory
+/// synced), ready for appends.
+pub fn create(dir: &Path, seq: u64) -> io::Result<File> {
+    let mut file = OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(path(dir, seq))?;
+    file.write_all(HEADER)?;
+    file.sync_all()?;
+    File::open(dir)?.sync_all()?;
+    Ok(file)
+}
+
+/// How reading a segment ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum End {
+    /// Every byte was part of a record.
+    Clean,
+    /// The last frame was cut short (a crash during a write).
+    Torn { offset: usize },
+    /// A frame was damaged; the rest of the segment was skipped.
+    Damaged { offset: usize, reason: &'static str },
+}
+
+/// Calls `f` on each record of a segment's bytes, in order, and says how
+/// the segment ended.
+pub fn read(bytes: &[u8], mut f: impl FnMut(Record<'_>)) -> End {
+    let Some(mut rest) = bytes.strip_prefix(HEADER.as_slice()) else {
+        let reason = "segment header missing or of another version";
+        return match bytes.len() < HEADER.len() && HEADER.starts_with(bytes) {
+            true => End::Torn { offset: 0 },
+            false => End::Damaged { offset: 0, reason },
+        };
+    };
+    let mut offset = HEADER.len();
+    while !rest.is_empty() {
+        match decode_frame(rest) {
+            Frame::Record(record, used) => {
+                f(record);
+                rest = &rest[used..];
+                offset += used;
+            }
+            Frame::Torn => return End::Torn { offset },
+            Frame::Damaged(reason) => return End::Damaged { offset, reason },
+        }
+    }
+    End::Clean
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commitlog::record::Op;
+
+    #[test]
+    fn names_sort_in_log_order() {
+        let dir = Path::new("/x");
+        let name = |s| {
+            path(dir, s)
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(seq_of(&name(0x1f)), Some(0x1f));
+        assert!(name(9) < name(10) && name(0xff) < name(0x100));
+        assert_eq!(seq_of("commit-1.log"), None);
+        assert_eq!(seq_of("other"), None);
+    }
+
+    #[test]
+    fn reading_stops_at_damage_and_reports_it() {
+        let mut bytes = HEADER.to_vec();
+        let rec = |k: &'static [u8]| Record {
+            partition: 1,
+            bucket: b"b",
+            key: k,
+            op: Op::Put { value: b"v" },
+        };
+        rec(b"k1").encode_into(&mut bytes);
+        let second = bytes.len();
+        rec(b"k2").encode_into(&mut bytes);
+        rec(b"k3").encode_into(&mut bytes);
+        let mut keys = Vec::new();
+        assert_eq!(read(&bytes, |r| keys.push(r.key.to_vec())), End::Clean);
+        assert_eq!(keys.len(), 3);
+
+        let mut damaged = bytes.clone();
+        damaged[second + 12] ^= 0x40;
+        keys.clear();
+        let end = read(&damaged, |r| keys.push(r.key.to_vec()));
+        assert!(matches!(end, End::Damaged { offset, .. } if offset == second));
+        assert_eq!(keys, vec![b"k1".to_vec()]);
+
+        keys.clear();
+        let end = read(&bytes[..bytes.len() - 1], |r| keys.push(r.key.to_vec()));
+        assert!(matches!(end, End::Torn { .. }));
+        assert_eq!(keys.len(), 2);
+        assert_eq!(read(&HEADER[..3], |_| {}), End::Torn { offset: 0 });
+        assert!(matches!(read(b"garbage!!", |_| {}), End::Damaged { .. }));
+    }
+}
