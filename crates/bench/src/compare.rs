@@ -14,8 +14,8 @@ use crate::error::BenchError;
 use crate::ops::OpKind;
 use crate::report::chart::{self, Chart, Series};
 use crate::report::csv::{self, Row};
-use crate::report::points;
 use crate::report::summary::{OpSummary, Summary};
+use crate::report::{Metric, points};
 use crate::timefmt;
 
 /// A finished comparison.
@@ -164,7 +164,7 @@ fn table(runs: &[Run], op: &str) -> String {
 }
 
 /// The metrics compared, with file suffix, axis label and value.
-const METRICS: [(&str, &str, fn(&Row) -> f64); 4] = [
+const METRICS: [(&str, &str, Metric); 4] = [
     ("throughput", "ops/s", Row::ops_per_s),
     ("p50", "ms", |r| r.p50 as f64 / 1000.0),
     ("p99", "ms", |r| r.p99 as f64 / 1000.0),

@@ -53,7 +53,7 @@ impl std::str::FromStr for Span {
 impl fmt::Display for Span {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = self.0.as_millis();
-        if ms % 1000 != 0 || ms == 0 {
+        if !ms.is_multiple_of(1000) || ms == 0 {
             write!(f, "{ms}ms")
         } else {
             write!(f, "{}s", ms / 1000)

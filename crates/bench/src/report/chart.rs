@@ -65,6 +65,15 @@ fn bounds(series: &[Series]) -> (f64, f64) {
     )
 }
 
+/// Decimals that axis labels up to `max` need.
+fn decimals(max: f64) -> usize {
+    match max {
+        m if m >= 20.0 => 0,
+        m if m >= 2.0 => 1,
+        _ => 2,
+    }
+}
+
 fn render(path: &Path, c: &Chart<'_>) -> Result<(), String> {
     let root = BitMapBackend::new(path, CHART_SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
@@ -76,10 +85,17 @@ fn render(path: &Path, c: &Chart<'_>) -> Result<(), String> {
         .y_label_area_size(64)
         .build_cartesian_2d(0f64..x_max, 0f64..y_max)
         .map_err(|e| e.to_string())?;
+    let (x_digits, y_digits) = (decimals(x_max), decimals(y_max));
+    let x_fmt = move |v: &f64| format!("{v:.x_digits$}");
+    let y_fmt = move |v: &f64| format!("{v:.y_digits$}");
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(BLACK.mix(0.12))
         .x_desc(c.x_label)
         .y_desc(c.y_label)
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
         .label_style((FONT, 12))
         .draw()
         .map_err(|e| e.to_string())?;
@@ -134,7 +150,7 @@ mod tests {
         draw(&path, &chart).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
-        assert!(bytes.len() < 200_000, "{} bytes", bytes.len());
+        assert!(bytes.len() < 100_000, "{} bytes", bytes.len());
     }
 
     #[test]

@@ -92,12 +92,15 @@ impl ResultsDir {
 }
 
 /// The points of one metric of `rows` over time.
-pub fn points(rows: &[Row], metric: fn(&Row) -> f64) -> Vec<(f64, f64)> {
+pub fn points(rows: &[Row], metric: Metric) -> Vec<(f64, f64)> {
     rows.iter().map(|r| (r.elapsed, metric(r))).collect()
 }
 
+/// The value of one metric in a row.
+pub type Metric = fn(&Row) -> f64;
+
 /// Latency metrics charted, by name (values in ms).
-pub const LATENCY_METRICS: [(&str, fn(&Row) -> f64); 4] = [
+pub const LATENCY_METRICS: [(&str, Metric); 4] = [
     ("p50", |r| r.p50 as f64 / 1000.0),
     ("p95", |r| r.p95 as f64 / 1000.0),
     ("p99", |r| r.p99 as f64 / 1000.0),
