@@ -16,6 +16,8 @@ use crate::error::BenchError;
 /// Width and height of every chart, in pixels.
 pub const CHART_SIZE: (u32, u32) = (800, 400);
 const FONT: &str = "sans-serif";
+/// Series with at most this many points also get a dot per point.
+const MARKERS_POINTS_MAX: usize = 60;
 
 /// One line of a chart.
 #[derive(Clone, Debug)]
@@ -55,13 +57,14 @@ pub fn draw(path: &Path, chart: &Chart<'_>) -> Result<(), BenchError> {
     })
 }
 
-/// The axes' upper bounds: the data's, with headroom, never zero.
+/// The axes' upper bounds: the data's, with headroom (room for the last
+/// point's marker, and for the legend above the lines), never zero.
 fn bounds(series: &[Series]) -> (f64, f64) {
     let points = series.iter().flat_map(|s| s.points.iter());
     let (x, y) = points.fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
     (
-        if x > 0.0 { x } else { 1.0 },
-        if y > 0.0 { y * 1.1 } else { 1.0 },
+        if x > 0.0 { x * 1.02 } else { 1.0 },
+        if y > 0.0 { y * 1.25 } else { 1.0 },
     )
 }
 
@@ -111,6 +114,11 @@ fn render(path: &Path, c: &Chart<'_>) -> Result<(), String> {
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
             });
+        // Markers keep short runs visible: a one-interval series has no line.
+        if s.points.len() <= MARKERS_POINTS_MAX {
+            let dots = s.points.iter().map(|&p| Circle::new(p, 3, color.filled()));
+            chart.draw_series(dots).map_err(|e| e.to_string())?;
+        }
     }
     chart
         .configure_series_labels()
@@ -160,6 +168,6 @@ mod tests {
             name: "x".into(),
             points: vec![(2.0, 10.0)],
         };
-        assert_eq!(bounds(&[s]), (2.0, 11.0));
+        assert_eq!(bounds(&[s]), (2.04, 12.5));
     }
 }
