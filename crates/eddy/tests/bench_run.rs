@@ -147,16 +147,41 @@ fn killed_node_ends_the_run_with_connection_errors() {
         .replace("duration = \"3s\"", "duration = \"60s\"");
     let config = write_config(tmp.path(), "kill.toml", &text);
     let out_dir = tmp.path().join("results");
+    let child = start_run_and_wait_for_rows(&config, &out_dir);
+    node.kill9();
+    let out = wait_bounded(child, Duration::from_secs(30));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("STOPPED EARLY"), "{stdout}");
+    assert!(stdout.contains("connection_refused"), "{stdout}");
+    let s = summary(&out_dir);
+    assert!(matches!(s.ending, Ending::GaveUp(_)), "{:?}", s.ending);
+    assert!(s.elapsed_s < 30.0, "ran {} s", s.elapsed_s);
+    assert!(
+        s.errors_by_kind()
+            .get("connection_refused")
+            .is_some_and(|n| *n > 0)
+    );
+    assert!(s.ops.iter().all(|o| o.n > 0), "successes before the kill");
+    assert_png(&out_dir.join("throughput.png"));
+}
+
+/// Runs `config` in the background until `get.csv` in `out_dir` has a row
+/// with successes.
+fn start_run_and_wait_for_rows(config: &Path, out_dir: &Path) -> std::process::Child {
     let started = Instant::now();
-    let mut child = eddy(&["bench", "run"])
-        .arg(&config)
+    let child = eddy(&["bench", "run"])
+        .arg(config)
         .arg("--out")
-        .arg(&out_dir)
+        .arg(out_dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until the measured phase has written a row with successes.
     let get_csv = out_dir.join("get.csv");
     let has_rows = || {
         std::fs::read_to_string(&get_csv)
@@ -171,33 +196,54 @@ fn killed_node_ends_the_run_with_connection_errors() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    node.kill9();
-    let killed = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
+    child
+}
+
+/// Waits at most `limit` for `child` to exit; returns its output.
+fn wait_bounded(mut child: std::process::Child, limit: Duration) -> Output {
+    let since = Instant::now();
+    while child.try_wait().unwrap().is_none() {
         assert!(
-            killed.elapsed() < Duration::from_secs(30),
-            "bench did not end after the node died"
+            since.elapsed() < limit,
+            "bench did not end within {limit:?}"
         );
         std::thread::sleep(Duration::from_millis(50));
-    };
-    let out = child.wait_with_output().unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_node_that_stops_answering_ends_the_run_with_timeouts() {
+    let node = TestNode::start(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let endpoint = format!("127.0.0.1:{}", node.pb_port);
+    let extra = "give_up_after = \"2s\"\nrequest_timeout = \"500ms\"";
+    let text = workload("pb", &endpoint, "get = 1\nput = 1", extra)
+        .replace("request_timeout = \"2s\"\n", "")
+        .replace("duration = \"3s\"", "duration = \"60s\"");
+    let config = write_config(tmp.path(), "hang.toml", &text);
+    let out_dir = tmp.path().join("results");
+    let child = start_run_and_wait_for_rows(&config, &out_dir);
+    let pid = node.pid().expect("running") as i32;
+    // SAFETY: kill(2) on the test's own child. The kernel still accepts
+    // connections for a stopped process; nothing answers them.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let out = wait_bounded(child, Duration::from_secs(30));
+    unsafe { libc::kill(pid, libc::SIGCONT) };
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("STOPPED EARLY"), "{stdout}");
-    assert!(stdout.contains("connection_refused"), "{stdout}");
-    let s = summary(&out_dir);
-    assert!(matches!(s.ending, Ending::GaveUp(_)), "{:?}", s.ending);
-    assert!(s.elapsed_s < 30.0, "ran {} s", s.elapsed_s);
     assert!(
-        s.errors_by_kind()
-            .get("connection_refused")
-            .is_some_and(|n| *n > 0)
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert!(s.ops.iter().all(|o| o.n > 0), "successes before the kill");
-    assert_png(&out_dir.join("throughput.png"));
+    assert!(stdout.contains("STOPPED EARLY"), "{stdout}");
+    let s = summary(&out_dir);
+    assert!(
+        s.errors_by_kind().get("timeout").is_some_and(|n| *n > 0),
+        "{:?}",
+        s.errors_by_kind()
+    );
+    assert_eq!(s.workers_aborted, 0);
 }
 
 #[test]
