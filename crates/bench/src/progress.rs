@@ -44,7 +44,7 @@ impl Progress {
     pub fn preload(total: u64) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(total), target());
         if let Ok(style) =
-            ProgressStyle::with_template("preload [{bar:30}] {pos}/{len} keys {per_sec}")
+            ProgressStyle::with_template("preload [{bar:30}] {pos}/{len} keys, {eta} left")
         {
             bar.set_style(style.progress_chars("=> "));
         }
