@@ -5,6 +5,9 @@
 //! messages are those of the server ([`eddy_api::pb::codec`] and
 //! [`eddy_api::pb::proto`]), so the two cannot drift apart.
 //!
+//! Streamed answers (MapReduce, streamed 2i) are read up to the frame that
+//! says `done`, at most [`STREAM_FRAMES_MAX`] frames.
+//!
 //! Every exchange (write and read together) is bounded by the client's
 //! timeout. Invariant: after an error that leaves the stream in an unknown
 //! state (timeout, I/O error, EOF, an unexpected frame) the client refuses
@@ -15,10 +18,28 @@ use std::time::Duration;
 
 use eddy_api::pb::codec::{self, FrameError};
 use eddy_api::pb::codes;
-use eddy_api::pb::proto::{RpbDelReq, RpbErrorResp, RpbGetReq, RpbGetResp, RpbPutReq, RpbPutResp};
+use eddy_api::pb::proto::{
+    RpbDelReq, RpbErrorResp, RpbGetReq, RpbGetResp, RpbGetServerInfoResp, RpbIndexReq,
+    RpbIndexResp, RpbMapRedReq, RpbMapRedResp, RpbPutReq, RpbPutResp, RpbSetBucketReq,
+};
 use prost::Message;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
+
+/// Riak's codes for requests the server may not serve (Eddy's server does
+/// not list them yet); a server that does not know one answers
+/// `RpbErrorResp`, which leaves the connection usable.
+pub mod extra_codes {
+    pub const MAP_RED_REQ: u8 = 23;
+    pub const MAP_RED_RESP: u8 = 24;
+    pub const INDEX_REQ: u8 = 25;
+    pub const INDEX_RESP: u8 = 26;
+}
+
+/// Most frames one streamed answer (MapReduce, streamed 2i) may have before
+/// the client gives up on it: a limit, so a server that never says `done`
+/// cannot keep a request going (the timeout bounds its time too).
+pub const STREAM_FRAMES_MAX: usize = 1 << 20;
 
 /// Largest answer accepted: above the server's 64 MiB frame limit, so any
 /// answer a server may legally send fits.
@@ -53,6 +74,9 @@ pub enum PbClientError {
     /// The answer's frame is empty or larger than [`RESPONSE_BYTES_MAX`].
     #[error("bad frame from server: {0}")]
     BadFrame(FrameError),
+    /// A streamed answer went on past [`STREAM_FRAMES_MAX`] frames.
+    #[error("streamed answer longer than {0} frames")]
+    TooManyFrames(usize),
     /// The answer's message does not decode.
     #[error("undecodable answer: {0}")]
     Decode(#[from] prost::DecodeError),
@@ -75,6 +99,7 @@ impl PbClientError {
             PbClientError::Server { .. } => "server",
             PbClientError::UnexpectedCode { .. } => "unexpected_code",
             PbClientError::BadFrame(_) => "bad_frame",
+            PbClientError::TooManyFrames(_) => "too_many_frames",
             PbClientError::Decode(_) => "decode",
             PbClientError::Io(_) => "io",
             PbClientError::Unusable => "unusable",
@@ -160,6 +185,91 @@ impl PbClient {
         self.exchange(codes::DEL_RESP).await.map(drop)
     }
 
+    /// `RpbGetServerInfoReq` → `RpbGetServerInfoResp` (node name, version).
+    pub async fn server_info(&mut self) -> Result<RpbGetServerInfoResp, PbClientError> {
+        self.out.clear();
+        codec::encode_empty(codes::GET_SERVER_INFO_REQ, &mut self.out);
+        let body = self.exchange(codes::GET_SERVER_INFO_RESP).await?;
+        self.decode(&body)
+    }
+
+    /// `RpbSetBucketReq` → the bare `RpbSetBucketResp`.
+    pub async fn set_bucket(&mut self, req: &RpbSetBucketReq) -> Result<(), PbClientError> {
+        self.out.clear();
+        codec::encode_frame(codes::SET_BUCKET_REQ, req, &mut self.out);
+        self.exchange(codes::SET_BUCKET_RESP).await.map(drop)
+    }
+
+    /// `RpbIndexReq` → every `RpbIndexResp` of the answer: one, or with
+    /// `stream` set, frames up to the one with `done`.
+    pub async fn index(&mut self, req: &RpbIndexReq) -> Result<Vec<RpbIndexResp>, PbClientError> {
+        self.out.clear();
+        codec::encode_frame(extra_codes::INDEX_REQ, req, &mut self.out);
+        let streamed = req.stream == Some(true);
+        self.exchange_stream(extra_codes::INDEX_RESP, |r: &RpbIndexResp| {
+            !streamed || r.done == Some(true)
+        })
+        .await
+    }
+
+    /// `RpbMapRedReq` → every `RpbMapRedResp` up to the one with `done`.
+    pub async fn mapred(
+        &mut self,
+        req: &RpbMapRedReq,
+    ) -> Result<Vec<RpbMapRedResp>, PbClientError> {
+        self.out.clear();
+        codec::encode_frame(extra_codes::MAP_RED_REQ, req, &mut self.out);
+        self.exchange_stream(extra_codes::MAP_RED_RESP, |r: &RpbMapRedResp| {
+            r.done == Some(true)
+        })
+        .await
+    }
+
+    fn decode<Resp: Message + Default>(&mut self, body: &[u8]) -> Result<Resp, PbClientError> {
+        Resp::decode(body).map_err(|e| {
+            self.usable = false;
+            PbClientError::Decode(e)
+        })
+    }
+
+    /// Sends the frame in `self.out` and reads answers with the `expected`
+    /// code until `last` says one ends the answer, all within one timeout.
+    async fn exchange_stream<Resp: Message + Default>(
+        &mut self,
+        expected: u8,
+        last: impl Fn(&Resp) -> bool,
+    ) -> Result<Vec<Resp>, PbClientError> {
+        if !self.usable {
+            return Err(PbClientError::Unusable);
+        }
+        let timeout = self.timeout;
+        let answer = tokio::time::timeout(timeout, self.stream_round_trip(expected, last)).await;
+        let result = answer.unwrap_or(Err(PbClientError::Timeout(timeout)));
+        if result.as_ref().is_err_and(PbClientError::needs_reconnect) {
+            self.usable = false;
+        }
+        result
+    }
+
+    async fn stream_round_trip<Resp: Message + Default>(
+        &mut self,
+        expected: u8,
+        last: impl Fn(&Resp) -> bool,
+    ) -> Result<Vec<Resp>, PbClientError> {
+        self.stream.get_mut().write_all(&self.out).await?;
+        let mut answers = Vec::new();
+        while answers.len() < STREAM_FRAMES_MAX {
+            let frame = codec::read_frame(&mut self.stream, RESPONSE_BYTES_MAX, None).await?;
+            let resp = Resp::decode(check_code(frame, expected)?.as_slice())?;
+            let done = last(&resp);
+            answers.push(resp);
+            if done {
+                return Ok(answers);
+            }
+        }
+        Err(PbClientError::TooManyFrames(STREAM_FRAMES_MAX))
+    }
+
     async fn call<Resp: Message + Default>(
         &mut self,
         code: u8,
@@ -169,10 +279,7 @@ impl PbClient {
         self.out.clear();
         codec::encode_frame(code, req, &mut self.out);
         let body = self.exchange(expected).await?;
-        Resp::decode(body.as_slice()).map_err(|e| {
-            self.usable = false;
-            PbClientError::Decode(e)
-        })
+        self.decode(&body)
     }
 
     /// Sends the frame in `self.out` and reads the answer's body.
@@ -325,6 +432,56 @@ mod tests {
                 got: codes::PING_RESP
             }
         ));
+    }
+
+    #[tokio::test]
+    async fn mapred_reads_frames_up_to_done() {
+        let phase = |done| RpbMapRedResp {
+            phase: Some(0),
+            response: Some(b"[1]".to_vec()),
+            done,
+        };
+        let mut answer = frame(extra_codes::MAP_RED_RESP, &phase(None));
+        answer.extend(frame(extra_codes::MAP_RED_RESP, &phase(Some(true))));
+        let addr = fake_server(Some(answer)).await;
+        let mut c = PbClient::connect(&addr, SECOND).await.unwrap();
+        let req = RpbMapRedReq {
+            request: b"{}".to_vec(),
+            content_type: b"application/json".to_vec(),
+        };
+        let got = c.mapred(&req).await.unwrap();
+        assert_eq!(got, vec![phase(None), phase(Some(true))]);
+    }
+
+    #[tokio::test]
+    async fn unstreamed_index_query_is_one_frame() {
+        let resp = RpbIndexResp {
+            keys: vec![b"k1".to_vec(), b"k2".to_vec()],
+            ..Default::default()
+        };
+        let addr = fake_server(Some(frame(extra_codes::INDEX_RESP, &resp))).await;
+        let mut c = PbClient::connect(&addr, SECOND).await.unwrap();
+        let req = RpbIndexReq {
+            bucket: b"b".to_vec(),
+            index: b"f_int".to_vec(),
+            key: Some(b"1".to_vec()),
+            ..Default::default()
+        };
+        assert_eq!(c.index(&req).await.unwrap(), vec![resp.clone()]);
+        assert_eq!(c.index(&req).await.unwrap(), vec![resp]);
+    }
+
+    #[tokio::test]
+    async fn unknown_code_refusal_keeps_the_connection() {
+        let err = RpbErrorResp {
+            errmsg: b"Unknown message code: 25".to_vec(),
+            errcode: 0,
+        };
+        let addr = fake_server(Some(frame(codes::ERROR_RESP, &err))).await;
+        let mut c = PbClient::connect(&addr, SECOND).await.unwrap();
+        let e = c.index(&RpbIndexReq::default()).await.unwrap_err();
+        assert!(e.to_string().contains("Unknown message code: 25"), "{e}");
+        assert!(!e.needs_reconnect());
     }
 
     #[tokio::test]

@@ -109,6 +109,39 @@ pub enum BenchTarget {
     Storage(StorageArgs),
     /// Load a running node over Riak's Protocol Buffers API.
     Pb(PbArgs),
+    /// Run a workload file (basho_bench style) against PB or HTTP
+    /// endpoints of Eddy or any Riak-compatible server; writes CSV, a
+    /// summary and charts to a results directory (docs/bench.md).
+    Run(RunArgs),
+    /// Draw the results of several `eddy bench run`s side by side.
+    Compare(CompareArgs),
+}
+
+/// Options of `eddy bench run`.
+#[derive(Clone, Debug, Args)]
+pub struct RunArgs {
+    /// The workload (TOML; see docs/bench.md and bench/*.toml).
+    pub config: PathBuf,
+    /// Results directory; default: bench-results/<UTC timestamp>.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Override the workload's duration (e.g. 3s, 500ms, 2m).
+    #[arg(long)]
+    pub duration: Option<eddy_bench::config::Span>,
+    /// Override the workload's endpoints (host:port; repeat for several).
+    #[arg(long = "endpoint")]
+    pub endpoints: Vec<String>,
+}
+
+/// Options of `eddy bench compare`.
+#[derive(Clone, Debug, Args)]
+pub struct CompareArgs {
+    /// Results directories of `eddy bench run` (two or more).
+    #[arg(required = true, num_args = 2..)]
+    pub dirs: Vec<PathBuf>,
+    /// Where the comparison charts go; default: bench-results/compare-<UTC timestamp>.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// Options of `eddy bench storage`.
@@ -424,6 +457,46 @@ mod tests {
         ));
         assert!(Cli::try_parse_from(["eddy", "admin", "bucket-type", "update", "t"]).is_err());
         assert!(Cli::try_parse_from(["eddy", "config", "show"]).is_ok());
+    }
+
+    #[test]
+    fn bench_run_and_compare_parse() {
+        let cli = Cli::try_parse_from([
+            "eddy",
+            "bench",
+            "run",
+            "w.toml",
+            "--out",
+            "o",
+            "--duration",
+            "3s",
+            "--endpoint",
+            "a:1",
+            "--endpoint",
+            "b:2",
+        ])
+        .unwrap();
+        let Command::Bench(BenchArgs {
+            target: BenchTarget::Run(r),
+        }) = cli.command
+        else {
+            panic!("not bench run");
+        };
+        assert_eq!(r.config, std::path::Path::new("w.toml"));
+        assert_eq!(r.duration.unwrap().0, std::time::Duration::from_secs(3));
+        assert_eq!(r.endpoints, ["a:1", "b:2"]);
+        assert!(
+            Cli::try_parse_from(["eddy", "bench", "run", "w.toml", "--duration", "soon"]).is_err()
+        );
+        let cli = Cli::try_parse_from(["eddy", "bench", "compare", "a", "b", "c"]).unwrap();
+        let Command::Bench(BenchArgs {
+            target: BenchTarget::Compare(c),
+        }) = cli.command
+        else {
+            panic!("not bench compare");
+        };
+        assert_eq!(c.dirs.len(), 3);
+        assert!(Cli::try_parse_from(["eddy", "bench", "compare", "a"]).is_err());
     }
 
     #[test]

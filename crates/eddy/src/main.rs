@@ -41,6 +41,8 @@ fn main() -> ExitCode {
         Command::Bench(bench) => match &bench.target {
             BenchTarget::Storage(args) => bench::run_storage(args).map_err(|e| e.to_string()),
             BenchTarget::Pb(args) => bench::pb::run(args).map_err(|e| e.to_string()),
+            BenchTarget::Run(args) => bench::tool::run(args),
+            BenchTarget::Compare(args) => bench::tool::compare(args),
         },
     };
     match outcome {

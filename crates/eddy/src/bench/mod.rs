@@ -1,7 +1,9 @@
 //! `eddy bench`: measurements of Eddy's parts on this machine.
 //!
 //! `eddy bench storage` drives one storage backend directly; `eddy bench pb`
-//! loads a running node over the network ([`pb`], self-contained). This module
+//! loads a running node over the network ([`pb`], self-contained);
+//! `eddy bench run` and `eddy bench compare` hand over to the `eddy-bench`
+//! crate ([`tool`]). This module
 //! owns the storage run as a whole: checking options, the data directory's life,
 //! opening the engine, choosing the workload and printing its report. The
 //! parts live beside it: key and value generators ([`keys`], [`values`]),
@@ -16,6 +18,7 @@ pub mod open;
 pub mod pb;
 pub mod report;
 pub mod runner;
+pub mod tool;
 pub mod values;
 pub mod workload;
 

@@ -128,6 +128,11 @@ impl TestNode {
         self.spawn();
     }
 
+    /// The running child's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// True while the child runs.
     pub fn is_running(&mut self) -> bool {
         self.child

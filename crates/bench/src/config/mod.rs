@@ -1,0 +1,346 @@
+//! A run's configuration: the TOML file `eddy bench run` reads.
+//!
+//! Owns the file's shape ([`BenchConfig`] and its sections), loading, the
+//! command-line overrides, and validation ([`validate`]). Invariant: every
+//! struct denies unknown keys and [`load`] validates, so a config that loads
+//! is one the run can execute; every error names the setting at fault.
+//! docs/bench.md describes each key.
+
+mod duration;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use eddy_client::pb::Quorum;
+use serde::{Deserialize, Serialize};
+
+pub use duration::{Span, SpanError};
+
+use crate::error::BenchError;
+
+/// The whole file.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BenchConfig {
+    /// `max`: each worker issues requests back to back; `rate`: each worker
+    /// issues `rate` requests per second.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Requests per second per worker, with `mode = "rate"`.
+    pub rate: Option<f64>,
+    /// How long the measured phase lasts.
+    pub duration: Span,
+    /// Workers, each with its own connection.
+    #[serde(default = "default_concurrent")]
+    pub concurrent: usize,
+    /// Length of one row of the CSV files.
+    #[serde(default = "default_report_interval")]
+    pub report_interval: Span,
+    /// Longest a request (or a connect) may take before it counts as a
+    /// timeout.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout: Span,
+    /// The run ends early once no request has succeeded for this long.
+    #[serde(default = "default_give_up_after")]
+    pub give_up_after: Span,
+    /// Seed of every generator.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub driver: DriverConfig,
+    /// Bucket properties set once before the run.
+    pub bucket_props: Option<BucketProps>,
+    #[serde(default)]
+    pub request: RequestOptions,
+    pub operations: BTreeMap<String, u32>,
+    pub keys: KeysConfig,
+    pub values: ValuesConfig,
+    pub index: Option<IndexConfig>,
+    pub multi_get: Option<MultiGetConfig>,
+    pub mapreduce: Option<MapReduceConfig>,
+    pub preload: Option<PreloadConfig>,
+}
+
+fn default_concurrent() -> usize {
+    8
+}
+
+fn default_report_interval() -> Span {
+    Span(std::time::Duration::from_secs(1))
+}
+
+fn default_request_timeout() -> Span {
+    Span(std::time::Duration::from_secs(5))
+}
+
+fn default_give_up_after() -> Span {
+    Span(std::time::Duration::from_secs(10))
+}
+
+fn default_seed() -> u64 {
+    42
+}
+
+/// How workers pace their requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    #[default]
+    Max,
+    Rate,
+}
+
+/// Which protocol, which servers, which bucket.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriverConfig {
+    pub protocol: Protocol,
+    /// `host:port` of each server; worker `i` uses endpoint `i mod len`.
+    pub endpoints: Vec<String>,
+    /// The bucket type; absent: the `default` type.
+    pub bucket_type: Option<String>,
+    pub bucket: String,
+}
+
+/// A wire protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    Pb,
+    Http,
+}
+
+/// Bucket properties (Riak's names); only those given are set.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BucketProps {
+    pub n_val: Option<u32>,
+    pub allow_mult: Option<bool>,
+    pub last_write_wins: Option<bool>,
+    pub r: Option<Quorum>,
+    pub pr: Option<Quorum>,
+    pub w: Option<Quorum>,
+    pub dw: Option<Quorum>,
+    pub pw: Option<Quorum>,
+    pub rw: Option<Quorum>,
+    pub backend: Option<String>,
+}
+
+/// Options sent with each request; absent ones are left to the bucket.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestOptions {
+    pub r: Option<Quorum>,
+    pub pr: Option<Quorum>,
+    pub w: Option<Quorum>,
+    pub dw: Option<Quorum>,
+    pub pw: Option<Quorum>,
+    /// Ask puts to return the stored object.
+    #[serde(default)]
+    pub returnbody: bool,
+    /// Content type of stored values; default from the value generator.
+    pub content_type: Option<String>,
+}
+
+/// How keys are chosen (see [`crate::keygen`]).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeysConfig {
+    pub generator: KeyGenerator,
+    /// Size of the key space (every generator but `unique`).
+    pub max: Option<u64>,
+    /// Insertion order of `unique` keys.
+    pub order: Option<UniqueOrder>,
+    /// Text put before every key.
+    #[serde(default)]
+    pub prefix: String,
+    #[serde(default)]
+    pub format: KeyFormat,
+}
+
+/// A key generator's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyGenerator {
+    SequentialInt,
+    PartitionedSequentialInt,
+    UniformInt,
+    ParetoInt,
+    EightytwentyInt,
+    Unique,
+}
+
+/// Order in which `unique` keys are inserted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UniqueOrder {
+    /// Ascending: each put appends after the previous key.
+    KeyOrder,
+    /// A fixed pseudo-random permutation of the insertion sequence.
+    SkewOrder,
+}
+
+/// How a key number becomes key bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyFormat {
+    /// Zero-padded decimal text (byte order = number order).
+    #[default]
+    Decimal,
+    /// 8 bytes, big-endian (basho_bench's `int_to_bin_bigendian`).
+    Binary,
+}
+
+/// How values are made (see [`crate::valuegen`]).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValuesConfig {
+    pub generator: ValueGenerator,
+    /// Exact size (`fixed_bin`, `json`), or both bounds of the others.
+    pub size: Option<usize>,
+    pub size_min: Option<usize>,
+    pub size_max: Option<usize>,
+    /// `semi_compressible`: original size over lz4-compressed size.
+    pub compression_ratio: Option<f64>,
+    /// `json`: integer fields, each uniform in `0..bound`.
+    #[serde(default)]
+    pub int_fields: BTreeMap<String, u64>,
+}
+
+/// A value generator's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueGenerator {
+    FixedBin,
+    RandomBin,
+    SemiCompressible,
+    Json,
+}
+
+/// Secondary-index entries written with each put, and what `index_query`
+/// asks.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexConfig {
+    /// Riak index name, ending in `_int` or `_bin`.
+    pub field: String,
+    /// Each put's term is uniform in `0..terms` (or, for `json` values, the
+    /// document's integer field of the same name without the suffix).
+    pub terms: u64,
+    #[serde(default)]
+    pub query: IndexQuery,
+    /// Terms a `range` query spans.
+    #[serde(default = "default_range_width")]
+    pub range_width: u64,
+}
+
+fn default_range_width() -> u64 {
+    10
+}
+
+/// An index query's shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexQuery {
+    #[default]
+    Eq,
+    Range,
+}
+
+/// How `multi_get` fetches several keys.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MultiGetConfig {
+    /// Keys per request.
+    pub keys: usize,
+    /// `mapreduce`: a MapReduce job over the key list with
+    /// `riak_kv_mapreduce:map_object_value` (Riak has no multi-get request).
+    pub via: Option<MultiGetVia>,
+}
+
+/// A transport for multi-get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MultiGetVia {
+    Mapreduce,
+}
+
+/// The MapReduce job of the `mapreduce` operation.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MapReduceConfig {
+    /// The job as JSON; `{bucket}` and `{type}` are replaced by the run's
+    /// bucket and type. Default: count the bucket's objects.
+    pub job: Option<String>,
+}
+
+/// Keys written before the measured phase.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreloadConfig {
+    /// Key numbers `0..keys` are put once, untimed.
+    pub keys: u64,
+}
+
+/// Settings the command line may override.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub duration: Option<Span>,
+    pub endpoints: Vec<String>,
+}
+
+/// Reads, parses, overrides and validates `path`; returns the config and
+/// the file's text (copied into the results).
+pub fn load(path: &Path, overrides: &Overrides) -> Result<(BenchConfig, String), BenchError> {
+    let text = std::fs::read_to_string(path).map_err(|source| BenchError::ReadConfig {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut config = parse(&text).map_err(|message| BenchError::ParseConfig {
+        path: path.to_path_buf(),
+        message,
+    })?;
+    config.apply(overrides);
+    validate::check(&config)?;
+    Ok((config, text))
+}
+
+/// Parses TOML text (no validation).
+pub fn parse(text: &str) -> Result<BenchConfig, String> {
+    toml::from_str(text).map_err(|e| e.to_string())
+}
+
+/// Parses and validates TOML text.
+pub fn parse_valid(text: &str) -> Result<BenchConfig, BenchError> {
+    let config = parse(text).map_err(|message| BenchError::ParseConfig {
+        path: "<text>".into(),
+        message,
+    })?;
+    validate::check(&config)?;
+    Ok(config)
+}
+
+impl BenchConfig {
+    fn apply(&mut self, o: &Overrides) {
+        if let Some(d) = o.duration {
+            self.duration = d;
+        }
+        if !o.endpoints.is_empty() {
+            self.driver.endpoints = o.endpoints.clone();
+        }
+    }
+
+    /// The weighted operations, in a fixed order, with their weights.
+    pub fn weighted_ops(&self) -> Vec<(crate::ops::OpKind, u32)> {
+        crate::ops::OpKind::ALL
+            .iter()
+            .filter_map(|op| match self.operations.get(op.name()) {
+                Some(&w) if w > 0 => Some((*op, w)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

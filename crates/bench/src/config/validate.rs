@@ -1,0 +1,245 @@
+//! Checks that a parsed config can run; each error names its setting.
+
+use super::{BenchConfig, IndexConfig, KeyGenerator, Mode, ValueGenerator};
+use crate::error::BenchError;
+use crate::ops::OpKind;
+
+/// Most workers one run may have.
+pub const WORKERS_MAX: usize = 10_000;
+/// Largest value a generator may make.
+pub const VALUE_BYTES_MAX: usize = 64 << 20;
+/// Most keys one multi-get may ask for.
+pub const MULTI_GET_KEYS_MAX: usize = 10_000;
+
+fn bad(setting: &str, problem: impl Into<String>) -> BenchError {
+    BenchError::Setting {
+        setting: setting.to_string(),
+        problem: problem.into(),
+    }
+}
+
+/// Every rule below, first failure first.
+pub fn check(c: &BenchConfig) -> Result<(), BenchError> {
+    check_run(c)?;
+    check_driver(c)?;
+    check_operations(c)?;
+    check_keys(c)?;
+    check_values(c)?;
+    check_sections(c)
+}
+
+fn check_run(c: &BenchConfig) -> Result<(), BenchError> {
+    if c.concurrent == 0 || c.concurrent > WORKERS_MAX {
+        return Err(bad("concurrent", format!("must be 1 to {WORKERS_MAX}")));
+    }
+    for (name, span) in [
+        ("duration", c.duration),
+        ("report_interval", c.report_interval),
+        ("request_timeout", c.request_timeout),
+        ("give_up_after", c.give_up_after),
+    ] {
+        if span.0.is_zero() {
+            return Err(bad(name, "must be more than zero"));
+        }
+    }
+    match (c.mode, c.rate) {
+        (Mode::Rate, Some(r)) if r.is_finite() && r > 0.0 => Ok(()),
+        (Mode::Rate, _) => Err(bad(
+            "rate",
+            "mode = \"rate\" needs rate > 0 (ops/s per worker)",
+        )),
+        (Mode::Max, Some(_)) => Err(bad("rate", "only used with mode = \"rate\"")),
+        (Mode::Max, None) => Ok(()),
+    }
+}
+
+fn check_driver(c: &BenchConfig) -> Result<(), BenchError> {
+    let d = &c.driver;
+    if d.endpoints.is_empty() {
+        return Err(bad("driver.endpoints", "needs at least one host:port"));
+    }
+    if let Some(e) = d.endpoints.iter().find(|e| !is_host_port(e)) {
+        return Err(bad("driver.endpoints", format!("{e:?} is not host:port")));
+    }
+    if d.bucket.is_empty() {
+        return Err(bad("driver.bucket", "must not be empty"));
+    }
+    if d.bucket_type.as_deref() == Some("") {
+        return Err(bad(
+            "driver.bucket_type",
+            "must not be empty (omit it for the default type)",
+        ));
+    }
+    Ok(())
+}
+
+fn is_host_port(e: &str) -> bool {
+    e.rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
+}
+
+fn check_operations(c: &BenchConfig) -> Result<(), BenchError> {
+    for name in c.operations.keys() {
+        if OpKind::from_name(name).is_none() {
+            let known: Vec<_> = OpKind::ALL.iter().map(|o| o.name()).collect();
+            return Err(bad(
+                &format!("operations.{name}"),
+                format!("unknown operation; known: {}", known.join(", ")),
+            ));
+        }
+    }
+    if c.weighted_ops().is_empty() {
+        return Err(bad(
+            "operations",
+            "needs at least one operation with a weight above 0",
+        ));
+    }
+    Ok(())
+}
+
+fn check_keys(c: &BenchConfig) -> Result<(), BenchError> {
+    let k = &c.keys;
+    match (k.generator, k.max) {
+        (KeyGenerator::Unique, Some(_)) => {
+            return Err(bad(
+                "keys.max",
+                "not used by the unique generator (its key space grows)",
+            ));
+        }
+        (KeyGenerator::Unique, None) => {}
+        (_, None | Some(0)) => return Err(bad("keys.max", "must be at least 1")),
+        (KeyGenerator::PartitionedSequentialInt, Some(max)) if max < c.concurrent as u64 => {
+            return Err(bad(
+                "keys.max",
+                "partitioned_sequential_int needs at least one key per worker",
+            ));
+        }
+        _ => {}
+    }
+    if k.order.is_some() && k.generator != KeyGenerator::Unique {
+        return Err(bad("keys.order", "only used by the unique generator"));
+    }
+    Ok(())
+}
+
+fn check_values(c: &BenchConfig) -> Result<(), BenchError> {
+    let v = &c.values;
+    let (min, max) = match v.generator {
+        ValueGenerator::FixedBin | ValueGenerator::Json => {
+            let size = v.size.ok_or_else(|| bad("values.size", "required"))?;
+            if v.size_min.is_some() || v.size_max.is_some() {
+                return Err(bad(
+                    "values.size_min",
+                    "not used: this generator's size is values.size",
+                ));
+            }
+            (size, size)
+        }
+        ValueGenerator::RandomBin | ValueGenerator::SemiCompressible => size_range(v)?,
+    };
+    if min == 0 || max > VALUE_BYTES_MAX {
+        return Err(bad(
+            "values.size",
+            format!("must be 1 to {VALUE_BYTES_MAX} bytes"),
+        ));
+    }
+    match (v.generator, v.compression_ratio) {
+        (ValueGenerator::SemiCompressible, Some(r))
+            if r.is_finite() && (1.0..=100.0).contains(&r) => {}
+        (ValueGenerator::SemiCompressible, _) => {
+            return Err(bad(
+                "values.compression_ratio",
+                "semi_compressible needs a ratio from 1.0 to 100.0",
+            ));
+        }
+        (_, Some(_)) => {
+            return Err(bad(
+                "values.compression_ratio",
+                "only used by semi_compressible",
+            ));
+        }
+        _ => {}
+    }
+    if !v.int_fields.is_empty() && v.generator != ValueGenerator::Json {
+        return Err(bad("values.int_fields", "only used by the json generator"));
+    }
+    if let Some((name, _)) = v.int_fields.iter().find(|(_, bound)| **bound == 0) {
+        return Err(bad(
+            &format!("values.int_fields.{name}"),
+            "bound must be at least 1",
+        ));
+    }
+    Ok(())
+}
+
+fn size_range(v: &super::ValuesConfig) -> Result<(usize, usize), BenchError> {
+    let min = v
+        .size_min
+        .or(v.size)
+        .ok_or_else(|| bad("values.size_min", "required (or values.size)"))?;
+    let max = v
+        .size_max
+        .or(v.size)
+        .ok_or_else(|| bad("values.size_max", "required (or values.size)"))?;
+    if min > max {
+        return Err(bad("values.size_min", "must not exceed values.size_max"));
+    }
+    Ok((min, max))
+}
+
+fn check_sections(c: &BenchConfig) -> Result<(), BenchError> {
+    let weighted = |op: OpKind| c.weighted_ops().iter().any(|(o, _)| *o == op);
+    if let Some(index) = &c.index {
+        check_index(index)?;
+    } else if weighted(OpKind::IndexQuery) {
+        return Err(bad(
+            "index",
+            "operations.index_query needs an [index] section",
+        ));
+    }
+    if weighted(OpKind::MultiGet) {
+        let m = c
+            .multi_get
+            .as_ref()
+            .ok_or_else(|| bad("multi_get", NO_MULTI_GET))?;
+        if m.via.is_none() {
+            return Err(bad("multi_get.via", NO_MULTI_GET));
+        }
+        if m.keys == 0 || m.keys > MULTI_GET_KEYS_MAX {
+            return Err(bad(
+                "multi_get.keys",
+                format!("must be 1 to {MULTI_GET_KEYS_MAX}"),
+            ));
+        }
+    }
+    if let Some(job) = c.mapreduce.as_ref().and_then(|m| m.job.as_deref()) {
+        let text = crate::workload::fill_job(job, "b", "t");
+        serde_json::from_str::<serde_json::Value>(&text)
+            .map_err(|e| bad("mapreduce.job", format!("not JSON: {e}")))?;
+    }
+    if c.preload.as_ref().is_some_and(|p| p.keys == 0) {
+        return Err(bad(
+            "preload.keys",
+            "must be at least 1 (or omit [preload])",
+        ));
+    }
+    Ok(())
+}
+
+/// Why `multi_get` needs `via`.
+pub const NO_MULTI_GET: &str = "Riak's PB and HTTP APIs define no multi-get request and \
+     Eddy does not serve a native one yet; set [multi_get] via = \"mapreduce\" to fetch \
+     the keys with one MapReduce job (map_object_value over the key list)";
+
+fn check_index(i: &IndexConfig) -> Result<(), BenchError> {
+    if !(i.field.ends_with("_int") || i.field.ends_with("_bin")) || i.field.len() < 5 {
+        return Err(bad("index.field", "must be a name ending in _int or _bin"));
+    }
+    if i.terms == 0 {
+        return Err(bad("index.terms", "must be at least 1"));
+    }
+    if i.range_width == 0 {
+        return Err(bad("index.range_width", "must be at least 1"));
+    }
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! Drivers: one connection to one server, speaking PB or HTTP.
+//!
+//! [`Conn`] offers the operations a workload needs in protocol-neutral
+//! terms; [`pb`] and [`http`] translate them into Riak's wire requests.
+//! Every call is bounded by the run's request timeout, and every failure
+//! comes back as a [`Failure`] that says whether the connection must be
+//! replaced. Nothing here retries: the worker decides.
+
+mod failure;
+pub mod http;
+pub mod pb;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use failure::Failure;
+
+use crate::config::{BucketProps, Protocol, RequestOptions};
+
+/// The bucket a run works on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// `None`: the `default` type.
+    pub bucket_type: Option<String>,
+    pub bucket: String,
+}
+
+impl Target {
+    /// The type's name, `default` when none was given.
+    pub fn type_name(&self) -> &str {
+        self.bucket_type.as_deref().unwrap_or("default")
+    }
+}
+
+/// What every connection of a run shares.
+#[derive(Clone, Debug)]
+pub struct DriverOptions {
+    pub protocol: Protocol,
+    pub target: Target,
+    pub request: RequestOptions,
+    pub content_type: String,
+    pub timeout: Duration,
+}
+
+/// What a get found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fetched {
+    pub found: bool,
+    /// The causal context to write back with (`X-Riak-Vclock`, `vclock`).
+    pub vclock: Option<Vec<u8>>,
+}
+
+/// One secondary-index entry of a put.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry<'a> {
+    pub field: &'a str,
+    pub term: String,
+}
+
+/// A secondary-index query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexLookup {
+    Eq(String),
+    Range(String, String),
+}
+
+/// A value to store.
+#[derive(Clone, Copy, Debug)]
+pub struct PutBody<'a> {
+    pub value: &'a [u8],
+    pub index: Option<&'a IndexEntry<'a>>,
+    pub vclock: Option<&'a [u8]>,
+}
+
+/// One open connection.
+pub enum Conn {
+    Pb(pb::PbConn),
+    Http(http::HttpConn),
+}
+
+impl Conn {
+    /// Opens a connection to `endpoint`.
+    pub async fn connect(options: &Arc<DriverOptions>, endpoint: &str) -> Result<Conn, Failure> {
+        match options.protocol {
+            Protocol::Pb => pb::PbConn::connect(options.clone(), endpoint)
+                .await
+                .map(Conn::Pb),
+            Protocol::Http => http::HttpConn::connect(options.clone(), endpoint).map(Conn::Http),
+        }
+    }
+
+    /// Fetches `key`.
+    pub async fn get(&mut self, key: &[u8]) -> Result<Fetched, Failure> {
+        match self {
+            Conn::Pb(c) => c.get(key).await,
+            Conn::Http(c) => c.get(key).await,
+        }
+    }
+
+    /// Stores `body` under `key`.
+    pub async fn put(&mut self, key: &[u8], body: PutBody<'_>) -> Result<(), Failure> {
+        match self {
+            Conn::Pb(c) => c.put(key, body).await,
+            Conn::Http(c) => c.put(key, body).await,
+        }
+    }
+
+    /// Deletes `key` (a missing key is not a failure).
+    pub async fn delete(&mut self, key: &[u8]) -> Result<(), Failure> {
+        match self {
+            Conn::Pb(c) => c.delete(key).await,
+            Conn::Http(c) => c.delete(key).await,
+        }
+    }
+
+    /// Runs an index query on `field`; returns the number of keys.
+    pub async fn index_query(&mut self, field: &str, q: &IndexLookup) -> Result<usize, Failure> {
+        match self {
+            Conn::Pb(c) => c.index_query(field, q).await,
+            Conn::Http(c) => c.index_query(field, q).await,
+        }
+    }
+
+    /// Runs a MapReduce job given as JSON.
+    pub async fn mapreduce(&mut self, job: &str) -> Result<(), Failure> {
+        match self {
+            Conn::Pb(c) => c.mapreduce(job).await,
+            Conn::Http(c) => c.mapreduce(job).await,
+        }
+    }
+
+    /// Sets the run's bucket's properties.
+    pub async fn set_bucket_props(&mut self, props: &BucketProps) -> Result<(), Failure> {
+        match self {
+            Conn::Pb(c) => c.set_bucket_props(props).await,
+            Conn::Http(c) => c.set_bucket_props(props).await,
+        }
+    }
+
+    /// Checks that the server answers; returns what it says it is.
+    pub async fn ping(&mut self) -> Result<String, Failure> {
+        match self {
+            Conn::Pb(c) => c.server_info().await,
+            Conn::Http(c) => c.server_info().await,
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The PB driver: Riak's Protocol Buffers requests over [`PbClient`].
+
+use std::sync::Arc;
+
+use eddy_api::pb::proto::{
+    RpbBucketProps, RpbContent, RpbDelReq, RpbGetReq, RpbIndexReq, RpbMapRedReq, RpbPair,
+    RpbPutReq, RpbSetBucketReq, rpb_index_req::IndexQueryType,
+};
+use eddy_client::pb::{PbClient, Quorum, quorum_wire};
+
+use super::{DriverOptions, Failure, Fetched, IndexLookup, PutBody};
+use crate::config::BucketProps;
+
+/// One PB connection.
+pub struct PbConn {
+    client: PbClient,
+    options: Arc<DriverOptions>,
+}
+
+fn q(v: Option<Quorum>) -> Option<u32> {
+    v.map(quorum_wire)
+}
+
+fn fail(e: eddy_client::pb::PbClientError) -> Failure {
+    Failure::from_pb(&e)
+}
+
+impl PbConn {
+    /// Connects within the request timeout.
+    pub async fn connect(options: Arc<DriverOptions>, endpoint: &str) -> Result<PbConn, Failure> {
+        let client = PbClient::connect(endpoint, options.timeout)
+            .await
+            .map_err(fail)?;
+        Ok(PbConn { client, options })
+    }
+
+    fn bucket(&self) -> Vec<u8> {
+        self.options.target.bucket.as_bytes().to_vec()
+    }
+
+    fn bucket_type(&self) -> Option<Vec<u8>> {
+        self.options
+            .target
+            .bucket_type
+            .as_ref()
+            .map(|t| t.as_bytes().to_vec())
+    }
+
+    pub async fn get(&mut self, key: &[u8]) -> Result<Fetched, Failure> {
+        let o = &self.options.request;
+        let req = RpbGetReq {
+            bucket: self.bucket(),
+            key: key.to_vec(),
+            r: q(o.r),
+            pr: q(o.pr),
+            r#type: self.bucket_type(),
+            ..Default::default()
+        };
+        let resp = self.client.get(&req).await.map_err(fail)?;
+        Ok(Fetched {
+            found: !resp.content.is_empty(),
+            vclock: resp.vclock,
+        })
+    }
+
+    pub async fn put(&mut self, key: &[u8], body: PutBody<'_>) -> Result<(), Failure> {
+        let o = &self.options.request;
+        let indexes = body.index.map(|i| RpbPair {
+            key: i.field.as_bytes().to_vec(),
+            value: Some(i.term.as_bytes().to_vec()),
+        });
+        let req = RpbPutReq {
+            bucket: self.bucket(),
+            key: Some(key.to_vec()),
+            vclock: body.vclock.map(<[u8]>::to_vec),
+            content: RpbContent {
+                value: body.value.to_vec(),
+                content_type: Some(self.options.content_type.as_bytes().to_vec()),
+                indexes: indexes.into_iter().collect(),
+                ..Default::default()
+            },
+            w: q(o.w),
+            dw: q(o.dw),
+            pw: q(o.pw),
+            return_body: Some(o.returnbody),
+            r#type: self.bucket_type(),
+            ..Default::default()
+        };
+        self.client.put(&req).await.map(drop).map_err(fail)
+    }
+
+    pub async fn delete(&mut self, key: &[u8]) -> Result<(), Failure> {
+        let o = &self.options.request;
+        let req = RpbDelReq {
+            bucket: self.bucket(),
+            key: key.to_vec(),
+            r: q(o.r),
+            pr: q(o.pr),
+            w: q(o.w),
+            dw: q(o.dw),
+            pw: q(o.pw),
+            r#type: self.bucket_type(),
+            ..Default::default()
+        };
+        self.client.delete(&req).await.map_err(fail)
+    }
+
+    pub async fn index_query(
+        &mut self,
+        field: &str,
+        lookup: &IndexLookup,
+    ) -> Result<usize, Failure> {
+        let mut req = RpbIndexReq {
+            bucket: self.bucket(),
+            index: field.as_bytes().to_vec(),
+            r#type: self.bucket_type(),
+            ..Default::default()
+        };
+        match lookup {
+            IndexLookup::Eq(term) => {
+                req.set_qtype(IndexQueryType::Eq);
+                req.key = Some(term.as_bytes().to_vec());
+            }
+            IndexLookup::Range(min, max) => {
+                req.set_qtype(IndexQueryType::Range);
+                req.range_min = Some(min.as_bytes().to_vec());
+                req.range_max = Some(max.as_bytes().to_vec());
+            }
+        }
+        let answers = self.client.index(&req).await.map_err(fail)?;
+        Ok(answers
+            .iter()
+            .map(|a| a.keys.len().max(a.results.len()))
+            .sum())
+    }
+
+    pub async fn mapreduce(&mut self, job: &str) -> Result<(), Failure> {
+        let req = RpbMapRedReq {
+            request: job.as_bytes().to_vec(),
+            content_type: b"application/json".to_vec(),
+        };
+        self.client.mapred(&req).await.map(drop).map_err(fail)
+    }
+
+    pub async fn set_bucket_props(&mut self, p: &BucketProps) -> Result<(), Failure> {
+        let req = RpbSetBucketReq {
+            bucket: self.bucket(),
+            props: RpbBucketProps {
+                n_val: p.n_val,
+                allow_mult: p.allow_mult,
+                last_write_wins: p.last_write_wins,
+                r: q(p.r),
+                pr: q(p.pr),
+                w: q(p.w),
+                dw: q(p.dw),
+                pw: q(p.pw),
+                rw: q(p.rw),
+                backend: p.backend.as_ref().map(|b| b.as_bytes().to_vec()),
+                ..Default::default()
+            },
+            r#type: self.bucket_type(),
+        };
+        self.client.set_bucket(&req).await.map_err(fail)
+    }
+
+    pub async fn server_info(&mut self) -> Result<String, Failure> {
+        let info = self.client.server_info().await.map_err(fail)?;
+        let text =
+            |b: Option<Vec<u8>>| String::from_utf8_lossy(&b.unwrap_or_default()).into_owned();
+        Ok(format!("{} {}", text(info.node), text(info.server_version)))
+    }
+}

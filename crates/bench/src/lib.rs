@@ -1,0 +1,39 @@
+//! `eddy bench run` and `eddy bench compare`: a basho_bench-class load
+//! generator for Eddy and any Riak-compatible server.
+//!
+//! A run reads a TOML workload ([`config`]), checks the servers and probes
+//! each weighted operation ([`probe`]), optionally preloads keys
+//! ([`preload`]), then lets `concurrent` workers ([`worker`]) issue
+//! operations ([`ops`]) on keys ([`keygen`]) with values ([`valuegen`])
+//! through a PB or HTTP driver ([`driver`]) for the duration, while the
+//! collector ([`collector`]) closes a window ([`window`]) at every report
+//! interval. The results directory ([`report`]) gets CSV rows per
+//! operation, a summary, the config, machine facts and PNG charts;
+//! [`compare`] draws several runs side by side.
+//!
+//! Invariants: every request is bounded by the request timeout and every
+//! run by its duration plus a few timeouts (or less, when every request
+//! fails for `give_up_after`); a config that loads is one the run can
+//! execute, and any setting it refuses is named in the error.
+
+pub mod collector;
+pub mod compare;
+pub mod config;
+pub mod driver;
+pub mod error;
+pub mod keygen;
+pub mod ops;
+pub mod preload;
+pub mod probe;
+pub mod progress;
+pub mod report;
+pub mod run;
+pub mod timefmt;
+pub mod valuegen;
+pub mod window;
+pub mod worker;
+pub mod workload;
+
+pub use compare::{CompareOutcome, compare};
+pub use error::BenchError;
+pub use run::{RunOptions, RunOutcome, run};

@@ -1,0 +1,258 @@
+//! A run's plan: everything workers share, built once from the config,
+//! and the pure pieces of requests (index terms and lookups, MapReduce
+//! jobs) that do not depend on the protocol.
+
+use std::sync::Arc;
+
+use rand::Rng;
+use serde_json::{Value, json};
+
+use crate::config::{BenchConfig, IndexConfig, IndexQuery, Mode};
+use crate::driver::{DriverOptions, IndexEntry, IndexLookup, Target};
+use crate::keygen::KeySpace;
+use crate::ops::OpChooser;
+use crate::valuegen::ValueGen;
+
+/// What every worker of a run shares.
+pub struct Plan {
+    pub driver: Arc<DriverOptions>,
+    pub endpoints: Vec<String>,
+    pub keys: Arc<KeySpace>,
+    pub values: ValueGen,
+    pub chooser: OpChooser,
+    pub index: Option<IndexPlan>,
+    pub multi_get_keys: usize,
+    pub mapreduce_job: String,
+    /// Seconds between two requests of one worker (`rate` mode).
+    pub pace_s: Option<f64>,
+    pub seed: u64,
+    pub workers: usize,
+}
+
+impl Plan {
+    /// The plan of a validated config.
+    pub fn new(config: &BenchConfig) -> Plan {
+        let target = Target {
+            bucket_type: config.driver.bucket_type.clone(),
+            bucket: config.driver.bucket.clone(),
+        };
+        let values = ValueGen::new(&config.values, config.seed);
+        let content_type = config
+            .request
+            .content_type
+            .clone()
+            .unwrap_or_else(|| values.content_type().to_string());
+        let index = config.index.as_ref().map(|i| IndexPlan::new(i, &values));
+        let job = config.mapreduce.as_ref().and_then(|m| m.job.as_deref());
+        let mapreduce_job = match job {
+            Some(t) => fill_job(t, &target.bucket, target.type_name()),
+            None => count_job(&target),
+        };
+        Plan {
+            driver: Arc::new(DriverOptions {
+                protocol: config.driver.protocol,
+                target,
+                request: config.request.clone(),
+                content_type,
+                timeout: config.request_timeout.0,
+            }),
+            endpoints: config.driver.endpoints.clone(),
+            keys: Arc::new(KeySpace::new(&config.keys, config.concurrent)),
+            values,
+            chooser: OpChooser::new(&config.weighted_ops()),
+            index,
+            multi_get_keys: config.multi_get.as_ref().map_or(1, |m| m.keys),
+            mapreduce_job,
+            pace_s: (config.mode == Mode::Rate).then(|| 1.0 / config.rate.unwrap_or(1.0)),
+            seed: config.seed,
+            workers: config.concurrent,
+        }
+    }
+
+    /// The endpoint of worker `id` after `reconnects` reconnections:
+    /// round-robin, moving on after each failure.
+    pub fn endpoint(&self, id: usize, reconnects: usize) -> &str {
+        &self.endpoints[(id + reconnects) % self.endpoints.len()]
+    }
+}
+
+/// How index entries are written and queried.
+#[derive(Clone, Debug)]
+pub struct IndexPlan {
+    pub field: String,
+    terms: u64,
+    query: IndexQuery,
+    range_width: u64,
+    binary: bool,
+    /// The JSON integer field the term copies, if any.
+    json_field: Option<usize>,
+}
+
+impl IndexPlan {
+    /// From the `[index]` section and the run's values.
+    pub fn new(c: &IndexConfig, values: &ValueGen) -> IndexPlan {
+        let stem = &c.field[..c.field.len() - 4];
+        IndexPlan {
+            field: c.field.clone(),
+            terms: c.terms,
+            query: c.query,
+            range_width: c.range_width,
+            binary: c.field.ends_with("_bin"),
+            json_field: values.int_field(stem),
+        }
+    }
+
+    fn term(&self, n: u64) -> String {
+        match self.binary {
+            // Zero-padded so that byte order is number order in ranges.
+            true => format!("{n:010}"),
+            false => n.to_string(),
+        }
+    }
+
+    /// The entry of one put, given the JSON integer fields it drew.
+    pub fn entry(&self, rng: &mut impl Rng, ints: &[u64]) -> IndexEntry<'_> {
+        let n = match self.json_field.and_then(|i| ints.get(i)) {
+            Some(&v) => v,
+            None => rng.random_range(0..self.terms),
+        };
+        IndexEntry {
+            field: &self.field,
+            term: self.term(n),
+        }
+    }
+
+    /// One query: an exact term, or `range_width` terms from a random start.
+    pub fn lookup(&self, rng: &mut impl Rng) -> IndexLookup {
+        let start = rng.random_range(0..self.terms);
+        match self.query {
+            IndexQuery::Eq => IndexLookup::Eq(self.term(start)),
+            IndexQuery::Range => {
+                let end = start.saturating_add(self.range_width - 1);
+                IndexLookup::Range(self.term(start), self.term(end))
+            }
+        }
+    }
+}
+
+/// A job template with `{bucket}` and `{type}` filled in.
+pub fn fill_job(template: &str, bucket: &str, bucket_type: &str) -> String {
+    template
+        .replace("{bucket}", bucket)
+        .replace("{type}", bucket_type)
+}
+
+/// How MapReduce inputs name the bucket: a name for the default type,
+/// `[type, bucket]` otherwise.
+fn bucket_json(t: &Target) -> Value {
+    match &t.bucket_type {
+        Some(ty) if ty != "default" => json!([ty, t.bucket]),
+        _ => json!(t.bucket),
+    }
+}
+
+/// The default `mapreduce` job: count the bucket's objects.
+pub fn count_job(t: &Target) -> String {
+    json!({
+        "inputs": bucket_json(t),
+        "query": [{"reduce": {
+            "language": "erlang",
+            "module": "riak_kv_mapreduce",
+            "function": "reduce_count_inputs",
+            "arg": {"reduce_phase_only_1": true}
+        }}]
+    })
+    .to_string()
+}
+
+/// A multi-get as one MapReduce job: `map_object_value` over the keys.
+pub fn multi_get_job(t: &Target, keys: &[Vec<u8>]) -> String {
+    let b = bucket_json(t);
+    let inputs: Vec<Value> = keys
+        .iter()
+        .map(|k| json!([b, String::from_utf8_lossy(k)]))
+        .collect();
+    json!({
+        "inputs": inputs,
+        "query": [{"map": {
+            "language": "erlang",
+            "module": "riak_kv_mapreduce",
+            "function": "map_object_value"
+        }}]
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand::rngs::SmallRng;
+
+    fn target(ty: Option<&str>) -> Target {
+        Target {
+            bucket_type: ty.map(str::to_string),
+            bucket: "coupons".into(),
+        }
+    }
+
+    #[test]
+    fn jobs_name_typed_buckets_as_pairs() {
+        let job: Value = serde_json::from_str(&count_job(&target(None))).unwrap();
+        assert_eq!(job["inputs"], "coupons");
+        let job: Value = serde_json::from_str(&count_job(&target(Some("t")))).unwrap();
+        assert_eq!(job["inputs"], json!(["t", "coupons"]));
+        let keys = vec![b"a".to_vec(), b"b".to_vec()];
+        let job: Value = serde_json::from_str(&multi_get_job(&target(None), &keys)).unwrap();
+        assert_eq!(job["inputs"], json!([["coupons", "a"], ["coupons", "b"]]));
+        assert_eq!(job["query"][0]["map"]["function"], "map_object_value");
+        assert_eq!(
+            fill_job("{\"inputs\":\"{bucket}\",\"t\":\"{type}\"}", "b", "x"),
+            "{\"inputs\":\"b\",\"t\":\"x\"}"
+        );
+    }
+
+    #[test]
+    fn index_terms_and_ranges() {
+        let values = ValueGen::new(
+            &crate::config::ValuesConfig {
+                generator: crate::config::ValueGenerator::Json,
+                size: Some(100),
+                size_min: None,
+                size_max: None,
+                compression_ratio: None,
+                int_fields: [("redeemed_count".to_string(), 100)].into(),
+            },
+            1,
+        );
+        let c = IndexConfig {
+            field: "redeemed_count_int".into(),
+            terms: 100,
+            query: IndexQuery::Range,
+            range_width: 50,
+        };
+        let plan = IndexPlan::new(&c, &values);
+        let mut rng = SmallRng::seed_from_u64(1);
+        assert_eq!(
+            plan.entry(&mut rng, &[42]).term,
+            "42",
+            "copies the document's field"
+        );
+        let IndexLookup::Range(a, b) = plan.lookup(&mut rng) else {
+            panic!()
+        };
+        assert_eq!(b.parse::<u64>().unwrap() - a.parse::<u64>().unwrap(), 49);
+        let bin = IndexPlan::new(
+            &IndexConfig {
+                field: "tag_bin".into(),
+                query: IndexQuery::Eq,
+                ..c
+            },
+            &values,
+        );
+        let IndexLookup::Eq(t) = bin.lookup(&mut rng) else {
+            panic!()
+        };
+        assert_eq!(t.len(), 10);
+    }
+}

@@ -1,0 +1,31 @@
+//! `eddy bench run` and `eddy bench compare`: options in, the
+//! `eddy-bench` crate does the work, text out.
+
+use eddy_bench::config::Overrides;
+use eddy_bench::{RunOptions, compare as compare_runs, run as run_workload};
+
+use crate::cli::{CompareArgs, RunArgs};
+
+/// Runs a workload file; returns the summary and where the results are.
+pub fn run(args: &RunArgs) -> Result<String, String> {
+    let options = RunOptions {
+        out: args.out.clone(),
+        overrides: Overrides {
+            duration: args.duration,
+            endpoints: args.endpoints.clone(),
+        },
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let outcome = run_workload(&args.config, &options).map_err(|e| e.to_string())?;
+    Ok(format!(
+        "{}\nresults: {}",
+        outcome.summary.to_text(),
+        outcome.dir.display()
+    ))
+}
+
+/// Compares result directories; returns the tables and where the charts are.
+pub fn compare(args: &CompareArgs) -> Result<String, String> {
+    let outcome = compare_runs(&args.dirs, args.out.as_deref()).map_err(|e| e.to_string())?;
+    Ok(format!("{}charts: {}", outcome.text, outcome.dir.display()))
+}
