@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use eddy_object::Actor;
 use eddy_ring::{NodeName, Partition, Ring, RingError};
@@ -227,16 +228,30 @@ fn start_log(
             "commit log replayed"
         );
     }
-    let sync_all = move || {
-        backends
-            .iter()
-            .try_for_each(|b| b.sync())
-            .map_err(|e| e.to_string())
-    };
-    sync_all().map_err(StartError::CommitLog)?;
+    sync_each(&backends, Duration::ZERO).map_err(StartError::CommitLog)?;
     recovered
         .remove()
         .map_err(|e| StartError::CommitLog(format!("removing replayed segments: {e}")))?;
-    CommitLog::open(dir, recovered.next_seq(), opts.clone(), Box::new(sync_all))
-        .map_err(|e| StartError::CommitLog(format!("{}: {e}", dir.display())))
+    let pace = opts.checkpoint_pace;
+    let checkpoint = move || sync_each(&backends, pace);
+    CommitLog::open(
+        dir,
+        recovered.next_seq(),
+        opts.clone(),
+        Box::new(checkpoint),
+    )
+    .map_err(|e| StartError::CommitLog(format!("{}: {e}", dir.display())))
+}
+
+/// Syncs every backend, pausing `pace` between two, so that a checkpoint's
+/// writeback reaches the disk as a trickle beside the log's fdatasyncs
+/// rather than as one burst in front of them.
+fn sync_each(backends: &[Arc<dyn Backend>], pace: Duration) -> Result<(), String> {
+    for (i, b) in backends.iter().enumerate() {
+        if i > 0 && !pace.is_zero() {
+            std::thread::sleep(pace);
+        }
+        b.sync().map_err(|e| format!("partition {i}: {e}"))?;
+    }
+    Ok(())
 }

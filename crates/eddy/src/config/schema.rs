@@ -182,6 +182,12 @@ pub const SETTINGS: &[Setting] = &[
         "Refuse writes leaving more siblings.",
     ),
     s(
+        "commit_log.segment_size",
+        "64MB",
+        Kind::Bytes,
+        "Checkpoint (sync every backend) and start a new commit log segment beyond this size.",
+    ),
+    s(
         "bitcask.max_file_size",
         "2GB",
         Kind::Bytes,

@@ -200,6 +200,11 @@ fn node_config(c: &Config, root: &std::path::Path) -> NodeConfig {
         object_size_warn_bytes: c.bytes("object.size.warning_threshold") as usize,
         object_size_max_bytes: c.bytes("object.size.maximum") as usize,
         commit_log_dir: Some(root.join("commit_log")),
+        commit_log: eddy_kv::commitlog::LogOptions {
+            // Below 1 MiB a segment would roll (and checkpoint) every few writes.
+            segment_bytes: c.bytes("commit_log.segment_size").max(1 << 20),
+            ..Default::default()
+        },
         ..NodeConfig::default()
     }
 }

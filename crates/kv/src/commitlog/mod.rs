@@ -59,6 +59,9 @@ pub struct LogOptions {
     pub flush_interval: Duration,
     /// ...and are synced at least this often.
     pub sync_interval: Duration,
+    /// Pause between two backends' syncs in a checkpoint (spreads its
+    /// writeback so the log's fdatasyncs do not queue behind it).
+    pub checkpoint_pace: Duration,
 }
 
 impl Default for LogOptions {
@@ -68,6 +71,7 @@ impl Default for LogOptions {
             pending_bytes_max: 32 << 20,
             flush_interval: Duration::from_millis(100),
             sync_interval: Duration::from_secs(1),
+            checkpoint_pace: Duration::from_millis(5),
         }
     }
 }

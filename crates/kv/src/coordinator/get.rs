@@ -69,6 +69,7 @@ impl Node {
             let (tx, _rx) = unbounded_channel();
             let kind = Box::new(PutKind::Replicate {
                 object: merged.clone(),
+                encoded: None,
             });
             let req = VnodeRequest::Put {
                 key: key.clone(),

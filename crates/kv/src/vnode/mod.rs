@@ -50,6 +50,10 @@ pub struct Vnode {
     closed: AtomicBool,
 }
 
+/// What a put stored: the object, how it becomes durable, and its encoding
+/// if this put wrote it (`None`: the stored object was already this).
+type Written = (RiakObject, Durability, Option<Arc<[u8]>>);
+
 /// How a put's write becomes durable.
 enum Durability {
     /// Once the commit log synced up to here.
@@ -95,8 +99,12 @@ impl Vnode {
                 forward,
             } => {
                 match self.put(&key, *kind, policy) {
-                    Ok((object, durability)) => {
-                        forward_to_replicas(&forward, &key, &object, policy, sync, &reply);
+                    Ok((object, durability, encoded)) => {
+                        let sent = Sent {
+                            object: &object,
+                            encoded,
+                        };
+                        forward_to_replicas(&forward, &key, sent, policy, sync, &reply);
                         self.reply_put(object, durability, sync, reply);
                     }
                     Err(e) => {
@@ -142,9 +150,10 @@ impl Vnode {
         key: &StorageKey,
         kind: PutKind,
         policy: WritePolicy,
-    ) -> Result<(RiakObject, Durability), KvError> {
+    ) -> Result<Written, KvError> {
         let _locked = self.lock(key);
         let current = self.read(key)?;
+        let mut encoded = None;
         let next = match kind {
             PutKind::Coordinate {
                 context,
@@ -158,29 +167,39 @@ impl Vnode {
                 policy,
                 self.actor,
             )?,
-            PutKind::Replicate { object } => apply::replicate(current.as_ref(), object, policy),
+            PutKind::Replicate {
+                object,
+                encoded: sent,
+            } => {
+                // With no copy here, the merge is the sent object itself.
+                encoded = sent.filter(|_| current.is_none());
+                apply::replicate(current.as_ref(), object, policy)
+            }
         };
-        let durability = match current.as_ref() == Some(&next) {
-            true => self.durability_of_stored(&key.bucket),
-            false => self.write(key, current.as_ref(), &next)?,
-        };
-        Ok((next, durability))
+        if current.as_ref() == Some(&next) {
+            let durability = self.durability_of_stored(&key.bucket);
+            return Ok((next, durability, None));
+        }
+        let bytes = encoded.unwrap_or_else(|| codec::encode(&next).into());
+        let durability = self.write(key, current.as_ref(), &next, &bytes)?;
+        Ok((next, durability, Some(bytes)))
     }
 
-    /// Writes `new` over `old` (index specs turn one's entries into the
-    /// other's) and logs the write. Caller holds the key's lock.
+    /// Writes `new` (encoded as `bytes`) over `old`, with the index specs
+    /// that turn one's entries into the other's, and logs the write.
+    /// Caller holds the key's lock.
     fn write(
         &self,
         key: &StorageKey,
         old: Option<&RiakObject>,
         new: &RiakObject,
+        bytes: &[u8],
     ) -> Result<Durability, KvError> {
         let specs = apply::index_specs(old, new);
-        let bytes = codec::encode(new);
         let log = self.log_for(&key.bucket)?;
         self.backend
-            .put(&key.bucket, &key.key, &bytes, &specs, WriteOptions::NO_SYNC)?;
-        self.logged(log, key, Op::Put { value: &bytes })
+            .put(&key.bucket, &key.key, bytes, &specs, WriteOptions::NO_SYNC)?;
+        self.logged(log, key, Op::Put { value: bytes })
     }
 
     /// Removes the key if it still holds exactly this tombstone.
@@ -262,12 +281,18 @@ fn sync_failure(e: String) -> KvError {
     KvError::Storage(StorageError::Poisoned(e))
 }
 
+/// The object a coordinator forwards, and its encoding if it wrote one.
+struct Sent<'a> {
+    object: &'a RiakObject,
+    encoded: Option<Arc<[u8]>>,
+}
+
 /// Sends the coordinator's written object to the other replicas, which
 /// merge it in and answer on the same `reply`.
 fn forward_to_replicas(
     forward: &[VnodeHandle],
     key: &StorageKey,
-    object: &RiakObject,
+    sent: Sent<'_>,
     policy: WritePolicy,
     sync: bool,
     reply: &PutReplyTo,
@@ -276,7 +301,8 @@ fn forward_to_replicas(
         let req = VnodeRequest::Put {
             key: key.clone(),
             kind: Box::new(PutKind::Replicate {
-                object: object.clone(),
+                object: sent.object.clone(),
+                encoded: sent.encoded.clone(),
             }),
             policy,
             sync,

@@ -42,7 +42,12 @@ pub enum PutKind {
         conditions: Conditions,
     },
     /// Merge an object a coordinating vnode produced (the other replicas).
-    Replicate { object: RiakObject },
+    Replicate {
+        object: RiakObject,
+        /// The object's encoding, when the sender has it (a local
+        /// coordinator): a replica without a copy stores it as is.
+        encoded: Option<std::sync::Arc<[u8]>>,
+    },
 }
 
 /// The outcome of a put at one vnode.
