@@ -56,6 +56,10 @@ pub enum KvError {
     /// A stored object could not be decoded (it is not returned).
     #[error("stored object is corrupt: {0}")]
     Corrupt(#[from] eddy_object::DecodeError),
+    /// A vnode applied the write but the sync that was to make it durable
+    /// failed (the write may or may not survive a crash).
+    #[error("write applied but not made durable: {0}")]
+    SyncFailed(String),
     /// The node is shutting down.
     #[error("node is shutting down")]
     ShuttingDown,

@@ -163,6 +163,11 @@ impl Node {
         &self.registry
     }
 
+    /// The node's commit log, if it has one.
+    pub fn commit_log(&self) -> Option<&Arc<CommitLog>> {
+        self.log.as_ref()
+    }
+
     /// The ring.
     pub fn ring(&self) -> &Ring {
         &self.ring

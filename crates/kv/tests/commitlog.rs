@@ -367,3 +367,39 @@ fn truncated_or_flipped_logs_replay_only_a_prefix_of_whole_records() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_log_sync_fails_its_writes_and_refuses_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let backends = fresh_backends();
+    let node = start(&backends, &dir.path().join("log"), LogOptions::default());
+    node.put(put("before", "v", Quorum::All)).await.unwrap();
+    node.commit_log().unwrap().inject_sync_failure();
+
+    let err = node.put(put("k", "v1", Quorum::All)).await.unwrap_err();
+    assert!(
+        matches!(err, KvError::WriteQuorum(_)),
+        "a write whose sync failed is not acknowledged: {err:?}"
+    );
+    let err = node.put(put("k2", "v2", Quorum::All)).await.unwrap_err();
+    assert!(
+        err.to_string().contains("injected failure"),
+        "later writes are refused with the cause: {err}"
+    );
+    let bucket = BucketRef::default_type("b").storage_bucket();
+    assert!(
+        backends
+            .iter()
+            .all(|b| b.get(&bucket, b"k2").unwrap().is_none()),
+        "a refused write touches no backend"
+    );
+    // Reads still work, and earlier writes are intact.
+    assert_eq!(value_of(&node, "before").await, Some(b"v".to_vec()));
+    node.shutdown();
+    // A poisoned log keeps its segments: they replay at the next start.
+    assert!(
+        !commitlog::segment::list(&dir.path().join("log"))
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -91,6 +91,8 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
+    /// Fault injection: the next fdatasync fails (tests of the poisoned log).
+    fail_next_sync: std::sync::atomic::AtomicBool,
     /// Wakes the syncer.
     work: Condvar,
     /// Wakes appenders waiting for room.
@@ -127,6 +129,7 @@ impl CommitLog {
             }),
             work: Condvar::new(),
             room: Condvar::new(),
+            fail_next_sync: std::sync::atomic::AtomicBool::new(false),
             opts,
         });
         let threads = syncer::start(shared.clone(), dir, first_seq, file, sync_all)?;
@@ -164,6 +167,15 @@ impl CommitLog {
             self.shared.work.notify_one();
         }
         Ok(st.appended)
+    }
+
+    /// Makes the next fdatasync fail, as a failing disk would: the log is
+    /// poisoned. For tests of that path; nothing else calls it.
+    #[doc(hidden)]
+    pub fn inject_sync_failure(&self) {
+        self.shared
+            .fail_next_sync
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The position after the last append.

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -137,6 +138,12 @@ impl Syncer {
     }
 
     fn sync(&mut self) -> Result<(), String> {
+        if self.shared.fail_next_sync.swap(false, Ordering::SeqCst) {
+            return Err(format!(
+                "fdatasync of segment {}: injected failure",
+                self.seq
+            ));
+        }
         self.file
             .sync_data()
             .map_err(|e| format!("fdatasync of segment {}: {e}", self.seq))?;

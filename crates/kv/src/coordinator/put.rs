@@ -119,7 +119,7 @@ impl Node {
 
 /// A vnode that wrote (and so forwarded) but whose sync then failed.
 fn is_sync_failure(e: &KvError) -> bool {
-    matches!(e, KvError::Storage(eddy_storage::StorageError::Poisoned(_)))
+    matches!(e, KvError::SyncFailed(_))
 }
 
 /// Microseconds since the Unix epoch.

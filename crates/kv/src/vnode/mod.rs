@@ -278,7 +278,7 @@ impl Vnode {
 
 /// A write that was applied but whose sync failed.
 fn sync_failure(e: String) -> KvError {
-    KvError::Storage(StorageError::Poisoned(e))
+    KvError::SyncFailed(e)
 }
 
 /// The object a coordinator forwards, and its encoding if it wrote one.
