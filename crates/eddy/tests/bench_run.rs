@@ -149,14 +149,7 @@ fn killed_node_ends_the_run_with_connection_errors() {
     let out_dir = tmp.path().join("results");
     let child = start_run_and_wait_for_rows(&config, &out_dir);
     node.kill9();
-    let out = wait_bounded(child, Duration::from_secs(30));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("STOPPED EARLY"), "{stdout}");
+    let stdout = stopped_early(wait_bounded(child, Duration::from_secs(30)));
     assert!(stdout.contains("connection_refused"), "{stdout}");
     let s = summary(&out_dir);
     assert!(matches!(s.ending, Ending::GaveUp(_)), "{:?}", s.ending);
@@ -200,6 +193,14 @@ fn start_run_and_wait_for_rows(config: &Path, out_dir: &Path) -> std::process::C
 }
 
 /// Waits at most `limit` for `child` to exit; returns its output.
+/// Checks that a run ended on its own with a report saying it stopped
+/// early, and returns its standard output.
+fn stopped_early(out: Output) -> String {
+    let stdout = assert_ok(&out);
+    assert!(stdout.contains("STOPPED EARLY"), "{stdout}");
+    stdout
+}
+
 fn wait_bounded(mut child: std::process::Child, limit: Duration) -> Output {
     let since = Instant::now();
     while child.try_wait().unwrap().is_none() {
@@ -230,13 +231,7 @@ fn a_node_that_stops_answering_ends_the_run_with_timeouts() {
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     let out = wait_bounded(child, Duration::from_secs(30));
     unsafe { libc::kill(pid, libc::SIGCONT) };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("STOPPED EARLY"), "{stdout}");
+    stopped_early(out);
     let s = summary(&out_dir);
     assert!(
         s.errors_by_kind().get("timeout").is_some_and(|n| *n > 0),

@@ -44,9 +44,6 @@ pub enum KvError {
     /// The write would leave more siblings than allowed.
     #[error("too many siblings: {count} exceeds the limit of {max}")]
     TooManySiblings { count: usize, max: usize },
-    /// A vnode's queue is full.
-    #[error("overload: vnode queue full")]
-    Overload,
     /// The key is empty (Riak refuses empty keys and buckets).
     #[error("{0} must not be empty")]
     Empty(&'static str),

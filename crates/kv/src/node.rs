@@ -51,10 +51,6 @@ pub struct NodeConfig {
     pub key_bytes_max: usize,
     /// Timeout when a request names none (Riak's is 60 s).
     pub default_timeout_ms: u64,
-    /// Make `dw` replies wait for an fsync of the vnode's backend (always
-    /// true in a running node: a dw reply promises durability). False only
-    /// for tests that measure the cost of that promise.
-    pub sync_on_dw: bool,
     /// Where the node's commit log lives; `None` makes `dw` writes sync
     /// their backend instead (nodes over memory backends, tests).
     pub commit_log_dir: Option<PathBuf>,
@@ -74,7 +70,6 @@ impl Default for NodeConfig {
             object_size_max_bytes: 50 * 1024 * 1024,
             key_bytes_max: eddy_storage::limits::KEY_BYTES_MAX,
             default_timeout_ms: 60_000,
-            sync_on_dw: true,
             commit_log_dir: None,
             commit_log: LogOptions::default(),
         }

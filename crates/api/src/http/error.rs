@@ -104,10 +104,6 @@ impl From<KvError> for ApiError {
                 StatusCode::CONFLICT,
                 format!("too many siblings: {count} exceeds the limit of {max}; resolve them\n"),
             ),
-            KvError::Overload => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "overload: too many requests queued, retry later\n",
-            ),
             KvError::Empty(what) => ApiError::bad_request(format!("{what} must not be empty\n")),
             KvError::ShuttingDown => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "node is shutting down\n")

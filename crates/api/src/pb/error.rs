@@ -96,7 +96,6 @@ pub fn kv_text(e: &KvError) -> String {
             ..
         } => format!("{{too_large,{size}}}"),
         KvError::TooManySiblings { count, .. } => format!("{{too_many_siblings,{count}}}"),
-        KvError::Overload => "overload".into(),
         KvError::Empty("bucket") => "Bucket cannot be zero-length".into(),
         KvError::Empty("key") => "Key cannot be zero-length".into(),
         other => other.to_string(),

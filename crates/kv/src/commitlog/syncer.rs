@@ -176,15 +176,12 @@ impl Syncer {
         bytes.clear();
         match outcome {
             Ok(()) => {
-                let (done, later): (Vec<_>, Vec<_>) = waiters
-                    .into_iter()
-                    .partition(|(lsn, _)| *lsn <= self.synced);
-                if !later.is_empty() {
-                    // Only possible for a waiter on bytes not yet written:
-                    // keep it for the next round.
-                    self.shared.state.lock().waiters.extend(later);
+                // Every waiter was taken with the bytes it waits on, and
+                // `write_and_sync` synced if any of them was past `synced`.
+                for (lsn, w) in waiters {
+                    debug_assert!(lsn <= self.synced, "waiter past the sync");
+                    w(Ok(()));
                 }
-                done.into_iter().for_each(|(_, w)| w(Ok(())));
             }
             Err(e) => {
                 tracing::error!("commit log failed, refusing writes: {e}");

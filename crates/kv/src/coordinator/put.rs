@@ -45,7 +45,7 @@ impl Node {
             content: Box::new(content),
             conditions,
         };
-        let sync = dw > 0 && self.config.sync_on_dw;
+        let sync = dw > 0;
         let policy = self.write_policy(&props);
         let skey = storage_key(&req.bucket, &key);
         let deadline = self.deadline(req.options.timeout_ms);

@@ -141,7 +141,7 @@ impl Vnode {
     }
 
     fn lock(&self, key: &StorageKey) -> MutexGuard<'_, ()> {
-        let h = fnv1a(&key.key, fnv1a(&key.bucket, 0xcbf2_9ce4_8422_2325));
+        let h = eddy_ring::key_hash(b"", &key.bucket, &key.key);
         self.locks[(h % KEY_LOCKS as u64) as usize].lock()
     }
 
@@ -265,7 +265,7 @@ impl Vnode {
             return;
         }
         let answer = move |synced: Result<(), String>| {
-            let result = synced.map(|()| done(true)).map_err(sync_failure);
+            let result = synced.map(|()| done(true)).map_err(KvError::SyncFailed);
             let _ = reply.send((partition, result));
         };
         match (durability, &self.log) {
@@ -274,11 +274,6 @@ impl Vnode {
             _ => answer(Ok(())),
         }
     }
-}
-
-/// A write that was applied but whose sync failed.
-fn sync_failure(e: String) -> KvError {
-    KvError::SyncFailed(e)
 }
 
 /// The object a coordinator forwards, and its encoding if it wrote one.
@@ -313,12 +308,4 @@ fn forward_to_replicas(
             let _ = reply.send((replica.partition, Err(e)));
         }
     }
-}
-
-/// FNV-1a, to spread keys over the key locks.
-fn fnv1a(bytes: &[u8], mut h: u64) -> u64 {
-    for b in bytes {
-        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }
