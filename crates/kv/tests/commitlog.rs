@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eddy_kv::commitlog::{self, CommitLog, LogOptions, Op, Record};
+use eddy_kv::commitlog::{self, CommitLog, LogOptions, Op, Record, SyncStrategy};
 use eddy_kv::props::BucketProps;
 use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
@@ -368,11 +368,106 @@ fn truncated_or_flipped_logs_replay_only_a_prefix_of_whole_records() {
     }
 }
 
+fn o_sync() -> LogOptions {
+    LogOptions {
+        sync: SyncStrategy::OSync,
+        ..LogOptions::default()
+    }
+}
+
+/// Every record in the segments of `dir`, as the files hold them now (what
+/// a crash of the process, not of the machine, would leave).
+fn records_in_files(dir: &Path) -> usize {
+    let mut n = 0;
+    for seq in commitlog::segment::list(dir).unwrap() {
+        let bytes = std::fs::read(commitlog::segment::path(dir, seq)).unwrap();
+        commitlog::segment::read(&bytes, |_| n += 1);
+    }
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_reply_waits_for_the_write_or_the_sync_as_the_strategy_says() {
+    let hour = Duration::from_secs(3600);
+    for sync in [
+        SyncStrategy::None,
+        SyncStrategy::Interval,
+        SyncStrategy::OSync,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let log_dir = dir.path().join("log");
+        let opts = LogOptions {
+            sync,
+            sync_interval: hour,
+            flush_interval: hour,
+            ..LogOptions::default()
+        };
+        let node = start(&fresh_backends(), &log_dir, opts);
+        let log = node.commit_log().unwrap().clone();
+        for i in 0..20 {
+            let acked = node.put(put(&format!("k{i}"), "v", Quorum::All));
+            tokio::time::timeout(Duration::from_secs(10), acked)
+                .await
+                .unwrap_or_else(|_| panic!("{sync:?}: a dw reply waited for nothing"))
+                .unwrap();
+            // Acknowledged: its three replicas' records are in the file.
+            assert_eq!(log.written(), log.appended(), "{sync:?}: written");
+            assert_eq!(records_in_files(&log_dir), 3 * (i + 1), "{sync:?}");
+            match sync {
+                SyncStrategy::OSync => assert_eq!(log.synced(), log.appended()),
+                // Nothing synced: the interval is an hour away.
+                _ => assert_eq!(log.synced(), 0, "{sync:?}: no sync"),
+            }
+        }
+        // dw = 0 promises nothing: the write may still be in memory.
+        let mut quick = put("quick", "v", Quorum::All);
+        quick.options.dw = Some(Quorum::Count(0));
+        node.put(quick).await.unwrap();
+        assert!(log.written() <= log.appended());
+        node.shutdown();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_periodic_sync_refuses_the_next_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let backends = fresh_backends();
+    let opts = LogOptions {
+        sync_interval: Duration::from_millis(5),
+        ..LogOptions::default()
+    };
+    let node = start(&backends, &dir.path().join("log"), opts);
+    node.put(put("before", "v", Quorum::All)).await.unwrap();
+    node.commit_log().unwrap().inject_sync_failure();
+    // The next periodic sync fails; from then on writes are refused.
+    let mut refused = None;
+    for i in 0..400 {
+        match node.put(put(&format!("k{i}"), "v", Quorum::All)).await {
+            Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+            Err(e) => {
+                refused = Some((i, e));
+                break;
+            }
+        }
+    }
+    let (i, err) = refused.expect("a write is refused after the failed sync");
+    assert!(err.to_string().contains("injected failure"), "{err}");
+    let bucket = BucketRef::default_type("b").storage_bucket();
+    let key = format!("k{i}");
+    assert!(
+        backends
+            .iter()
+            .all(|b| b.get(&bucket, key.as_bytes()).unwrap().is_none()),
+        "a refused write touches no backend"
+    );
+    node.shutdown();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_log_sync_fails_its_writes_and_refuses_the_next() {
     let dir = tempfile::tempdir().unwrap();
     let backends = fresh_backends();
-    let node = start(&backends, &dir.path().join("log"), LogOptions::default());
+    let node = start(&backends, &dir.path().join("log"), o_sync());
     node.put(put("before", "v", Quorum::All)).await.unwrap();
     node.commit_log().unwrap().inject_sync_failure();
 

@@ -188,6 +188,18 @@ pub const SETTINGS: &[Setting] = &[
         "Checkpoint (sync every backend) and start a new commit log segment beyond this size.",
     ),
     s(
+        "commit_log.sync.strategy",
+        "interval",
+        Kind::Choice(&["none", "interval", "o_sync"]),
+        "What a dw reply waits for: the log write (none, interval) or its fdatasync (o_sync).",
+    ),
+    s(
+        "commit_log.sync.interval",
+        "1s",
+        Kind::Duration,
+        "Sync the commit log at least this often (interval, o_sync).",
+    ),
+    s(
         "bitcask.max_file_size",
         "2GB",
         Kind::Bytes,

@@ -10,7 +10,9 @@ pub mod storage;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
+use eddy_kv::commitlog::SyncStrategy;
 use eddy_kv::props::BucketProps;
 use eddy_kv::types::BucketRegistry;
 use eddy_kv::{DeleteMode, Node, NodeConfig, Quorum};
@@ -203,6 +205,16 @@ fn node_config(c: &Config, root: &std::path::Path) -> NodeConfig {
         commit_log: eddy_kv::commitlog::LogOptions {
             // Below 1 MiB a segment would roll (and checkpoint) every few writes.
             segment_bytes: c.bytes("commit_log.segment_size").max(1 << 20),
+            sync: match c.text("commit_log.sync.strategy") {
+                "none" => SyncStrategy::None,
+                "o_sync" => SyncStrategy::OSync,
+                _ => SyncStrategy::Interval,
+            },
+            sync_interval: Duration::from_millis(
+                c.duration_ms("commit_log.sync.interval")
+                    .unwrap_or(1000)
+                    .max(1),
+            ),
             ..Default::default()
         },
         ..NodeConfig::default()

@@ -1,31 +1,47 @@
 //! The node's commit log: one append-only log in front of every vnode's
-//! backend, so that one fdatasync makes the writes of all vnodes durable
-//! (group commit across the node, design note 005).
+//! backend, so that one write (and, with `o_sync`, one fdatasync) makes the
+//! writes of all vnodes durable: group commit across the node (design note
+//! 005).
 //!
 //! A vnode writes its backend without syncing and appends a [`Record`] of
 //! that write here, both under its key lock, so records of one key are in
 //! the order the backend saw them. A reply that promises durability (`dw`)
-//! waits for [`CommitLog::when_durable`]. The syncer thread writes what was
-//! appended and fdatasyncs whenever someone waits; when a segment is full it
-//! starts the next one, and the checkpointer syncs every backend and then
-//! deletes the full segments. At start, [`recover`] replays what is left
-//! into the backends (a record is the key's whole stored value, so
-//! replaying in order is idempotent).
+//! waits for [`CommitLog::when_durable`], which means, by the
+//! [`SyncStrategy`]:
+//! - `interval` (the default) and `none`: the record was written to the
+//!   segment file (`write(2)`, so it survives a crash of the process, not
+//!   of the machine). The caller writes what is pending itself
+//!   ([`CommitLog::flush`]): no thread hop. `interval` also fdatasyncs the
+//!   log every `sync_interval`;
+//! - `o_sync`: an fdatasync covered the record. The syncer thread writes
+//!   and syncs whenever someone waits, so one fdatasync answers everyone
+//!   who gathered while the last one ran.
+//!
+//! When a segment is full the syncer starts the next (created ahead of
+//! time), and the checkpointer syncs every backend and then deletes the
+//! full segments. At start, [`recover`] replays what is left into the
+//! backends (a record is the key's whole stored value, so replaying in
+//! order is idempotent).
 //!
 //! Invariants:
-//! - a waiter is answered `Ok` only after an fdatasync that covered its
-//!   record; after a failed write or sync the log is poisoned and every
-//!   waiter and append fails;
+//! - bytes reach the files in log order: only the holder of the writer
+//!   lock takes bytes from the append buffer, and it writes them before
+//!   releasing the lock;
+//! - a waiter is answered `Ok` only once its record is written (and, with
+//!   `o_sync`, synced); after a failed write or sync the log is poisoned and
+//!   every waiter and append fails;
 //! - a segment is deleted only after every backend synced, and every record
 //!   in it was applied to its backend before it was appended.
 //!
 //! Files: [`record`] (one record's frame), [`segment`] (segment files),
-//! [`syncer`] (the threads), [`recover`] (replay at start).
+//! [`writer`] (the current segment and writing to it), [`syncer`] (the
+//! threads), [`recover`] (replay at start).
 
 pub mod record;
 pub mod recover;
 pub mod segment;
 mod syncer;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,22 +58,44 @@ use crate::error::KvError;
 /// A position in the log: the number of record bytes appended before it.
 pub type Lsn = u64;
 
+/// Rounds of writing one [`CommitLog::flush`] does for others before it
+/// leaves the rest to the syncer.
+const FLUSH_ROUNDS_MAX: usize = 4;
+
+/// How long [`CommitLog::flush`] waits for another thread's write.
+const WRITER_SPIN: Duration = Duration::from_micros(30);
+
 /// Called once with the outcome of the sync that covers a record.
 pub type Waiter = Box<dyn FnOnce(Result<(), String>) + Send>;
 
 /// Syncs every backend (the checkpoint); the error names what failed.
 pub type SyncAll = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
+/// What a durable (`dw`) reply waits for; bitcask's `sync_strategy` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncStrategy {
+    /// The record's write to the segment file; the OS writes it back, and
+    /// the log is synced at segment ends and at shutdown.
+    None,
+    /// The record's write; the log is also fdatasynced every
+    /// `sync_interval`, which bounds what a machine crash can lose.
+    Interval,
+    /// An fdatasync that covered the record (group commit).
+    OSync,
+}
+
 /// Sizes and intervals of a commit log.
 #[derive(Clone, Debug)]
 pub struct LogOptions {
+    /// What a durable reply waits for.
+    pub sync: SyncStrategy,
     /// A segment this large is closed and checkpointed.
     pub segment_bytes: u64,
     /// Appends wait while this many bytes are not yet written.
     pub pending_bytes_max: usize,
     /// Writes nobody waits for reach the file at least this often.
     pub flush_interval: Duration,
-    /// ...and are synced at least this often.
+    /// The log is synced at least this often (`interval` and `o_sync`).
     pub sync_interval: Duration,
     /// Pause between two backends' syncs in a checkpoint (spreads its
     /// writeback so the log's fdatasyncs do not queue behind it).
@@ -67,6 +105,7 @@ pub struct LogOptions {
 impl Default for LogOptions {
     fn default() -> Self {
         LogOptions {
+            sync: SyncStrategy::Interval,
             segment_bytes: 64 << 20,
             pending_bytes_max: 32 << 20,
             flush_interval: Duration::from_millis(100),
@@ -82,6 +121,8 @@ struct State {
     buf: Vec<u8>,
     /// The position after the last append.
     appended: Lsn,
+    /// Everything before this position is in the segment files.
+    written: Lsn,
     /// Everything before this position is on stable storage.
     synced: Lsn,
     waiters: Vec<(Lsn, Waiter)>,
@@ -91,6 +132,8 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
+    /// The current segment; held while bytes move from `buf` to it.
+    writer: Mutex<writer::Writer>,
     /// Fault injection: the next fdatasync fails (tests of the poisoned log).
     fail_next_sync: std::sync::atomic::AtomicBool,
     /// Wakes the syncer.
@@ -119,9 +162,11 @@ impl CommitLog {
         std::fs::create_dir_all(dir)?;
         let file = segment::create(dir, first_seq)?;
         let shared = Arc::new(Shared {
+            writer: Mutex::new(writer::Writer::new(first_seq, file)),
             state: Mutex::new(State {
                 buf: Vec::with_capacity(1 << 20),
                 appended: 0,
+                written: 0,
                 synced: 0,
                 waiters: Vec::new(),
                 stopping: false,
@@ -132,7 +177,7 @@ impl CommitLog {
             fail_next_sync: std::sync::atomic::AtomicBool::new(false),
             opts,
         });
-        let threads = syncer::start(shared.clone(), dir, first_seq, file, sync_all)?;
+        let threads = syncer::start(shared.clone(), dir, sync_all)?;
         Ok(CommitLog {
             shared,
             dir: dir.to_path_buf(),
@@ -169,6 +214,27 @@ impl CommitLog {
         Ok(st.appended)
     }
 
+    /// The writer lock, if it comes free within [`WRITER_SPIN`]: a write
+    /// takes microseconds, and waiting that long lets this caller answer
+    /// its own request instead of being woken later by the other writer.
+    /// A holder that takes longer was preempted; then the bytes are left
+    /// to it.
+    fn writer_soon(&self) -> Option<parking_lot::MutexGuard<'_, writer::Writer>> {
+        if let Some(w) = self.shared.writer.try_lock() {
+            return Some(w);
+        }
+        let start = std::time::Instant::now();
+        while start.elapsed() < WRITER_SPIN {
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+            if let Some(w) = self.shared.writer.try_lock() {
+                return Some(w);
+            }
+        }
+        None
+    }
+
     /// Makes the next fdatasync fail, as a failing disk would: the log is
     /// poisoned. For tests of that path; nothing else calls it.
     #[doc(hidden)]
@@ -183,8 +249,21 @@ impl CommitLog {
         self.shared.state.lock().appended
     }
 
-    /// Calls `waiter` once everything before `lsn` is synced (at once if it
-    /// already is), or with the error that poisoned the log.
+    /// Everything before this position is in the segment files.
+    pub fn written(&self) -> Lsn {
+        self.shared.state.lock().written
+    }
+
+    /// Everything before this position is on stable storage.
+    pub fn synced(&self) -> Lsn {
+        self.shared.state.lock().synced
+    }
+
+    /// Calls `waiter` once everything before `lsn` is durable as the
+    /// [`SyncStrategy`] says (at once if it already is), or with the error
+    /// that poisoned the log. Without `o_sync`, the caller must
+    /// [`CommitLog::flush`] afterwards (the syncer would otherwise write it
+    /// within `flush_interval`).
     pub fn when_durable(&self, lsn: Lsn, waiter: Waiter) {
         let mut st = self.shared.state.lock();
         if let Some(e) = &st.failed {
@@ -192,11 +271,48 @@ impl CommitLog {
             drop(st);
             return waiter(Err(e));
         }
-        if lsn <= st.synced {
+        if lsn <= self.shared.durable(&st) {
             drop(st);
             return waiter(Ok(()));
         }
         st.waiters.push((lsn, waiter));
+        if self.shared.opts.sync == SyncStrategy::OSync {
+            self.shared.work.notify_one();
+        }
+    }
+
+    /// Writes everything appended so far to the segment file, on the
+    /// caller's thread, and answers the waiters that covers. Does nothing
+    /// with `o_sync`, where the syncer writes as it syncs.
+    ///
+    /// A caller that finds another writing leaves its bytes to that one:
+    /// the writer looks for more pending bytes after it unlocks, so no
+    /// thread ever blocks on another's `write(2)` (a writer preempted in
+    /// its syscall would otherwise stall every worker behind it).
+    pub fn flush(&self) {
+        if self.shared.opts.sync == SyncStrategy::OSync {
+            return;
+        }
+        for _ in 0..FLUSH_ROUNDS_MAX {
+            let Some(mut w) = self.writer_soon() else {
+                return;
+            };
+            let written = self.shared.write_out(&mut w);
+            let full = w.is_full(self.shared.opts.segment_bytes);
+            drop(w);
+            if full {
+                self.shared.work.notify_one();
+            }
+            match written {
+                Ok(lsn) => self.shared.mark_written(lsn),
+                Err(e) => return self.shared.poison(e),
+            }
+            if self.shared.state.lock().buf.is_empty() {
+                return;
+            }
+        }
+        // Still more: others keep appending. The syncer writes the rest
+        // rather than keep this caller from its own work.
         self.shared.work.notify_one();
     }
 
@@ -228,6 +344,67 @@ impl CommitLog {
 impl Drop for CommitLog {
     fn drop(&mut self) {
         let _ = self.close();
+    }
+}
+
+impl Shared {
+    /// How far a waiter counts as durable under this log's strategy.
+    fn durable(&self, st: &State) -> Lsn {
+        match self.opts.sync {
+            SyncStrategy::OSync => st.synced,
+            SyncStrategy::Interval | SyncStrategy::None => st.written,
+        }
+    }
+
+    /// Takes the waiters that are durable now.
+    fn ready_waiters(&self, st: &mut State) -> Vec<(Lsn, Waiter)> {
+        let durable = self.durable(st);
+        if st.waiters.iter().all(|(lsn, _)| *lsn > durable) {
+            return Vec::new();
+        }
+        let (ready, rest) = std::mem::take(&mut st.waiters)
+            .into_iter()
+            .partition(|(lsn, _)| *lsn <= durable);
+        st.waiters = rest;
+        ready
+    }
+
+    /// Records that everything before `lsn` is in the files and answers
+    /// the waiters that makes durable.
+    fn mark_written(&self, lsn: Lsn) {
+        let ready = {
+            let mut st = self.state.lock();
+            st.written = st.written.max(lsn);
+            self.ready_waiters(&mut st)
+        };
+        ready.into_iter().for_each(|(_, w)| w(Ok(())));
+    }
+
+    /// Records that everything before `lsn` is on stable storage and
+    /// answers the waiters that makes durable.
+    fn mark_synced(&self, lsn: Lsn) {
+        let ready = {
+            let mut st = self.state.lock();
+            st.synced = st.synced.max(lsn);
+            self.ready_waiters(&mut st)
+        };
+        ready.into_iter().for_each(|(_, w)| w(Ok(())));
+    }
+
+    /// Poisons the log with `e` (the first error wins) and fails every
+    /// waiter.
+    fn poison(&self, e: String) {
+        let (e, waiters) = {
+            let mut st = self.state.lock();
+            if st.failed.is_none() {
+                tracing::error!("commit log failed, refusing writes: {e}");
+            }
+            let e = st.failed.get_or_insert(e).clone();
+            (e, std::mem::take(&mut st.waiters))
+        };
+        self.room.notify_all();
+        self.work.notify_all();
+        waiters.into_iter().for_each(|(_, w)| w(Err(e.clone())));
     }
 }
 

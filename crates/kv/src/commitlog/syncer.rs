@@ -1,13 +1,13 @@
 //! The commit log's two threads.
 //!
-//! The syncer takes everything appended (and every waiter) at once, writes
-//! it to the current segment, fdatasyncs if anyone waits on it, and answers
-//! the waiters: while it syncs, the next group gathers. A full segment is
-//! closed (synced) and the next one created; the closed one goes to the
-//! checkpointer, which syncs every backend and then deletes it.
+//! The syncer writes what callers left unwritten (at least every
+//! `flush_interval`), fdatasyncs when the strategy asks (someone waits with
+//! `o_sync`, the sync interval passed, a segment ended, the log stops),
+//! and rolls a full segment over to the next one, which it creates ahead of
+//! time. The closed segment goes to the checkpointer, which syncs every
+//! backend and then deletes it.
 
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -15,7 +15,8 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::{Lsn, Shared, SyncAll, Waiter, segment};
+use super::writer::Writer;
+use super::{Lsn, Shared, SyncAll, SyncStrategy, segment};
 
 /// Appended bytes that wake the syncer even when nobody waits.
 pub(super) const FLUSH_BYTES: usize = 1 << 20;
@@ -24,8 +25,6 @@ pub(super) const FLUSH_BYTES: usize = 1 << 20;
 pub(super) fn start(
     shared: Arc<Shared>,
     dir: &Path,
-    seq: u64,
-    file: File,
     sync_all: SyncAll,
 ) -> std::io::Result<Vec<JoinHandle<()>>> {
     let (closed_tx, closed_rx) = channel();
@@ -33,17 +32,15 @@ pub(super) fn start(
         .name("commitlog-checkpoint".into())
         .spawn({
             let dir = dir.to_path_buf();
-            move || checkpoint_loop(&dir, closed_rx, sync_all)
+            move || {
+                lower_priority();
+                checkpoint_loop(&dir, closed_rx, sync_all)
+            }
         })?;
     let syncer = Syncer {
         shared,
         dir: dir.to_path_buf(),
-        seq,
-        file,
-        segment_bytes: segment::HEADER.len() as u64,
-        written: 0,
         synced: 0,
-        last_write: Instant::now(),
         last_sync: Instant::now(),
         closed: closed_tx,
     };
@@ -56,148 +53,143 @@ pub(super) fn start(
 struct Syncer {
     shared: Arc<Shared>,
     dir: PathBuf,
-    seq: u64,
-    file: File,
-    segment_bytes: u64,
-    /// Log position written to the file, and synced.
-    written: Lsn,
+    /// Everything before this position is synced.
     synced: Lsn,
-    last_write: Instant,
     last_sync: Instant,
     closed: Sender<u64>,
 }
 
-/// One round's work, taken from the shared state at once.
-struct Round {
-    bytes: Vec<u8>,
+/// A segment closed by a roll, still to be synced and checkpointed.
+struct Closed {
+    seq: u64,
+    file: Arc<File>,
     end: Lsn,
-    waiters: Vec<(Lsn, Waiter)>,
-    stopping: bool,
 }
 
 impl Syncer {
     fn run(mut self) {
-        let mut spare = Vec::with_capacity(1 << 20);
+        if self.shared.opts.sync != SyncStrategy::OSync {
+            // Nobody's reply waits on this thread.
+            lower_priority();
+        }
+        self.prepare_next();
         loop {
-            let round = self.take(std::mem::take(&mut spare));
-            let stopping = round.stopping;
-            let outcome = self.write_and_sync(&round);
-            spare = self.finish(round, outcome);
+            let stopping = self.wait();
+            if let Err(e) = self.round(stopping) {
+                return self.shared.poison(e);
+            }
             if stopping || self.shared.state.lock().failed.is_some() {
                 return;
             }
         }
     }
 
-    /// Waits until there is something to do and takes it, leaving `spare`
-    /// as the new append buffer.
-    fn take(&self, spare: Vec<u8>) -> Round {
+    /// Waits for a wake-up, something due, or `flush_interval`; returns
+    /// whether the log is stopping.
+    fn wait(&self) -> bool {
         let opts = &self.shared.opts;
         let mut st = self.shared.state.lock();
-        loop {
-            let since_write = self.last_write.elapsed();
-            let flush_due = !st.buf.is_empty()
-                && (st.buf.len() >= FLUSH_BYTES || since_write >= opts.flush_interval);
-            let sync_due =
-                self.written > self.synced && self.last_sync.elapsed() >= opts.sync_interval;
-            if st.stopping || !st.waiters.is_empty() || flush_due || sync_due {
-                break;
-            }
+        let waited = |st: &super::State| opts.sync == SyncStrategy::OSync && !st.waiters.is_empty();
+        let sync_due = st.written > self.synced && self.sync_due();
+        if !(st.stopping || waited(&st) || st.buf.len() >= FLUSH_BYTES || sync_due) {
             self.shared.work.wait_for(&mut st, opts.flush_interval);
         }
-        let bytes = std::mem::replace(&mut st.buf, spare);
-        self.shared.room.notify_all();
-        Round {
-            bytes,
-            end: st.appended,
-            waiters: std::mem::take(&mut st.waiters),
-            stopping: st.stopping,
-        }
+        st.stopping || st.failed.is_some()
     }
 
-    /// Writes the round's bytes and syncs if a waiter, the stop or the sync
-    /// interval asks for it; rolls to a new segment when this one is full.
-    fn write_and_sync(&mut self, round: &Round) -> Result<(), String> {
-        if !round.bytes.is_empty() {
-            self.file
-                .write_all(&round.bytes)
-                .map_err(|e| format!("write to segment {}: {e}", self.seq))?;
-            self.segment_bytes += round.bytes.len() as u64;
-            self.written = round.end;
-            self.last_write = Instant::now();
+    /// Whether the sync interval asks for a sync.
+    fn sync_due(&self) -> bool {
+        let opts = &self.shared.opts;
+        opts.sync != SyncStrategy::None && self.last_sync.elapsed() >= opts.sync_interval
+    }
+
+    /// Writes what is pending, rolls a full segment, and syncs what the
+    /// strategy asks for.
+    fn round(&mut self, stopping: bool) -> Result<(), String> {
+        let shared = self.shared.clone();
+        let opts = &shared.opts;
+        let mut w = shared.writer.lock();
+        let written = shared.write_out(&mut w)?;
+        let closed = match w.is_full(opts.segment_bytes) && !stopping {
+            true => Some(self.roll(&mut w)?),
+            false => None,
+        };
+        let (current, current_seq) = (w.file.clone(), w.seq);
+        drop(w);
+        self.shared.mark_written(written);
+        if let Some(closed) = closed {
+            self.sync(&closed.file, closed.seq, closed.end)?;
+            let _ = self.closed.send(closed.seq);
+            self.prepare_next();
         }
-        let waited = round.waiters.iter().any(|(lsn, _)| *lsn > self.synced);
-        let interval = self.last_sync.elapsed() >= self.shared.opts.sync_interval;
-        if self.written > self.synced && (waited || round.stopping || interval) {
-            self.sync()?;
-        }
-        if self.segment_bytes >= self.shared.opts.segment_bytes && !round.stopping {
-            self.roll()?;
+        let waited = opts.sync == SyncStrategy::OSync && self.someone_waits_past(self.synced);
+        if written > self.synced && (waited || stopping || self.sync_due()) {
+            self.sync(&current, current_seq, written)?;
         }
         Ok(())
     }
 
-    fn sync(&mut self) -> Result<(), String> {
+    fn someone_waits_past(&self, lsn: Lsn) -> bool {
+        let st = self.shared.state.lock();
+        st.waiters.iter().any(|(l, _)| *l > lsn)
+    }
+
+    /// fdatasyncs `file` (segment `seq`), which holds the log up to `end`.
+    fn sync(&mut self, file: &File, seq: u64, end: Lsn) -> Result<(), String> {
+        if end <= self.synced {
+            return Ok(());
+        }
         if self.shared.fail_next_sync.swap(false, Ordering::SeqCst) {
-            return Err(format!(
-                "fdatasync of segment {}: injected failure",
-                self.seq
-            ));
+            return Err(format!("fdatasync of segment {seq}: injected failure"));
         }
-        self.file
-            .sync_data()
-            .map_err(|e| format!("fdatasync of segment {}: {e}", self.seq))?;
-        self.synced = self.written;
+        file.sync_data()
+            .map_err(|e| format!("fdatasync of segment {seq}: {e}"))?;
+        self.synced = end;
         self.last_sync = Instant::now();
-        self.shared.state.lock().synced = self.synced;
+        self.shared.mark_synced(end);
         Ok(())
     }
 
-    /// Closes the full segment (synced) and starts the next.
-    fn roll(&mut self) -> Result<(), String> {
-        if self.written > self.synced {
-            self.sync()?;
-        }
-        let next = self.seq + 1;
-        self.file =
-            segment::create(&self.dir, next).map_err(|e| format!("create segment {next}: {e}"))?;
-        let _ = self.closed.send(self.seq);
-        self.seq = next;
-        self.segment_bytes = segment::HEADER.len() as u64;
-        Ok(())
+    /// Swaps the full segment for the next one; the full one is returned to
+    /// be synced and checkpointed.
+    fn roll(&self, w: &mut Writer) -> Result<Closed, String> {
+        let seq = w.seq + 1;
+        let file = match w.next.take() {
+            Some(file) => file,
+            None => {
+                segment::create(&self.dir, seq).map_err(|e| format!("create segment {seq}: {e}"))?
+            }
+        };
+        let old = std::mem::replace(w, Writer::new(seq, file));
+        w.written = old.written;
+        Ok(Closed {
+            seq: old.seq,
+            file: old.file,
+            end: old.written,
+        })
     }
 
-    /// Answers the round's waiters (or poisons the log) and returns the
-    /// round's buffer, emptied, for reuse.
-    fn finish(&self, round: Round, outcome: Result<(), String>) -> Vec<u8> {
-        let Round {
-            mut bytes, waiters, ..
-        } = round;
-        bytes.clear();
-        match outcome {
-            Ok(()) => {
-                // Every waiter was taken with the bytes it waits on, and
-                // `write_and_sync` synced if any of them was past `synced`.
-                for (lsn, w) in waiters {
-                    debug_assert!(lsn <= self.synced, "waiter past the sync");
-                    w(Ok(()));
-                }
-            }
-            Err(e) => {
-                tracing::error!("commit log failed, refusing writes: {e}");
-                let rest = {
-                    let mut st = self.shared.state.lock();
-                    st.failed = Some(e.clone());
-                    std::mem::take(&mut st.waiters)
-                };
-                self.shared.room.notify_all();
-                waiters
-                    .into_iter()
-                    .chain(rest)
-                    .for_each(|(_, w)| w(Err(e.clone())));
-            }
+    /// Creates the segment after the current one, so the next roll needs
+    /// no file creation under the writer lock. A failure is left for the
+    /// roll to meet (and report).
+    fn prepare_next(&self) {
+        let seq = self.shared.writer.lock().seq + 1;
+        match segment::create(&self.dir, seq) {
+            Ok(file) => self.shared.writer.lock().next = Some(file),
+            Err(e) => tracing::warn!(seq, "creating the next commit log segment: {e}"),
         }
-        bytes
+    }
+}
+
+/// Lowers the calling thread's CPU priority (nice 10): background work
+/// (checkpoints, periodic syncs) should not take a core from the threads
+/// that answer requests. Best effort: a refusal changes nothing else.
+fn lower_priority() {
+    // SAFETY: gettid and setpriority take no pointers; a failure is only
+    // reported through the return value, which is ignored on purpose.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
     }
 }
 

@@ -84,8 +84,21 @@ impl Vnode {
     }
 
     /// Delivers a request to this (local) vnode: it is handled now, on the
-    /// caller's thread; replies go where the request says.
+    /// caller's thread, with the replicas it forwards to; replies go where
+    /// the request says. Then what the writes appended to the commit log is
+    /// written out, which answers their durable replies (one `write(2)` for
+    /// every replica of a put).
     pub fn send(&self, req: VnodeRequest) -> Result<(), KvError> {
+        let sync = matches!(req, VnodeRequest::Put { sync: true, .. });
+        let handled = self.handle(req);
+        if let (true, Some(log)) = (sync, &self.log) {
+            log.flush();
+        }
+        handled
+    }
+
+    /// Handles a request without writing out the commit log.
+    fn handle(&self, req: VnodeRequest) -> Result<(), KvError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(KvError::ShuttingDown);
         }
@@ -304,7 +317,7 @@ fn forward_to_replicas(
             reply: reply.clone(),
             forward: Vec::new(),
         };
-        if let Err(e) = replica.send(req) {
+        if let Err(e) = replica.handle(req) {
             let _ = reply.send((replica.partition, Err(e)));
         }
     }
