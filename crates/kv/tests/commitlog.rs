@@ -315,18 +315,34 @@ fn logged_segment(dir: &Path, n: usize) -> (Vec<u8>, Logged) {
             key: &key,
             op,
         };
-        last = log.append(&record).unwrap();
-        let value = match i % 5 {
+        let at = log.append(&record, None).unwrap();
+        last = at.end;
+        let logged = match i % 5 {
             4 => b"<deleted>".to_vec(),
-            _ => value,
+            _ => value.clone(),
         };
-        written.push((key, value));
+        written.push((key.clone(), logged.clone()));
+        if i % 5 == 2 {
+            // Another replica stored the same bytes: logged as a reference.
+            let replica = Record {
+                partition: (i as u32 + 1) % RING,
+                ..record
+            };
+            last = log.append(&replica, Some(at.start)).unwrap().end;
+            written.push((key, logged));
+        }
     }
     let (tx, rx) = std::sync::mpsc::channel();
     log.when_durable(last, Box::new(move |r| tx.send(r).unwrap()));
+    log.flush();
     rx.recv().unwrap().unwrap();
     log.close().unwrap();
     let bytes = std::fs::read(commitlog::segment::path(dir, 7)).unwrap();
+    let mut references = 0;
+    commitlog::segment::read(&bytes, |_, r| {
+        references += usize::from(matches!(r.op, Op::PutSame { .. }));
+    });
+    assert_eq!(references, n / 5, "replicas logged references");
     (bytes, written)
 }
 
@@ -338,6 +354,7 @@ fn replayed(dir: &Path, bytes: &[u8]) -> Logged {
         let value = match r.op {
             Op::Put { value } => value.to_vec(),
             Op::Delete => b"<deleted>".to_vec(),
+            Op::PutSame { .. } => panic!("replay resolves references"),
         };
         got.push((r.key.to_vec(), value));
         Ok(())
@@ -381,7 +398,7 @@ fn records_in_files(dir: &Path) -> usize {
     let mut n = 0;
     for seq in commitlog::segment::list(dir).unwrap() {
         let bytes = std::fs::read(commitlog::segment::path(dir, seq)).unwrap();
-        commitlog::segment::read(&bytes, |_| n += 1);
+        commitlog::segment::read(&bytes, |_, _| n += 1);
     }
     n
 }

@@ -65,6 +65,15 @@ const FLUSH_ROUNDS_MAX: usize = 4;
 /// How long [`CommitLog::flush`] waits for another thread's write.
 const WRITER_SPIN: Duration = Duration::from_micros(30);
 
+/// Where an appended record lies in the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Appended {
+    /// The position of its first byte: what a later record refers to.
+    pub start: Lsn,
+    /// The position after it: what a durable reply waits for.
+    pub end: Lsn,
+}
+
 /// Called once with the outcome of the sync that covers a record.
 pub type Waiter = Box<dyn FnOnce(Result<(), String>) + Send>;
 
@@ -125,6 +134,12 @@ struct State {
     written: Lsn,
     /// Everything before this position is on stable storage.
     synced: Lsn,
+    /// Where the segment that appends go to begins. Appends decide the
+    /// segments: a record that would start past `segment_bytes` starts the
+    /// next one, so every record's segment is known when it is encoded.
+    segment_start: Lsn,
+    /// Segment starts the writer has not reached yet, in order.
+    rolls: Vec<Lsn>,
     waiters: Vec<(Lsn, Waiter)>,
     stopping: bool,
     failed: Option<String>,
@@ -134,6 +149,8 @@ struct Shared {
     state: Mutex<State>,
     /// The current segment; held while bytes move from `buf` to it.
     writer: Mutex<writer::Writer>,
+    /// The next unused segment sequence number.
+    next_seq: std::sync::atomic::AtomicU64,
     /// Fault injection: the next fdatasync fails (tests of the poisoned log).
     fail_next_sync: std::sync::atomic::AtomicBool,
     /// Wakes the syncer.
@@ -162,12 +179,15 @@ impl CommitLog {
         std::fs::create_dir_all(dir)?;
         let file = segment::create(dir, first_seq)?;
         let shared = Arc::new(Shared {
-            writer: Mutex::new(writer::Writer::new(first_seq, file)),
+            writer: Mutex::new(writer::Writer::new(dir, first_seq, file)),
+            next_seq: std::sync::atomic::AtomicU64::new(first_seq + 1),
             state: Mutex::new(State {
                 buf: Vec::with_capacity(1 << 20),
                 appended: 0,
                 written: 0,
                 synced: 0,
+                segment_start: 0,
+                rolls: Vec::new(),
                 waiters: Vec::new(),
                 stopping: false,
                 failed: None,
@@ -191,9 +211,13 @@ impl CommitLog {
         refusal(&self.shared.state.lock()).map_or(Ok(()), Err)
     }
 
-    /// Appends a record and returns the position after it. Waits while the
-    /// syncer is `pending_bytes_max` behind.
-    pub fn append(&self, record: &Record<'_>) -> Result<Lsn, KvError> {
+    /// Appends a record and returns where it starts and ends. Waits while
+    /// the syncer is `pending_bytes_max` behind.
+    ///
+    /// A put whose value is the one a put record starting at `same_as`
+    /// holds, for the same bucket and key, is logged as a reference to that
+    /// record when both land in one segment ([`Op::PutSame`]).
+    pub fn append(&self, record: &Record<'_>, same_as: Option<Lsn>) -> Result<Appended, KvError> {
         let mut st = self.shared.state.lock();
         loop {
             if let Some(e) = refusal(&st) {
@@ -205,13 +229,29 @@ impl CommitLog {
             self.shared.work.notify_one();
             self.shared.room.wait(&mut st);
         }
+        let start = st.appended;
+        let used = start - st.segment_start + segment::HEADER.len() as u64;
+        if used >= self.shared.opts.segment_bytes {
+            st.rolls.push(start);
+            st.segment_start = start;
+        }
         let before = st.buf.len();
-        record.encode_into(&mut st.buf);
+        match (same_as, &record.op) {
+            (Some(at), Op::Put { .. }) if at >= st.segment_start && at < start => Record {
+                op: Op::PutSame { back: start - at },
+                ..record.clone()
+            }
+            .encode_into(&mut st.buf),
+            _ => record.encode_into(&mut st.buf),
+        }
         st.appended += (st.buf.len() - before) as u64;
         if before < syncer::FLUSH_BYTES && st.buf.len() >= syncer::FLUSH_BYTES {
             self.shared.work.notify_one();
         }
-        Ok(st.appended)
+        Ok(Appended {
+            start,
+            end: st.appended,
+        })
     }
 
     /// The writer lock, if it comes free within [`WRITER_SPIN`]: a write
@@ -298,9 +338,10 @@ impl CommitLog {
                 return;
             };
             let written = self.shared.write_out(&mut w);
-            let full = w.is_full(self.shared.opts.segment_bytes);
+            let rolled = !w.closed.is_empty();
             drop(w);
-            if full {
+            if rolled {
+                // The syncer syncs and checkpoints the closed segment.
                 self.shared.work.notify_one();
             }
             match written {

@@ -16,6 +16,7 @@ pub const PAYLOAD_BYTES_MAX: usize =
 
 const OP_PUT: u8 = 1;
 const OP_DELETE: u8 = 2;
+const OP_PUT_SAME: u8 = 3;
 
 /// What was done to one key of one partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +25,10 @@ pub enum Op<'a> {
     Put { value: &'a [u8] },
     /// The key was removed.
     Delete,
+    /// The key now holds the value of the put record of the same bucket and
+    /// key whose frame starts `back` bytes before this one's (format v2): a
+    /// replica that stored the coordinator's object logs it once.
+    PutSame { back: u64 },
 }
 
 /// A record, borrowing its bytes from the caller (append) or from the
@@ -52,9 +57,14 @@ impl Record<'_> {
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let start = out.len();
         out.extend_from_slice(&[0; FRAME_HEADER_BYTES]);
+        let back;
         let (op, value): (u8, &[u8]) = match self.op {
             Op::Put { value } => (OP_PUT, value),
             Op::Delete => (OP_DELETE, &[]),
+            Op::PutSame { back: b } => {
+                back = b.to_be_bytes();
+                (OP_PUT_SAME, &back)
+            }
         };
         out.push(op);
         out.extend_from_slice(&self.partition.to_be_bytes());
@@ -104,6 +114,12 @@ fn decode_payload(p: &[u8]) -> Option<Record<'_>> {
     let op = match op {
         OP_PUT => Op::Put { value: rest },
         OP_DELETE if rest.is_empty() => Op::Delete,
+        OP_PUT_SAME => {
+            let back = u64::from_be_bytes(rest.try_into().ok()?);
+            Op::PutSame {
+                back: (back > 0).then_some(back)?,
+            }
+        }
         _ => return None,
     };
     Some(Record {
@@ -129,22 +145,35 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn arb_record() -> impl Strategy<Value = (u32, Vec<u8>, Vec<u8>, Option<Vec<u8>>)> {
+    /// A value (put), a back reference (put-same) or neither (delete).
+    type Arb = (u32, Vec<u8>, Vec<u8>, Option<Result<Vec<u8>, u64>>);
+
+    fn arb_record() -> impl Strategy<Value = Arb> {
+        let op = prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..200).prop_map(Ok),
+            (1..u64::MAX).prop_map(Err),
+        ];
         (
             any::<u32>(),
             proptest::collection::vec(any::<u8>(), 0..40),
             proptest::collection::vec(any::<u8>(), 0..40),
-            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..200)),
+            proptest::option::of(op),
         )
     }
 
-    fn record<'a>(p: u32, b: &'a [u8], k: &'a [u8], v: &'a Option<Vec<u8>>) -> Record<'a> {
+    fn record<'a>(
+        p: u32,
+        b: &'a [u8],
+        k: &'a [u8],
+        v: &'a Option<Result<Vec<u8>, u64>>,
+    ) -> Record<'a> {
         Record {
             partition: p,
             bucket: b,
             key: k,
             op: match v {
-                Some(value) => Op::Put { value },
+                Some(Ok(value)) => Op::Put { value },
+                Some(Err(back)) => Op::PutSame { back: *back },
                 None => Op::Delete,
             },
         }

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::record::Record;
+use super::record::{Frame, Op, Record, decode_frame};
 use super::segment::{self, End};
 
 /// What replay found.
@@ -72,17 +72,26 @@ pub fn recover(
         let path = segment::path(dir, seq);
         let bytes = std::fs::read(&path).map_err(io(&path))?;
         let mut failure = None;
-        let end = segment::read(&bytes, |record| {
-            if failure.is_none() {
-                match apply(&record) {
-                    Ok(()) => out.records += 1,
-                    Err(reason) => failure = Some(reason),
-                }
+        let mut resolver = Resolver::new(&bytes);
+        let end = segment::read(&bytes, |offset, record| {
+            if failure.is_some() || resolver.damage.is_some() {
+                return;
+            }
+            let Some(record) = resolver.resolve(offset, record) else {
+                return;
+            };
+            match apply(&record) {
+                Ok(()) => out.records += 1,
+                Err(reason) => failure = Some(reason),
             }
         });
         if let Some(reason) = failure {
             return Err(RecoverError::Apply { seq, reason });
         }
+        let end = match resolver.damage {
+            Some((offset, reason)) => End::Damaged { offset, reason },
+            None => end,
+        };
         if let End::Damaged { offset, reason } = end {
             let text = format!("segment {seq}: {reason} at byte {offset}, rest skipped");
             tracing::error!("commit log: {text}");
@@ -91,4 +100,123 @@ pub fn recover(
         out.segments.push(seq);
     }
     Ok(out)
+}
+
+/// Turns put-same records of one segment back into puts of the value they
+/// refer to.
+struct Resolver<'a> {
+    bytes: &'a [u8],
+    /// Offsets of the put records read so far, ascending.
+    puts: Vec<usize>,
+    /// Where a reference could not be resolved, and why: the segment's
+    /// records end there.
+    damage: Option<(usize, &'static str)>,
+}
+
+impl<'a> Resolver<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Resolver {
+            bytes,
+            puts: Vec::new(),
+            damage: None,
+        }
+    }
+
+    /// The record at `offset` with its value in place, or `None` (and
+    /// `damage` set) when it refers to no earlier put of its key.
+    fn resolve(&mut self, offset: usize, record: Record<'a>) -> Option<Record<'a>> {
+        let Op::PutSame { back } = record.op else {
+            if matches!(record.op, Op::Put { .. }) {
+                self.puts.push(offset);
+            }
+            return Some(record);
+        };
+        let value = usize::try_from(back)
+            .ok()
+            .and_then(|back| offset.checked_sub(back))
+            .filter(|at| self.puts.binary_search(at).is_ok())
+            .and_then(|at| match decode_frame(&self.bytes[at..]) {
+                Frame::Record(r, _) if r.bucket == record.bucket && r.key == record.key => {
+                    match r.op {
+                        Op::Put { value } => Some(value),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            });
+        let Some(value) = value else {
+            self.damage = Some((offset, "put-same record refers to no put of its key"));
+            return None;
+        };
+        Some(Record {
+            op: Op::Put { value },
+            ..record
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put<'a>(key: &'a [u8], value: &'a [u8]) -> Record<'a> {
+        Record {
+            partition: 0,
+            bucket: b"b",
+            key,
+            op: Op::Put { value },
+        }
+    }
+
+    /// Replays one segment made of `records`; what was applied, and damage.
+    fn replay(records: &[Record<'_>]) -> (Vec<String>, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = segment::HEADER.to_vec();
+        records.iter().for_each(|r| r.encode_into(&mut bytes));
+        std::fs::write(segment::path(dir.path(), 3), &bytes).unwrap();
+        let mut applied = Vec::new();
+        let out = recover(dir.path(), |r| {
+            applied.push(format!("{}={:?}", r.partition, r.op));
+            Ok(())
+        })
+        .unwrap();
+        (applied, out.damaged)
+    }
+
+    fn frame_len(r: &Record<'_>) -> u64 {
+        let mut b = Vec::new();
+        r.encode_into(&mut b);
+        b.len() as u64
+    }
+
+    #[test]
+    fn a_put_same_takes_the_value_of_the_put_it_refers_to() {
+        let first = put(b"k", b"value");
+        let back = frame_len(&first) + frame_len(&put(b"x", b"other"));
+        let same = Record {
+            partition: 9,
+            op: Op::PutSame { back },
+            ..put(b"k", b"")
+        };
+        let (applied, damaged) = replay(&[first, put(b"x", b"other"), same]);
+        assert_eq!(applied.len(), 3);
+        assert_eq!(applied[2], format!("9={:?}", Op::Put { value: b"value" }));
+        assert!(damaged.is_empty());
+    }
+
+    #[test]
+    fn a_put_same_that_refers_to_no_put_of_its_key_ends_the_segment() {
+        let first = put(b"k", b"value");
+        let len = frame_len(&first);
+        let cases: [(&[u8], u64); 3] = [(b"other", len), (b"k", len - 1), (b"k", len + 1)];
+        for (key, back) in cases {
+            let bad = Record {
+                op: Op::PutSame { back },
+                ..put(key, b"")
+            };
+            let (applied, damaged) = replay(&[first.clone(), bad, put(b"z", b"after")]);
+            assert_eq!(applied.len(), 1, "{key:?} {back}: only the put before");
+            assert_eq!(damaged.len(), 1, "{key:?} {back}: reported");
+        }
+    }
 }

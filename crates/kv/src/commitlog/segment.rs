@@ -12,8 +12,11 @@ use std::path::{Path, PathBuf};
 
 use super::record::{Frame, Record, decode_frame};
 
-/// The first bytes of every segment: magic and format version 1.
-pub const HEADER: &[u8; 8] = b"EDDYCL\x00\x01";
+/// The first bytes of every segment written now: magic and format version
+/// 2 (version 1 plus put-same records).
+pub const HEADER: &[u8; 8] = b"EDDYCL\x00\x02";
+/// The header of a version 1 segment, which is still read.
+pub const HEADER_V1: &[u8; 8] = b"EDDYCL\x00\x01";
 
 /// The path of segment `seq` in `dir`.
 pub fn path(dir: &Path, seq: u64) -> PathBuf {
@@ -62,12 +65,16 @@ pub enum End {
     Damaged { offset: usize, reason: &'static str },
 }
 
-/// Calls `f` on each record of a segment's bytes, in order, and says how
-/// the segment ended.
-pub fn read(bytes: &[u8], mut f: impl FnMut(Record<'_>)) -> End {
-    let Some(mut rest) = bytes.strip_prefix(HEADER.as_slice()) else {
+/// Calls `f` on each record of a segment's bytes, in order, with the offset
+/// of its frame, and says how the segment ended.
+pub fn read<'a>(bytes: &'a [u8], mut f: impl FnMut(usize, Record<'a>)) -> End {
+    let rest = [HEADER, HEADER_V1]
+        .iter()
+        .find_map(|h| bytes.strip_prefix(h.as_slice()));
+    let Some(mut rest) = rest else {
         let reason = "segment header missing or of another version";
-        return match bytes.len() < HEADER.len() && HEADER.starts_with(bytes) {
+        let cut_header = [HEADER, HEADER_V1].iter().any(|h| h.starts_with(bytes));
+        return match bytes.len() < HEADER.len() && cut_header {
             true => End::Torn { offset: 0 },
             false => End::Damaged { offset: 0, reason },
         };
@@ -76,7 +83,7 @@ pub fn read(bytes: &[u8], mut f: impl FnMut(Record<'_>)) -> End {
     while !rest.is_empty() {
         match decode_frame(rest) {
             Frame::Record(record, used) => {
-                f(record);
+                f(offset, record);
                 rest = &rest[used..];
                 offset += used;
             }
@@ -123,21 +130,21 @@ mod tests {
         rec(b"k2").encode_into(&mut bytes);
         rec(b"k3").encode_into(&mut bytes);
         let mut keys = Vec::new();
-        assert_eq!(read(&bytes, |r| keys.push(r.key.to_vec())), End::Clean);
+        assert_eq!(read(&bytes, |_, r| keys.push(r.key.to_vec())), End::Clean);
         assert_eq!(keys.len(), 3);
 
         let mut damaged = bytes.clone();
         damaged[second + 12] ^= 0x40;
         keys.clear();
-        let end = read(&damaged, |r| keys.push(r.key.to_vec()));
+        let end = read(&damaged, |_, r| keys.push(r.key.to_vec()));
         assert!(matches!(end, End::Damaged { offset, .. } if offset == second));
         assert_eq!(keys, vec![b"k1".to_vec()]);
 
         keys.clear();
-        let end = read(&bytes[..bytes.len() - 1], |r| keys.push(r.key.to_vec()));
+        let end = read(&bytes[..bytes.len() - 1], |_, r| keys.push(r.key.to_vec()));
         assert!(matches!(end, End::Torn { .. }));
         assert_eq!(keys.len(), 2);
-        assert_eq!(read(&HEADER[..3], |_| {}), End::Torn { offset: 0 });
-        assert!(matches!(read(b"garbage!!", |_| {}), End::Damaged { .. }));
+        assert_eq!(read(&HEADER[..3], |_, _| {}), End::Torn { offset: 0 });
+        assert!(matches!(read(b"garbage!!", |_, _| {}), End::Damaged { .. }));
     }
 }

@@ -2,10 +2,10 @@
 //!
 //! The syncer writes what callers left unwritten (at least every
 //! `flush_interval`), fdatasyncs when the strategy asks (someone waits with
-//! `o_sync`, the sync interval passed, a segment ended, the log stops),
-//! and rolls a full segment over to the next one, which it creates ahead of
-//! time. The closed segment goes to the checkpointer, which syncs every
-//! backend and then deletes it.
+//! `o_sync`, the sync interval passed, a segment ended, the log stops), and
+//! creates the next segment ahead of time. A segment that ended is synced
+//! and goes to the checkpointer, which syncs every backend and then deletes
+//! it.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -15,7 +15,6 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::writer::Writer;
 use super::{Lsn, Shared, SyncAll, SyncStrategy, segment};
 
 /// Appended bytes that wake the syncer even when nobody waits.
@@ -59,13 +58,6 @@ struct Syncer {
     closed: Sender<u64>,
 }
 
-/// A segment closed by a roll, still to be synced and checkpointed.
-struct Closed {
-    seq: u64,
-    file: Arc<File>,
-    end: Lsn,
-}
-
 impl Syncer {
     fn run(mut self) {
         if self.shared.opts.sync != SyncStrategy::OSync {
@@ -103,23 +95,22 @@ impl Syncer {
         opts.sync != SyncStrategy::None && self.last_sync.elapsed() >= opts.sync_interval
     }
 
-    /// Writes what is pending, rolls a full segment, and syncs what the
-    /// strategy asks for.
+    /// Writes what is pending, syncs and hands over the segments that
+    /// ended, and syncs the current one when the strategy asks.
     fn round(&mut self, stopping: bool) -> Result<(), String> {
         let shared = self.shared.clone();
         let opts = &shared.opts;
         let mut w = shared.writer.lock();
         let written = shared.write_out(&mut w)?;
-        let closed = match w.is_full(opts.segment_bytes) && !stopping {
-            true => Some(self.roll(&mut w)?),
-            false => None,
-        };
+        let closed = std::mem::take(&mut w.closed);
         let (current, current_seq) = (w.file.clone(), w.seq);
         drop(w);
-        self.shared.mark_written(written);
-        if let Some(closed) = closed {
-            self.sync(&closed.file, closed.seq, closed.end)?;
-            let _ = self.closed.send(closed.seq);
+        shared.mark_written(written);
+        for c in &closed {
+            self.sync(&c.file, c.seq, c.end)?;
+            let _ = self.closed.send(c.seq);
+        }
+        if !closed.is_empty() {
             self.prepare_next();
         }
         let waited = opts.sync == SyncStrategy::OSync && self.someone_waits_past(self.synced);
@@ -150,34 +141,28 @@ impl Syncer {
         Ok(())
     }
 
-    /// Swaps the full segment for the next one; the full one is returned to
-    /// be synced and checkpointed.
-    fn roll(&self, w: &mut Writer) -> Result<Closed, String> {
-        let seq = w.seq + 1;
-        let file = match w.next.take() {
-            Some(file) => file,
-            None => {
-                segment::create(&self.dir, seq).map_err(|e| format!("create segment {seq}: {e}"))?
-            }
-        };
-        let old = std::mem::replace(w, Writer::new(seq, file));
-        w.written = old.written;
-        Ok(Closed {
-            seq: old.seq,
-            file: old.file,
-            end: old.written,
-        })
-    }
-
-    /// Creates the segment after the current one, so the next roll needs
-    /// no file creation under the writer lock. A failure is left for the
-    /// roll to meet (and report).
+    /// Creates a segment ahead for the next roll, so that the roll needs no
+    /// file creation under the writer lock. A writer that rolled meanwhile
+    /// may have created one itself (sequence numbers come from one counter,
+    /// so the two never collide); then this one is dropped unless it still
+    /// comes after. A failure is left for the roll to meet and report.
     fn prepare_next(&self) {
-        let seq = self.shared.writer.lock().seq + 1;
-        match segment::create(&self.dir, seq) {
-            Ok(file) => self.shared.writer.lock().next = Some(file),
-            Err(e) => tracing::warn!(seq, "creating the next commit log segment: {e}"),
+        if self.shared.writer.lock().next.is_some() {
+            return;
         }
+        let seq = self.shared.next_seq.fetch_add(1, Ordering::SeqCst);
+        let file = match segment::create(&self.dir, seq) {
+            Ok(file) => file,
+            Err(e) => return tracing::warn!(seq, "creating the next commit log segment: {e}"),
+        };
+        let mut w = self.shared.writer.lock();
+        if w.next.is_none() && seq > w.seq {
+            w.next = Some((seq, file));
+            return;
+        }
+        drop(w);
+        drop(file);
+        let _ = std::fs::remove_file(segment::path(&self.dir, seq));
     }
 }
 

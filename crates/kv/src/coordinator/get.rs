@@ -70,6 +70,7 @@ impl Node {
             let kind = Box::new(PutKind::Replicate {
                 object: merged.clone(),
                 encoded: None,
+                logged_at: None,
             });
             let req = VnodeRequest::Put {
                 key: key.clone(),

@@ -67,15 +67,29 @@ pub fn replicate(
     current: Option<&RiakObject>,
     incoming: RiakObject,
     policy: WritePolicy,
-) -> RiakObject {
+) -> Replicated {
     let Some(current) = current else {
-        return incoming;
+        return Replicated {
+            object: incoming,
+            is_incoming: true,
+        };
     };
     let mut merged = merge::merge(current, &incoming);
     if !policy.allow_mult || policy.last_write_wins {
         merge::resolve_newest(&mut merged);
     }
-    merged
+    Replicated {
+        is_incoming: merged == incoming,
+        object: merged,
+    }
+}
+
+/// What a replica stores after merging an incoming object.
+pub struct Replicated {
+    pub object: RiakObject,
+    /// The result is the incoming object itself (the usual case: it
+    /// descends the stored one), so the sender's encoding of it holds.
+    pub is_incoming: bool,
 }
 
 /// The specs that turn `old`'s index entries into `new`'s.

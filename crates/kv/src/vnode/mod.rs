@@ -50,13 +50,21 @@ pub struct Vnode {
     closed: AtomicBool,
 }
 
-/// What a put stored: the object, how it becomes durable, and its encoding
-/// if this put wrote it (`None`: the stored object was already this).
-type Written = (RiakObject, Durability, Option<Arc<[u8]>>);
+/// What a put stored.
+struct Written {
+    object: RiakObject,
+    durability: Durability,
+    /// Its encoding, if this put wrote it (`None`: the stored object was
+    /// already this).
+    encoded: Option<Arc<[u8]>>,
+    /// Where this put's commit-log record of `encoded` starts, if it
+    /// logged one.
+    logged_at: Option<Lsn>,
+}
 
 /// How a put's write becomes durable.
 enum Durability {
-    /// Once the commit log synced up to here.
+    /// Once the commit log made it durable up to here.
     Log(Lsn),
     /// Already: the bucket's backend keeps nothing across restarts.
     Volatile,
@@ -112,13 +120,14 @@ impl Vnode {
                 forward,
             } => {
                 match self.put(&key, *kind, policy) {
-                    Ok((object, durability, encoded)) => {
+                    Ok(written) => {
                         let sent = Sent {
-                            object: &object,
-                            encoded,
+                            object: &written.object,
+                            encoded: written.encoded,
+                            logged_at: written.logged_at,
                         };
                         forward_to_replicas(&forward, &key, sent, policy, sync, &reply);
-                        self.reply_put(object, durability, sync, reply);
+                        self.reply_put(written.object, written.durability, sync, reply);
                     }
                     Err(e) => {
                         let _ = reply.send((self.partition, Err(e)));
@@ -166,7 +175,7 @@ impl Vnode {
     ) -> Result<Written, KvError> {
         let _locked = self.lock(key);
         let current = self.read(key)?;
-        let mut encoded = None;
+        let (mut encoded, mut same_as) = (None, None);
         let next = match kind {
             PutKind::Coordinate {
                 context,
@@ -183,23 +192,38 @@ impl Vnode {
             PutKind::Replicate {
                 object,
                 encoded: sent,
+                logged_at,
             } => {
-                // With no copy here, the merge is the sent object itself.
-                encoded = sent.filter(|_| current.is_none());
-                apply::replicate(current.as_ref(), object, policy)
+                let merged = apply::replicate(current.as_ref(), object, policy);
+                if merged.is_incoming {
+                    (encoded, same_as) = (sent, logged_at);
+                }
+                merged.object
             }
         };
         if current.as_ref() == Some(&next) {
-            let durability = self.durability_of_stored(&key.bucket);
-            return Ok((next, durability, None));
+            return Ok(Written {
+                durability: self.durability_of_stored(&key.bucket),
+                object: next,
+                encoded: None,
+                logged_at: None,
+            });
         }
+        let same_as = same_as.filter(|_| encoded.is_some());
         let bytes = encoded.unwrap_or_else(|| codec::encode(&next).into());
-        let durability = self.write(key, current.as_ref(), &next, &bytes)?;
-        Ok((next, durability, Some(bytes)))
+        let (durability, logged_at) = self.write(key, current.as_ref(), &next, &bytes, same_as)?;
+        Ok(Written {
+            object: next,
+            durability,
+            encoded: Some(bytes),
+            logged_at,
+        })
     }
 
     /// Writes `new` (encoded as `bytes`) over `old`, with the index specs
-    /// that turn one's entries into the other's, and logs the write.
+    /// that turn one's entries into the other's, and logs the write (as a
+    /// reference to the record at `same_as` when that holds these bytes).
+    /// Returns how it becomes durable and where its record starts.
     /// Caller holds the key's lock.
     fn write(
         &self,
@@ -207,12 +231,13 @@ impl Vnode {
         old: Option<&RiakObject>,
         new: &RiakObject,
         bytes: &[u8],
-    ) -> Result<Durability, KvError> {
+        same_as: Option<Lsn>,
+    ) -> Result<(Durability, Option<Lsn>), KvError> {
         let specs = apply::index_specs(old, new);
         let log = self.log_for(&key.bucket)?;
         self.backend
             .put(&key.bucket, &key.key, bytes, &specs, WriteOptions::NO_SYNC)?;
-        self.logged(log, key, Op::Put { value: bytes })
+        self.logged(log, key, Op::Put { value: bytes }, same_as)
     }
 
     /// Removes the key if it still holds exactly this tombstone.
@@ -223,7 +248,7 @@ impl Vnode {
                 let log = self.log_for(&key.bucket)?;
                 self.backend
                     .delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
-                self.logged(log, key, Op::Delete).map(|_| ())
+                self.logged(log, key, Op::Delete, None).map(|_| ())
             }
             _ => Ok(()),
         }
@@ -241,14 +266,16 @@ impl Vnode {
         }
     }
 
+    /// Appends the record of a write to `log`, if the write has one.
     fn logged(
         &self,
         log: Option<&CommitLog>,
         key: &StorageKey,
         op: Op<'_>,
-    ) -> Result<Durability, KvError> {
+        same_as: Option<Lsn>,
+    ) -> Result<(Durability, Option<Lsn>), KvError> {
         let Some(log) = log else {
-            return Ok(self.durability_of_stored(&key.bucket));
+            return Ok((self.durability_of_stored(&key.bucket), None));
         };
         let record = Record {
             partition: self.partition.0,
@@ -256,7 +283,8 @@ impl Vnode {
             key: &key.key,
             op,
         };
-        Ok(Durability::Log(log.append(&record)?))
+        let at = log.append(&record, same_as)?;
+        Ok((Durability::Log(at.end), Some(at.start)))
     }
 
     /// How an unchanged stored object becomes durable: it may have been
@@ -293,6 +321,7 @@ impl Vnode {
 struct Sent<'a> {
     object: &'a RiakObject,
     encoded: Option<Arc<[u8]>>,
+    logged_at: Option<Lsn>,
 }
 
 /// Sends the coordinator's written object to the other replicas, which
@@ -311,6 +340,7 @@ fn forward_to_replicas(
             kind: Box::new(PutKind::Replicate {
                 object: sent.object.clone(),
                 encoded: sent.encoded.clone(),
+                logged_at: sent.logged_at,
             }),
             policy,
             sync,

@@ -45,8 +45,13 @@ pub enum PutKind {
     Replicate {
         object: RiakObject,
         /// The object's encoding, when the sender has it (a local
-        /// coordinator): a replica without a copy stores it as is.
+        /// coordinator): a replica that ends up storing the object itself
+        /// stores these bytes.
         encoded: Option<std::sync::Arc<[u8]>>,
+        /// Where the sender's commit-log record of these bytes starts, when
+        /// it wrote one to this node's log (a local coordinator): such a
+        /// replica logs a reference to it instead of the bytes again.
+        logged_at: Option<crate::commitlog::Lsn>,
     },
 }
 

@@ -29,6 +29,7 @@ pub fn apply_record(backend: &dyn Backend, record: &Record<'_>) -> Result<(), St
             backend.put(bucket, key, value, &specs, WriteOptions::NO_SYNC)
         }
         Op::Delete => backend.delete(bucket, key, WriteOptions::NO_SYNC),
+        Op::PutSame { .. } => return Err("a put-same record reached replay unresolved".into()),
     }
     .map_err(|e| e.to_string())
 }
