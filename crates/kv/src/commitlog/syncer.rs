@@ -31,10 +31,7 @@ pub(super) fn start(
         .name("commitlog-checkpoint".into())
         .spawn({
             let dir = dir.to_path_buf();
-            move || {
-                lower_priority();
-                checkpoint_loop(&dir, closed_rx, sync_all)
-            }
+            move || checkpoint_loop(&dir, closed_rx, sync_all)
         })?;
     let syncer = Syncer {
         shared,
@@ -60,10 +57,6 @@ struct Syncer {
 
 impl Syncer {
     fn run(mut self) {
-        if self.shared.opts.sync != SyncStrategy::OSync {
-            // Nobody's reply waits on this thread.
-            lower_priority();
-        }
         self.prepare_next();
         loop {
             let stopping = self.wait();
@@ -163,18 +156,6 @@ impl Syncer {
         drop(w);
         drop(file);
         let _ = std::fs::remove_file(segment::path(&self.dir, seq));
-    }
-}
-
-/// Lowers the calling thread's CPU priority (nice 10): background work
-/// (checkpoints, periodic syncs) should not take a core from the threads
-/// that answer requests. Best effort: a refusal changes nothing else.
-fn lower_priority() {
-    // SAFETY: gettid and setpriority take no pointers; a failure is only
-    // reported through the return value, which is ignored on purpose.
-    unsafe {
-        let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
     }
 }
 
