@@ -151,6 +151,11 @@ struct Shared {
     writer: Mutex<writer::Writer>,
     /// The next unused segment sequence number.
     next_seq: std::sync::atomic::AtomicU64,
+    /// Set once the log is poisoned or stopping, so that [`CommitLog::check`]
+    /// needs no lock while all is well.
+    refusing: std::sync::atomic::AtomicBool,
+    /// `State::durable` as of the last progress, readable without the lock.
+    durable: std::sync::atomic::AtomicU64,
     /// Fault injection: the next fdatasync fails (tests of the poisoned log).
     fail_next_sync: std::sync::atomic::AtomicBool,
     /// Wakes the syncer.
@@ -181,6 +186,8 @@ impl CommitLog {
         let shared = Arc::new(Shared {
             writer: Mutex::new(writer::Writer::new(dir, first_seq, file)),
             next_seq: std::sync::atomic::AtomicU64::new(first_seq + 1),
+            refusing: std::sync::atomic::AtomicBool::new(false),
+            durable: std::sync::atomic::AtomicU64::new(0),
             state: Mutex::new(State {
                 buf: Vec::with_capacity(1 << 20),
                 appended: 0,
@@ -208,6 +215,13 @@ impl CommitLog {
     /// Fails if the log can take no more records (poisoned or stopping).
     /// Vnodes call this before writing their backend.
     pub fn check(&self) -> Result<(), KvError> {
+        if !self
+            .shared
+            .refusing
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Ok(());
+        }
         refusal(&self.shared.state.lock()).map_or(Ok(()), Err)
     }
 
@@ -299,6 +313,15 @@ impl CommitLog {
         self.shared.state.lock().synced
     }
 
+    /// Everything before this position is durable as the [`SyncStrategy`]
+    /// says (written, or synced with `o_sync`). Reads no lock; a reply for
+    /// a later position goes through [`CommitLog::when_durable`].
+    pub fn durable(&self) -> Lsn {
+        self.shared
+            .durable
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Calls `waiter` once everything before `lsn` is durable as the
     /// [`SyncStrategy`] says (at once if it already is), or with the error
     /// that poisoned the log. Without `o_sync`, the caller must
@@ -361,6 +384,9 @@ impl CommitLog {
     /// the threads. Appends fail afterwards.
     pub fn close(&self) -> Result<(), String> {
         self.shared.state.lock().stopping = true;
+        self.shared
+            .refusing
+            .store(true, std::sync::atomic::Ordering::Release);
         self.shared.work.notify_all();
         self.shared.room.notify_all();
         for t in self.threads.lock().drain(..) {
@@ -413,20 +439,23 @@ impl Shared {
     /// Records that everything before `lsn` is in the files and answers
     /// the waiters that makes durable.
     fn mark_written(&self, lsn: Lsn) {
-        let ready = {
-            let mut st = self.state.lock();
-            st.written = st.written.max(lsn);
-            self.ready_waiters(&mut st)
-        };
-        ready.into_iter().for_each(|(_, w)| w(Ok(())));
+        self.advance(|st| st.written = st.written.max(lsn));
     }
 
     /// Records that everything before `lsn` is on stable storage and
     /// answers the waiters that makes durable.
     fn mark_synced(&self, lsn: Lsn) {
+        self.advance(|st| st.synced = st.synced.max(lsn));
+    }
+
+    /// Applies `progress` to the state, then answers (outside the lock) the
+    /// waiters it made durable.
+    fn advance(&self, progress: impl FnOnce(&mut State)) {
         let ready = {
             let mut st = self.state.lock();
-            st.synced = st.synced.max(lsn);
+            progress(&mut st);
+            self.durable
+                .store(self.durable(&st), std::sync::atomic::Ordering::Release);
             self.ready_waiters(&mut st)
         };
         ready.into_iter().for_each(|(_, w)| w(Ok(())));
@@ -441,6 +470,8 @@ impl Shared {
                 tracing::error!("commit log failed, refusing writes: {e}");
             }
             let e = st.failed.get_or_insert(e).clone();
+            self.refusing
+                .store(true, std::sync::atomic::Ordering::Release);
             (e, std::mem::take(&mut st.waiters))
         };
         self.room.notify_all();

@@ -101,14 +101,17 @@ impl Syncer {
         shared.mark_written(written);
         for c in &closed {
             self.sync(&c.file, c.seq, c.end)?;
-            let _ = self.closed.send(c.seq);
-        }
-        if !closed.is_empty() {
-            self.prepare_next();
         }
         let waited = opts.sync == SyncStrategy::OSync && self.someone_waits_past(self.synced);
         if written > self.synced && (waited || stopping || self.sync_due()) {
             self.sync(&current, current_seq, written)?;
+        }
+        // Only now the slow parts, so that no waiter waits for them.
+        for c in &closed {
+            let _ = self.closed.send(c.seq);
+        }
+        if !closed.is_empty() && !stopping {
+            self.prepare_next();
         }
         Ok(())
     }

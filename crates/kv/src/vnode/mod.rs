@@ -64,7 +64,7 @@ struct Written {
 
 /// How a put's write becomes durable.
 enum Durability {
-    /// Once the commit log made it durable up to here.
+    /// Once this commit log made it durable up to here.
     Log(Lsn),
     /// Already: the bucket's backend keeps nothing across restarts.
     Volatile,
@@ -94,19 +94,35 @@ impl Vnode {
     /// Delivers a request to this (local) vnode: it is handled now, on the
     /// caller's thread, with the replicas it forwards to; replies go where
     /// the request says. Then what the writes appended to the commit log is
-    /// written out, which answers their durable replies (one `write(2)` for
-    /// every replica of a put).
+    /// written out (one `write(2)` for every replica of a put), and the
+    /// durable replies go out: at once if the log is durable past them, as
+    /// it nearly always is by then, or when it is.
     pub fn send(&self, req: VnodeRequest) -> Result<(), KvError> {
-        let sync = matches!(req, VnodeRequest::Put { sync: true, .. });
-        let handled = self.handle(req);
-        if let (true, Some(log)) = (sync, &self.log) {
-            log.flush();
+        let mut pending = Vec::new();
+        let handled = self.handle(req, &mut pending);
+        if pending.is_empty() {
+            return handled;
+        }
+        let Some(log) = &self.log else {
+            // Only a write to a commit log leaves a reply pending.
+            let e = "no commit log to wait for";
+            pending.into_iter().for_each(|p| p.answer(Err(e.into())));
+            return handled;
+        };
+        log.flush();
+        let durable = log.durable();
+        for p in pending {
+            match p.lsn <= durable {
+                true => p.answer(Ok(())),
+                false => log.when_durable(p.lsn, Box::new(move |r| p.answer(r))),
+            }
         }
         handled
     }
 
-    /// Handles a request without writing out the commit log.
-    fn handle(&self, req: VnodeRequest) -> Result<(), KvError> {
+    /// Handles a request without writing out the commit log; durable
+    /// replies that wait for it are left in `pending`.
+    fn handle(&self, req: VnodeRequest, pending: &mut Vec<Pending>) -> Result<(), KvError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(KvError::ShuttingDown);
         }
@@ -126,8 +142,9 @@ impl Vnode {
                             encoded: written.encoded,
                             logged_at: written.logged_at,
                         };
-                        forward_to_replicas(&forward, &key, sent, policy, sync, &reply);
-                        self.reply_put(written.object, written.durability, sync, reply);
+                        forward_to_replicas(&forward, &key, sent, (policy, sync), &reply, pending);
+                        let durability = written.durability;
+                        self.reply_put(written.object, durability, sync, reply, pending);
                     }
                     Err(e) => {
                         let _ = reply.send((self.partition, Err(e)));
@@ -234,10 +251,10 @@ impl Vnode {
         same_as: Option<Lsn>,
     ) -> Result<(Durability, Option<Lsn>), KvError> {
         let specs = apply::index_specs(old, new);
-        let log = self.log_for(&key.bucket)?;
+        let target = self.checked_target(&key.bucket)?;
         self.backend
             .put(&key.bucket, &key.key, bytes, &specs, WriteOptions::NO_SYNC)?;
-        self.logged(log, key, Op::Put { value: bytes }, same_as)
+        self.logged(target, key, Op::Put { value: bytes }, same_as)
     }
 
     /// Removes the key if it still holds exactly this tombstone.
@@ -245,37 +262,47 @@ impl Vnode {
         let _locked = self.lock(key);
         match self.read(key)? {
             Some(obj) if obj.is_deleted() && obj.vv == *tombstone => {
-                let log = self.log_for(&key.bucket)?;
+                let target = self.checked_target(&key.bucket)?;
                 self.backend
                     .delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
-                self.logged(log, key, Op::Delete, None).map(|_| ())
+                self.logged(target, key, Op::Delete, None).map(|_| ())
             }
             _ => Ok(()),
         }
     }
 
-    /// The commit log a write to `bucket` goes to, if any, checked to be
-    /// taking records before the backend is touched.
-    fn log_for(&self, bucket: &[u8]) -> Result<Option<&CommitLog>, KvError> {
+    /// Where writes to `bucket` become durable.
+    fn target(&self, bucket: &[u8]) -> Target<'_> {
         match &self.log {
-            Some(log) if self.backend.capabilities_for(bucket).persistent => {
-                log.check()?;
-                Ok(Some(log))
-            }
-            _ => Ok(None),
+            _ if !self.backend.capabilities_for(bucket).persistent => Target::Volatile,
+            Some(log) => Target::Log(log),
+            None => Target::Backend,
         }
     }
 
-    /// Appends the record of a write to `log`, if the write has one.
+    /// [`Vnode::target`], with a commit log checked to be taking records
+    /// before the backend is touched.
+    fn checked_target(&self, bucket: &[u8]) -> Result<Target<'_>, KvError> {
+        let target = self.target(bucket);
+        if let Target::Log(log) = target {
+            log.check()?;
+        }
+        Ok(target)
+    }
+
+    /// Appends the record of a write to the log, if the write goes to one;
+    /// returns how the write becomes durable and where its record starts.
     fn logged(
         &self,
-        log: Option<&CommitLog>,
+        target: Target<'_>,
         key: &StorageKey,
         op: Op<'_>,
         same_as: Option<Lsn>,
     ) -> Result<(Durability, Option<Lsn>), KvError> {
-        let Some(log) = log else {
-            return Ok((self.durability_of_stored(&key.bucket), None));
+        let log = match target {
+            Target::Log(log) => log,
+            Target::Volatile => return Ok((Durability::Volatile, None)),
+            Target::Backend => return Ok((Durability::Backend, None)),
         };
         let record = Record {
             partition: self.partition.0,
@@ -290,31 +317,81 @@ impl Vnode {
     /// How an unchanged stored object becomes durable: it may have been
     /// written by a put whose sync is still to come.
     fn durability_of_stored(&self, bucket: &[u8]) -> Durability {
-        match &self.log {
-            _ if !self.backend.capabilities_for(bucket).persistent => Durability::Volatile,
-            Some(log) => Durability::Log(log.appended()),
-            None => Durability::Backend,
+        match self.target(bucket) {
+            Target::Log(log) => Durability::Log(log.appended()),
+            Target::Volatile => Durability::Volatile,
+            Target::Backend => Durability::Backend,
         }
     }
 
-    /// Answers a put: at once, or once its write is durable if `sync`.
-    fn reply_put(&self, object: RiakObject, durability: Durability, sync: bool, reply: PutReplyTo) {
+    /// Answers a put: at once, or once its write is durable if `sync`. A
+    /// reply that waits for the commit log goes to `pending`.
+    fn reply_put(
+        &self,
+        object: RiakObject,
+        durability: Durability,
+        sync: bool,
+        reply: PutReplyTo,
+        pending: &mut Vec<Pending>,
+    ) {
         let partition = self.partition;
-        let done = move |durable| PutDone { object, durable };
         if !sync {
-            let _ = reply.send((partition, Ok(done(false))));
+            let _ = reply.send((
+                partition,
+                Ok(PutDone {
+                    object,
+                    durable: false,
+                }),
+            ));
             return;
         }
-        let answer = move |synced: Result<(), String>| {
-            let result = synced.map(|()| done(true)).map_err(KvError::SyncFailed);
-            let _ = reply.send((partition, result));
+        let waiting = Pending {
+            lsn: 0,
+            partition,
+            object,
+            reply,
         };
-        match (durability, &self.log) {
-            (Durability::Log(lsn), Some(log)) => log.when_durable(lsn, Box::new(answer)),
-            (Durability::Backend, _) => answer(self.backend.sync().map_err(|e| e.to_string())),
-            _ => answer(Ok(())),
+        match durability {
+            Durability::Log(lsn) => pending.push(Pending { lsn, ..waiting }),
+            Durability::Backend => waiting.answer(self.backend.sync().map_err(|e| e.to_string())),
+            Durability::Volatile => waiting.answer(Ok(())),
         }
     }
+}
+
+/// A durable put reply waiting for the node's commit log to be durable
+/// past `lsn`. Every local vnode shares the node's one log, so the vnode
+/// that took the request answers it after writing the log out.
+struct Pending {
+    lsn: Lsn,
+    partition: Partition,
+    object: RiakObject,
+    reply: PutReplyTo,
+}
+
+impl Pending {
+    /// Sends the reply: durable, or the error that kept it from being.
+    fn answer(self, durable: Result<(), String>) {
+        let object = self.object;
+        let result = durable
+            .map(|()| PutDone {
+                object,
+                durable: true,
+            })
+            .map_err(KvError::SyncFailed);
+        let _ = self.reply.send((self.partition, result));
+    }
+}
+
+/// Where a write to a bucket becomes durable.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    /// In the node's commit log.
+    Log(&'a CommitLog),
+    /// Nowhere: the bucket's backend keeps nothing across restarts.
+    Volatile,
+    /// In the backend, by syncing it (a node without a commit log).
+    Backend,
 }
 
 /// The object a coordinator forwards, and its encoding if it wrote one.
@@ -330,9 +407,9 @@ fn forward_to_replicas(
     forward: &[VnodeHandle],
     key: &StorageKey,
     sent: Sent<'_>,
-    policy: WritePolicy,
-    sync: bool,
+    (policy, sync): (WritePolicy, bool),
     reply: &PutReplyTo,
+    pending: &mut Vec<Pending>,
 ) {
     for replica in forward {
         let req = VnodeRequest::Put {
@@ -347,7 +424,7 @@ fn forward_to_replicas(
             reply: reply.clone(),
             forward: Vec::new(),
         };
-        if let Err(e) = replica.handle(req) {
+        if let Err(e) = replica.handle(req, pending) {
             let _ = reply.send((replica.partition, Err(e)));
         }
     }
