@@ -9,7 +9,8 @@
 # OUT_DIR/<workload>/compare/ (eddy bench compare over the backends, whose
 # table is also in compare.txt there).
 # Each workload gets a node of its own, started on an empty data directory,
-# so runs do not see each other's data. Needs a release build:
+# so runs do not see each other's data, and with the settings its file names
+# on `# node-env: NAME=value` lines (e.g. backend-2's o_sync commit log). Needs a release build:
 # cargo build --release -p eddy
 set -euo pipefail
 
@@ -31,8 +32,13 @@ stop_node() {
 }
 trap stop_node EXIT
 
-start_node() { # backend data_dir
-    EDDY_STORAGE_BACKEND=$1 EDDY_PLATFORM_DATA_DIR=$2 "$eddy" start >"$2.log" 2>&1 &
+# Node settings a workload asks for, from its `# node-env: NAME=value ...` lines.
+node_env() { sed -n 's/^# node-env: //p' "$root/bench/$1.toml"; }
+
+start_node() { # backend data_dir workload
+    # shellcheck disable=SC2046 # one word per NAME=value is the point
+    env $(node_env "$3") EDDY_STORAGE_BACKEND=$1 EDDY_PLATFORM_DATA_DIR=$2 \
+        "$eddy" start >"$2.log" 2>&1 &
     node_pid=$!
     for _ in $(seq 100); do
         "$eddy" ping >/dev/null 2>&1 && return 0
@@ -71,7 +77,7 @@ for backend in $backends; do
             rm -rf "$data/node"
             sync
             wait_disk_idle
-            start_node "$backend" "$data/node"
+            start_node "$backend" "$data/node" "$w"
         fi
         echo "== $backend / $w ($duration)"
         rm -rf "$out/$w/$backend"
