@@ -1,40 +1,39 @@
 //! The node's commit log: one append-only log in front of every vnode's
-//! backend, so that one write (and, with `o_sync`, one fdatasync) makes the
-//! writes of all vnodes durable: group commit across the node (design note
-//! 005).
+//! backend, so that the writes of all vnodes become durable together (and,
+//! with `o_sync`, one fdatasync covers them all: group commit across the
+//! node; design note 005).
 //!
 //! A vnode writes its backend without syncing and appends a [`Record`] of
 //! that write here, both under its key lock, so records of one key are in
-//! the order the backend saw them. A reply that promises durability (`dw`)
-//! waits for [`CommitLog::when_durable`], which means, by the
+//! the order the backend saw them. An append copies the record into the
+//! current segment, which is preallocated and mapped shared: once appended,
+//! a record is in the kernel's page cache and survives a crash of the
+//! process. A reply that promises durability (`dw`) waits, by the
 //! [`SyncStrategy`]:
-//! - `interval` (the default) and `none`: the record was written to the
-//!   segment file (`write(2)`, so it survives a crash of the process, not
-//!   of the machine). The caller writes what is pending itself
-//!   ([`CommitLog::flush`]): no thread hop. `interval` also fdatasyncs the
-//!   log every `sync_interval`;
-//! - `o_sync`: an fdatasync covered the record. The syncer thread writes
-//!   and syncs whenever someone waits, so one fdatasync answers everyone
-//!   who gathered while the last one ran.
+//! - `interval` (the default) and `none`: for nothing more. `interval` also
+//!   fdatasyncs the log every `sync_interval`;
+//! - `o_sync`: for an fdatasync that covered the record
+//!   ([`CommitLog::when_durable`]). The syncer syncs whenever someone
+//!   waits, so one fdatasync answers everyone who gathered while the last
+//!   one ran.
 //!
-//! When a segment is full the syncer starts the next (created ahead of
-//! time), and the checkpointer syncs every backend and then deletes the
-//! full segments. At start, [`recover`] replays what is left into the
-//! backends (a record is the key's whole stored value, so replaying in
-//! order is idempotent).
+//! When a record does not fit, the append starts the next segment (created
+//! ahead of time by the syncer); the syncer syncs the full one and the
+//! checkpointer syncs every backend and then deletes it. At start,
+//! [`recover`] replays what is left into the backends (a record is the
+//! key's whole stored value, so replaying in order is idempotent).
 //!
 //! Invariants:
-//! - bytes reach the files in log order: only the holder of the writer
-//!   lock takes bytes from the append buffer, and it writes them before
-//!   releasing the lock;
-//! - a waiter is answered `Ok` only once its record is written (and, with
-//!   `o_sync`, synced); after a failed write or sync the log is poisoned and
-//!   every waiter and append fails;
+//! - records reach the files in log order, each whole before the next:
+//!   they are copied under the state lock;
+//! - a waiter is answered `Ok` only once its record is appended (and, with
+//!   `o_sync`, synced); after a failed sync the log is poisoned and every
+//!   waiter and append fails;
 //! - a segment is deleted only after every backend synced, and every record
 //!   in it was applied to its backend before it was appended.
 //!
-//! Files: [`record`] (one record's frame), [`segment`] (segment files),
-//! [`writer`] (the current segment and writing to it), [`syncer`] (the
+//! Files: [`record`] (one record's frame), [`segment`] (names and reading),
+//! [`writer`] (the mapped segment appends copy into), [`syncer`] (the
 //! threads), [`recover`] (replay at start).
 
 pub mod record;
@@ -57,13 +56,6 @@ use crate::error::KvError;
 
 /// A position in the log: the number of record bytes appended before it.
 pub type Lsn = u64;
-
-/// Rounds of writing one [`CommitLog::flush`] does for others before it
-/// leaves the rest to the syncer.
-const FLUSH_ROUNDS_MAX: usize = 4;
-
-/// How long [`CommitLog::flush`] waits for another thread's write.
-const WRITER_SPIN: Duration = Duration::from_micros(30);
 
 /// Where an appended record lies in the log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,12 +90,10 @@ pub enum SyncStrategy {
 pub struct LogOptions {
     /// What a durable reply waits for.
     pub sync: SyncStrategy,
-    /// A segment this large is closed and checkpointed.
+    /// The size of a segment: when the next record does not fit, the
+    /// segment is closed and checkpointed. (A record larger than this gets
+    /// a segment of its own size.)
     pub segment_bytes: u64,
-    /// Appends wait while this many bytes are not yet written.
-    pub pending_bytes_max: usize,
-    /// Writes nobody waits for reach the file at least this often.
-    pub flush_interval: Duration,
     /// The log is synced at least this often (`interval` and `o_sync`).
     pub sync_interval: Duration,
     /// Pause between two backends' syncs in a checkpoint (spreads its
@@ -116,8 +106,6 @@ impl Default for LogOptions {
         LogOptions {
             sync: SyncStrategy::Interval,
             segment_bytes: 64 << 20,
-            pending_bytes_max: 32 << 20,
-            flush_interval: Duration::from_millis(100),
             sync_interval: Duration::from_secs(1),
             checkpoint_pace: Duration::from_millis(5),
         }
@@ -126,20 +114,23 @@ impl Default for LogOptions {
 
 /// State shared by appenders and the syncer.
 struct State {
-    /// Appended, not yet handed to the syncer.
-    buf: Vec<u8>,
-    /// The position after the last append.
+    /// The segment appends copy their records into.
+    current: writer::Segment,
+    /// The next segment, created ahead by the syncer so that a roll is a
+    /// swap.
+    next: Option<writer::Segment>,
+    /// Segments filled since the syncer last looked: it syncs and
+    /// checkpoints them.
+    closed: Vec<writer::Closed>,
+    /// Where a record is encoded before it is copied in.
+    scratch: Vec<u8>,
+    /// The position after the last append. A record is in the file (the
+    /// page cache) once appended.
     appended: Lsn,
-    /// Everything before this position is in the segment files.
-    written: Lsn,
     /// Everything before this position is on stable storage.
     synced: Lsn,
-    /// Where the segment that appends go to begins. Appends decide the
-    /// segments: a record that would start past `segment_bytes` starts the
-    /// next one, so every record's segment is known when it is encoded.
+    /// Where the current segment begins in the log.
     segment_start: Lsn,
-    /// Segment starts the writer has not reached yet, in order.
-    rolls: Vec<Lsn>,
     waiters: Vec<(Lsn, Waiter)>,
     stopping: bool,
     failed: Option<String>,
@@ -147,8 +138,7 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
-    /// The current segment; held while bytes move from `buf` to it.
-    writer: Mutex<writer::Writer>,
+    dir: PathBuf,
     /// The next unused segment sequence number.
     next_seq: std::sync::atomic::AtomicU64,
     /// Set once the log is poisoned or stopping, so that [`CommitLog::check`]
@@ -160,8 +150,6 @@ struct Shared {
     fail_next_sync: std::sync::atomic::AtomicBool,
     /// Wakes the syncer.
     work: Condvar,
-    /// Wakes appenders waiting for room.
-    room: Condvar,
     opts: LogOptions,
 }
 
@@ -182,25 +170,25 @@ impl CommitLog {
         sync_all: SyncAll,
     ) -> std::io::Result<CommitLog> {
         std::fs::create_dir_all(dir)?;
-        let file = segment::create(dir, first_seq)?;
+        let current = writer::Segment::create(dir, first_seq, opts.segment_bytes as usize)?;
         let shared = Arc::new(Shared {
-            writer: Mutex::new(writer::Writer::new(dir, first_seq, file)),
+            dir: dir.to_path_buf(),
             next_seq: std::sync::atomic::AtomicU64::new(first_seq + 1),
             refusing: std::sync::atomic::AtomicBool::new(false),
             durable: std::sync::atomic::AtomicU64::new(0),
             state: Mutex::new(State {
-                buf: Vec::with_capacity(1 << 20),
+                current,
+                next: None,
+                closed: Vec::new(),
+                scratch: Vec::with_capacity(64 << 10),
                 appended: 0,
-                written: 0,
                 synced: 0,
                 segment_start: 0,
-                rolls: Vec::new(),
                 waiters: Vec::new(),
                 stopping: false,
                 failed: None,
             }),
             work: Condvar::new(),
-            room: Condvar::new(),
             fail_next_sync: std::sync::atomic::AtomicBool::new(false),
             opts,
         });
@@ -225,68 +213,45 @@ impl CommitLog {
         refusal(&self.shared.state.lock()).map_or(Ok(()), Err)
     }
 
-    /// Appends a record and returns where it starts and ends. Waits while
-    /// the syncer is `pending_bytes_max` behind.
+    /// Appends a record (copies it into the current segment, so it is in
+    /// the file at once) and returns where it starts and ends.
     ///
     /// A put whose value is the one a put record starting at `same_as`
     /// holds, for the same bucket and key, is logged as a reference to that
     /// record when both land in one segment ([`Op::PutSame`]).
     pub fn append(&self, record: &Record<'_>, same_as: Option<Lsn>) -> Result<Appended, KvError> {
         let mut st = self.shared.state.lock();
-        loop {
-            if let Some(e) = refusal(&st) {
-                return Err(e);
-            }
-            if st.buf.len() < self.shared.opts.pending_bytes_max {
-                break;
-            }
-            self.shared.work.notify_one();
-            self.shared.room.wait(&mut st);
+        if let Some(e) = refusal(&st) {
+            return Err(e);
         }
         let start = st.appended;
-        let used = start - st.segment_start + segment::HEADER.len() as u64;
-        if used >= self.shared.opts.segment_bytes {
-            st.rolls.push(start);
-            st.segment_start = start;
-        }
-        let before = st.buf.len();
-        match (same_as, &record.op) {
-            (Some(at), Op::Put { .. }) if at >= st.segment_start && at < start => Record {
-                op: Op::PutSame { back: start - at },
-                ..record.clone()
+        let mut frame = std::mem::take(&mut st.scratch);
+        encode(&mut frame, record, same_as, st.segment_start, start);
+        if frame.len() > st.current.room() {
+            if let Err(e) = self.shared.roll(&mut st, frame.len()) {
+                st.scratch = frame;
+                drop(st);
+                self.shared.poison(e.clone());
+                return Err(KvError::Storage(eddy_storage::StorageError::Poisoned(
+                    format!("commit log: {e}"),
+                )));
             }
-            .encode_into(&mut st.buf),
-            _ => record.encode_into(&mut st.buf),
+            // The record starts the new segment: no reference reaches back.
+            encode(&mut frame, record, None, st.segment_start, start);
         }
-        st.appended += (st.buf.len() - before) as u64;
-        if before < syncer::FLUSH_BYTES && st.buf.len() >= syncer::FLUSH_BYTES {
-            self.shared.work.notify_one();
+        st.current.put(&frame);
+        st.appended += frame.len() as u64;
+        st.scratch = frame;
+        if self.shared.opts.sync != SyncStrategy::OSync {
+            let appended = st.appended;
+            self.shared
+                .durable
+                .store(appended, std::sync::atomic::Ordering::Release);
         }
         Ok(Appended {
             start,
             end: st.appended,
         })
-    }
-
-    /// The writer lock, if it comes free within [`WRITER_SPIN`]: a write
-    /// takes microseconds, and waiting that long lets this caller answer
-    /// its own request instead of being woken later by the other writer.
-    /// A holder that takes longer was preempted; then the bytes are left
-    /// to it.
-    fn writer_soon(&self) -> Option<parking_lot::MutexGuard<'_, writer::Writer>> {
-        if let Some(w) = self.shared.writer.try_lock() {
-            return Some(w);
-        }
-        let start = std::time::Instant::now();
-        while start.elapsed() < WRITER_SPIN {
-            for _ in 0..64 {
-                std::hint::spin_loop();
-            }
-            if let Some(w) = self.shared.writer.try_lock() {
-                return Some(w);
-            }
-        }
-        None
     }
 
     /// Makes the next fdatasync fail, as a failing disk would: the log is
@@ -303,9 +268,10 @@ impl CommitLog {
         self.shared.state.lock().appended
     }
 
-    /// Everything before this position is in the segment files.
+    /// Everything before this position is in the segment files: all that
+    /// was appended (an append copies into the file's pages).
     pub fn written(&self) -> Lsn {
-        self.shared.state.lock().written
+        self.appended()
     }
 
     /// Everything before this position is on stable storage.
@@ -324,9 +290,7 @@ impl CommitLog {
 
     /// Calls `waiter` once everything before `lsn` is durable as the
     /// [`SyncStrategy`] says (at once if it already is), or with the error
-    /// that poisoned the log. Without `o_sync`, the caller must
-    /// [`CommitLog::flush`] afterwards (the syncer would otherwise write it
-    /// within `flush_interval`).
+    /// that poisoned the log.
     pub fn when_durable(&self, lsn: Lsn, waiter: Waiter) {
         let mut st = self.shared.state.lock();
         if let Some(e) = &st.failed {
@@ -344,42 +308,6 @@ impl CommitLog {
         }
     }
 
-    /// Writes everything appended so far to the segment file, on the
-    /// caller's thread, and answers the waiters that covers. Does nothing
-    /// with `o_sync`, where the syncer writes as it syncs.
-    ///
-    /// A caller that finds another writing leaves its bytes to that one:
-    /// the writer looks for more pending bytes after it unlocks, so no
-    /// thread ever blocks on another's `write(2)` (a writer preempted in
-    /// its syscall would otherwise stall every worker behind it).
-    pub fn flush(&self) {
-        if self.shared.opts.sync == SyncStrategy::OSync {
-            return;
-        }
-        for _ in 0..FLUSH_ROUNDS_MAX {
-            let Some(mut w) = self.writer_soon() else {
-                return;
-            };
-            let written = self.shared.write_out(&mut w);
-            let rolled = !w.closed.is_empty();
-            drop(w);
-            if rolled {
-                // The syncer syncs and checkpoints the closed segment.
-                self.shared.work.notify_one();
-            }
-            match written {
-                Ok(lsn) => self.shared.mark_written(lsn),
-                Err(e) => return self.shared.poison(e),
-            }
-            if self.shared.state.lock().buf.is_empty() {
-                return;
-            }
-        }
-        // Still more: others keep appending. The syncer writes the rest
-        // rather than keep this caller from its own work.
-        self.shared.work.notify_one();
-    }
-
     /// Writes and syncs everything appended, answers every waiter and stops
     /// the threads. Appends fail afterwards.
     pub fn close(&self) -> Result<(), String> {
@@ -388,7 +316,6 @@ impl CommitLog {
             .refusing
             .store(true, std::sync::atomic::Ordering::Release);
         self.shared.work.notify_all();
-        self.shared.room.notify_all();
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
@@ -419,7 +346,7 @@ impl Shared {
     fn durable(&self, st: &State) -> Lsn {
         match self.opts.sync {
             SyncStrategy::OSync => st.synced,
-            SyncStrategy::Interval | SyncStrategy::None => st.written,
+            SyncStrategy::Interval | SyncStrategy::None => st.appended,
         }
     }
 
@@ -434,12 +361,6 @@ impl Shared {
             .partition(|(lsn, _)| *lsn <= durable);
         st.waiters = rest;
         ready
-    }
-
-    /// Records that everything before `lsn` is in the files and answers
-    /// the waiters that makes durable.
-    fn mark_written(&self, lsn: Lsn) {
-        self.advance(|st| st.written = st.written.max(lsn));
     }
 
     /// Records that everything before `lsn` is on stable storage and
@@ -474,9 +395,61 @@ impl Shared {
                 .store(true, std::sync::atomic::Ordering::Release);
             (e, std::mem::take(&mut st.waiters))
         };
-        self.room.notify_all();
         self.work.notify_all();
         waiters.into_iter().for_each(|(_, w)| w(Err(e.clone())));
+    }
+
+    /// Closes the current segment and starts the next (the one created
+    /// ahead, if it has room for a frame of `frame_bytes`; else a new one).
+    /// Slow only when the syncer has not created the next one yet.
+    fn roll(&self, st: &mut State, frame_bytes: usize) -> Result<(), String> {
+        let need = segment::HEADER.len() + frame_bytes;
+        let next = match st.next.take() {
+            Some(next) if next.room() >= frame_bytes => next,
+            spare => {
+                // Too small for this record: numbers must grow, so it goes.
+                if let Some(spare) = spare {
+                    let path = segment::path(&self.dir, spare.seq);
+                    drop(spare);
+                    let _ = std::fs::remove_file(path);
+                }
+                let seq = self
+                    .next_seq
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let capacity = need.max(self.opts.segment_bytes as usize);
+                writer::Segment::create(&self.dir, seq, capacity)
+                    .map_err(|e| format!("create segment {seq}: {e}"))?
+            }
+        };
+        let full = std::mem::replace(&mut st.current, next);
+        st.closed.push(writer::Closed {
+            segment: full,
+            end: st.appended,
+        });
+        st.segment_start = st.appended;
+        self.work.notify_one();
+        Ok(())
+    }
+}
+
+/// Encodes `record` into `frame` (cleared first): as a reference to the
+/// put record at `same_as` when that starts in the current segment (which
+/// starts at `segment_start`) before `start`, else whole.
+fn encode(
+    frame: &mut Vec<u8>,
+    record: &Record<'_>,
+    same_as: Option<Lsn>,
+    segment_start: Lsn,
+    start: Lsn,
+) {
+    frame.clear();
+    match (same_as, &record.op) {
+        (Some(at), Op::Put { .. }) if at >= segment_start && at < start => Record {
+            op: Op::PutSame { back: start - at },
+            ..record.clone()
+        }
+        .encode_into(frame),
+        _ => record.encode_into(frame),
     }
 }
 

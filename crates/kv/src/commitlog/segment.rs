@@ -1,16 +1,17 @@
-//! Segment files: naming, the header, creating one durably, and reading one
-//! back as records.
+//! Segment files: naming, the header, and reading one back as records.
+//! (Creating one is [`super::writer::Segment::create`].)
 //!
 //! A segment is `commit-<seq as 16 hex digits>.log`; sequence numbers only
-//! grow, so name order is log order. Invariant: a segment is read up to its
-//! first frame that is not a whole, intact record; nothing after that point
-//! is trusted (lengths past a damaged frame mean nothing).
+//! grow, so name order is log order. A segment is allocated at its full
+//! size up front, so its records are followed by zeros. Invariant: a
+//! segment is read up to its first frame that is not a whole, intact
+//! record; nothing after that point is trusted (lengths past a damaged
+//! frame mean nothing).
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
-use super::record::{Frame, Record, decode_frame};
+use super::record::{FRAME_HEADER_BYTES, Frame, Record, decode_frame};
 
 /// The first bytes of every segment written now: magic and format version
 /// 2 (version 1 plus put-same records).
@@ -41,19 +42,6 @@ pub fn list(dir: &Path) -> io::Result<Vec<u64>> {
     Ok(seqs)
 }
 
-/// Creates segment `seq` with its header, durably (file and directory
-/// synced), ready for appends.
-pub fn create(dir: &Path, seq: u64) -> io::Result<File> {
-    let mut file = OpenOptions::new()
-        .create_new(true)
-        .append(true)
-        .open(path(dir, seq))?;
-    file.write_all(HEADER)?;
-    file.sync_all()?;
-    File::open(dir)?.sync_all()?;
-    Ok(file)
-}
-
 /// How reading a segment ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum End {
@@ -81,6 +69,10 @@ pub fn read<'a>(bytes: &'a [u8], mut f: impl FnMut(usize, Record<'a>)) -> End {
     };
     let mut offset = HEADER.len();
     while !rest.is_empty() {
+        if is_zero(rest) {
+            // The unwritten rest of a preallocated segment.
+            return End::Clean;
+        }
         match decode_frame(rest) {
             Frame::Record(record, used) => {
                 f(offset, record);
@@ -88,10 +80,28 @@ pub fn read<'a>(bytes: &'a [u8], mut f: impl FnMut(usize, Record<'a>)) -> End {
                 offset += used;
             }
             Frame::Torn => return End::Torn { offset },
+            // A record whose copy a crash cut short, with nothing after it.
+            Frame::Damaged(_) if cut_short(rest) => return End::Torn { offset },
             Frame::Damaged(reason) => return End::Damaged { offset, reason },
         }
     }
     End::Clean
+}
+
+fn is_zero(bytes: &[u8]) -> bool {
+    bytes.iter().all(|b| *b == 0)
+}
+
+/// Whether the damaged frame at the start of `rest` is the last thing in
+/// the segment: all zero from where it says it ends, or its header itself
+/// still zero (the copy had not reached it).
+fn cut_short(rest: &[u8]) -> bool {
+    let Some(header) = rest.get(..FRAME_HEADER_BYTES) else {
+        return true;
+    };
+    let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
+    let end = FRAME_HEADER_BYTES.saturating_add(len);
+    is_zero(header) || rest.get(end..).is_some_and(is_zero)
 }
 
 #[cfg(test)]

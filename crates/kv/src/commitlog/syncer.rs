@@ -1,11 +1,10 @@
 //! The commit log's two threads.
 //!
-//! The syncer writes what callers left unwritten (at least every
-//! `flush_interval`), fdatasyncs when the strategy asks (someone waits with
-//! `o_sync`, the sync interval passed, a segment ended, the log stops), and
-//! creates the next segment ahead of time. A segment that ended is synced
-//! and goes to the checkpointer, which syncs every backend and then deletes
-//! it.
+//! The syncer fdatasyncs when the strategy asks (someone waits with
+//! `o_sync`, the sync interval passed, a segment filled, the log stops)
+//! and creates the next segment ahead of time. A segment that filled is
+//! synced and goes to the checkpointer, which syncs every backend and then
+//! deletes it.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -13,12 +12,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::{Lsn, Shared, SyncAll, SyncStrategy, segment};
+use super::{Lsn, Shared, SyncAll, SyncStrategy, segment, writer};
 
-/// Appended bytes that wake the syncer even when nobody waits.
-pub(super) const FLUSH_BYTES: usize = 1 << 20;
+/// How often the syncer looks at the clock when nothing wakes it.
+const TICK: Duration = Duration::from_millis(100);
 
 /// Starts the syncer and the checkpointer.
 pub(super) fn start(
@@ -55,12 +54,22 @@ struct Syncer {
     closed: Sender<u64>,
 }
 
+/// One round's work, taken from the shared state at once.
+struct Round {
+    closed: Vec<writer::Closed>,
+    current: (Arc<File>, u64),
+    appended: Lsn,
+    waited: bool,
+    stopping: bool,
+}
+
 impl Syncer {
     fn run(mut self) {
         self.prepare_next();
         loop {
-            let stopping = self.wait();
-            if let Err(e) = self.round(stopping) {
+            let round = self.wait();
+            let stopping = round.stopping;
+            if let Err(e) = self.round(round) {
                 return self.shared.poison(e);
             }
             if stopping || self.shared.state.lock().failed.is_some() {
@@ -69,17 +78,26 @@ impl Syncer {
         }
     }
 
-    /// Waits for a wake-up, something due, or `flush_interval`; returns
-    /// whether the log is stopping.
-    fn wait(&self) -> bool {
+    /// Waits for a wake-up, something due, or a tick, and takes the round.
+    fn wait(&self) -> Round {
         let opts = &self.shared.opts;
         let mut st = self.shared.state.lock();
-        let waited = |st: &super::State| opts.sync == SyncStrategy::OSync && !st.waiters.is_empty();
-        let sync_due = st.written > self.synced && self.sync_due();
-        if !(st.stopping || waited(&st) || st.buf.len() >= FLUSH_BYTES || sync_due) {
-            self.shared.work.wait_for(&mut st, opts.flush_interval);
+        let waited = |st: &super::State| {
+            opts.sync == SyncStrategy::OSync && st.waiters.iter().any(|(l, _)| *l > self.synced)
+        };
+        let sync_due = st.appended > self.synced && self.sync_due();
+        if !(st.stopping || waited(&st) || !st.closed.is_empty() || sync_due) {
+            self.shared
+                .work
+                .wait_for(&mut st, TICK.min(opts.sync_interval));
         }
-        st.stopping || st.failed.is_some()
+        Round {
+            closed: std::mem::take(&mut st.closed),
+            current: (st.current.file.clone(), st.current.seq),
+            appended: st.appended,
+            waited: waited(&st),
+            stopping: st.stopping || st.failed.is_some(),
+        }
     }
 
     /// Whether the sync interval asks for a sync.
@@ -88,37 +106,24 @@ impl Syncer {
         opts.sync != SyncStrategy::None && self.last_sync.elapsed() >= opts.sync_interval
     }
 
-    /// Writes what is pending, syncs and hands over the segments that
-    /// ended, and syncs the current one when the strategy asks.
-    fn round(&mut self, stopping: bool) -> Result<(), String> {
-        let shared = self.shared.clone();
-        let opts = &shared.opts;
-        let mut w = shared.writer.lock();
-        let written = shared.write_out(&mut w)?;
-        let closed = std::mem::take(&mut w.closed);
-        let (current, current_seq) = (w.file.clone(), w.seq);
-        drop(w);
-        shared.mark_written(written);
-        for c in &closed {
-            self.sync(&c.file, c.seq, c.end)?;
+    /// Syncs the segments that filled, then the current one if the
+    /// strategy asks, then hands the filled ones to the checkpointer.
+    fn round(&mut self, round: Round) -> Result<(), String> {
+        for c in &round.closed {
+            self.sync(&c.segment.file, c.segment.seq, c.end)?;
         }
-        let waited = opts.sync == SyncStrategy::OSync && self.someone_waits_past(self.synced);
-        if written > self.synced && (waited || stopping || self.sync_due()) {
-            self.sync(&current, current_seq, written)?;
+        let (file, seq) = &round.current;
+        if round.appended > self.synced && (round.waited || round.stopping || self.sync_due()) {
+            self.sync(file, *seq, round.appended)?;
         }
         // Only now the slow parts, so that no waiter waits for them.
-        for c in &closed {
-            let _ = self.closed.send(c.seq);
+        for c in &round.closed {
+            let _ = self.closed.send(c.segment.seq);
         }
-        if !closed.is_empty() && !stopping {
+        if !round.closed.is_empty() && !round.stopping {
             self.prepare_next();
         }
         Ok(())
-    }
-
-    fn someone_waits_past(&self, lsn: Lsn) -> bool {
-        let st = self.shared.state.lock();
-        st.waiters.iter().any(|(l, _)| *l > lsn)
     }
 
     /// fdatasyncs `file` (segment `seq`), which holds the log up to `end`.
@@ -138,26 +143,27 @@ impl Syncer {
     }
 
     /// Creates a segment ahead for the next roll, so that the roll needs no
-    /// file creation under the writer lock. A writer that rolled meanwhile
+    /// file creation under the state lock. An append that rolled meanwhile
     /// may have created one itself (sequence numbers come from one counter,
     /// so the two never collide); then this one is dropped unless it still
     /// comes after. A failure is left for the roll to meet and report.
     fn prepare_next(&self) {
-        if self.shared.writer.lock().next.is_some() {
+        if self.shared.state.lock().next.is_some() {
             return;
         }
         let seq = self.shared.next_seq.fetch_add(1, Ordering::SeqCst);
-        let file = match segment::create(&self.dir, seq) {
-            Ok(file) => file,
+        let capacity = self.shared.opts.segment_bytes as usize;
+        let segment = match writer::Segment::create(&self.dir, seq, capacity) {
+            Ok(segment) => segment,
             Err(e) => return tracing::warn!(seq, "creating the next commit log segment: {e}"),
         };
-        let mut w = self.shared.writer.lock();
-        if w.next.is_none() && seq > w.seq {
-            w.next = Some((seq, file));
+        let mut st = self.shared.state.lock();
+        if st.next.is_none() && seq > st.current.seq {
+            st.next = Some(segment);
             return;
         }
-        drop(w);
-        drop(file);
+        drop(st);
+        drop(segment);
         let _ = std::fs::remove_file(segment::path(&self.dir, seq));
     }
 }

@@ -1,123 +1,106 @@
-//! The current segment file and the one move that fills it: taking every
-//! appended byte out of the shared buffer and writing it to the segments,
-//! starting a new segment at each position appends chose (`State::rolls`).
+//! A mapped segment: a segment file of fixed size, allocated on disk and
+//! mapped shared, that appends copy their records into.
 //!
-//! Invariant: bytes are taken from the buffer only while the
-//! [`Writer`] is locked, and written before it is unlocked, so they reach
-//! the files in log order whichever thread writes them.
+//! A record copied into the mapping is in the kernel's page cache at once:
+//! a crash of the process cannot lose it, and no `write(2)` is needed. The
+//! file's blocks are allocated when it is created, so writing to the
+//! mapping never needs space the disk does not have (which would be a
+//! SIGBUS). An fdatasync of the file makes what was copied durable.
+//!
+//! Invariant: records are copied in log order, each whole before the next
+//! (the caller holds the log's state lock); the bytes after the last record
+//! are zero, which is how a reader finds the end.
 
-use std::fs::File;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Lsn, Shared, segment};
+use memmap2::{MmapMut, MmapOptions};
 
-/// The segment being written.
-pub(super) struct Writer {
-    dir: PathBuf,
-    /// Its sequence number.
+use super::{Lsn, segment};
+
+/// A segment being filled (or full, until it is synced and checkpointed).
+pub(super) struct Segment {
     pub seq: u64,
-    /// The open file (shared so that a sync needs no lock).
+    /// The open file, shared so that a sync needs no lock.
     pub file: Arc<File>,
-    /// Everything before this position is in the files.
-    pub written: Lsn,
-    /// The next segment and its sequence number, created ahead so that a
-    /// roll is a swap.
-    pub next: Option<(u64, File)>,
-    /// Segments finished since the syncer last looked: it syncs and
-    /// checkpoints them.
-    pub closed: Vec<Closed>,
-    /// An empty buffer to leave in place of the one taken.
-    spare: Vec<u8>,
+    map: MmapMut,
+    /// Bytes in use: the header and the records.
+    used: usize,
 }
 
-/// A finished segment, still to be synced and checkpointed.
+/// A full segment, still to be synced and checkpointed.
 pub(super) struct Closed {
-    pub seq: u64,
-    pub file: Arc<File>,
-    /// The position after its last record.
+    pub segment: Segment,
+    /// The log position after its last record.
     pub end: Lsn,
 }
 
-impl Writer {
-    /// The writer of freshly created segment `seq` in `dir`.
-    pub fn new(dir: &Path, seq: u64, file: File) -> Writer {
-        Writer {
-            dir: dir.to_path_buf(),
+impl Segment {
+    /// Creates segment `seq` in `dir` with room for `capacity` bytes
+    /// (rounded up to whole pages): allocated, its header written and
+    /// synced with the directory, then mapped with its pages faulted in.
+    pub fn create(dir: &Path, seq: u64, capacity: usize) -> io::Result<Segment> {
+        let capacity = capacity.max(segment::HEADER.len()).next_multiple_of(4096);
+        let path = segment::path(dir, seq);
+        let file = OpenOptions::new()
+            .create_new(true)
+            .read(true)
+            .write(true)
+            .open(&path)?;
+        allocate(&file, capacity as u64)?;
+        file.write_all_at(segment::HEADER, 0)?;
+        file.sync_all()?;
+        File::open(dir)?.sync_all()?;
+        // SAFETY: the file is ours (created just now, under a name no one
+        // else writes); it is never truncated while mapped, and its blocks
+        // are allocated, so accesses within `capacity` cannot fault.
+        let map = unsafe { MmapOptions::new().len(capacity).populate().map_mut(&file)? };
+        Ok(Segment {
             seq,
             file: Arc::new(file),
-            written: 0,
-            next: None,
-            closed: Vec::new(),
-            spare: Vec::with_capacity(1 << 20),
-        }
+            map,
+            used: segment::HEADER.len(),
+        })
     }
 
-    /// Writes `bytes`, which start at `written`, splitting them at `rolls`.
-    fn write(&mut self, bytes: &[u8], rolls: &[Lsn], next_seq: &AtomicU64) -> Result<(), String> {
-        let mut rest = bytes;
-        for &at in rolls {
-            let (head, tail) = rest.split_at((at - self.written) as usize);
-            self.write_here(head)?;
-            self.roll(next_seq)?;
-            rest = tail;
-        }
-        self.write_here(rest)
+    /// Bytes left for records.
+    pub fn room(&self) -> usize {
+        self.map.len() - self.used
     }
 
-    fn write_here(&mut self, bytes: &[u8]) -> Result<(), String> {
-        (&*self.file)
-            .write_all(bytes)
-            .map_err(|e| format!("write to segment {}: {e}", self.seq))?;
-        self.written += bytes.len() as u64;
-        Ok(())
-    }
-
-    /// Starts the next segment (the one created ahead, or a new one with
-    /// the next unused sequence number).
-    fn roll(&mut self, next_seq: &AtomicU64) -> Result<(), String> {
-        let (seq, file) = match self.next.take() {
-            Some(next) => next,
-            None => {
-                let seq = next_seq.fetch_add(1, Ordering::SeqCst);
-                let file = segment::create(&self.dir, seq)
-                    .map_err(|e| format!("create segment {seq}: {e}"))?;
-                (seq, file)
-            }
-        };
-        let old = std::mem::replace(&mut self.file, Arc::new(file));
-        self.closed.push(Closed {
-            seq: self.seq,
-            file: old,
-            end: self.written,
-        });
-        self.seq = seq;
-        Ok(())
+    /// Copies `frame` in after the last record. The caller checked the room.
+    pub fn put(&mut self, frame: &[u8]) {
+        let end = self.used + frame.len();
+        self.map[self.used..end].copy_from_slice(frame);
+        self.used = end;
     }
 }
 
-impl Shared {
-    /// Writes everything appended so far to `w`'s segments and returns the
-    /// position it is written up to.
-    pub(super) fn write_out(&self, w: &mut Writer) -> Result<Lsn, String> {
-        let (mut bytes, rolls) = {
-            let mut st = self.state.lock();
-            if st.buf.is_empty() {
-                return Ok(w.written);
-            }
-            let spare = std::mem::take(&mut w.spare);
-            let rolls = match st.rolls.is_empty() {
-                true => Vec::new(),
-                false => std::mem::take(&mut st.rolls),
-            };
-            (std::mem::replace(&mut st.buf, spare), rolls)
-        };
-        self.room.notify_all();
-        let outcome = w.write(&bytes, &rolls, &self.next_seq);
-        bytes.clear();
-        w.spare = bytes;
-        outcome.map(|()| w.written)
+/// Gives `file` `len` bytes of allocated, zeroed blocks.
+#[cfg(target_os = "linux")]
+fn allocate(file: &File, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len = libc::off_t::try_from(len).map_err(io::Error::other)?;
+    // SAFETY: fallocate reads no memory of ours; the descriptor is open.
+    match unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
     }
+}
+
+/// Gives `file` `len` bytes of allocated, zeroed blocks (by writing them,
+/// where there is no fallocate).
+#[cfg(not(target_os = "linux"))]
+fn allocate(file: &File, len: u64) -> io::Result<()> {
+    let zeros = vec![0u8; 1 << 20];
+    let mut at = 0;
+    while at < len {
+        let n = zeros.len().min((len - at) as usize);
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
 }

@@ -93,10 +93,9 @@ impl Vnode {
 
     /// Delivers a request to this (local) vnode: it is handled now, on the
     /// caller's thread, with the replicas it forwards to; replies go where
-    /// the request says. Then what the writes appended to the commit log is
-    /// written out (one `write(2)` for every replica of a put), and the
-    /// durable replies go out: at once if the log is durable past them, as
-    /// it nearly always is by then, or when it is.
+    /// the request says. The durable replies go out last: at once if the
+    /// commit log is durable past their records (appended records are in
+    /// the file), or when it is (`o_sync`).
     pub fn send(&self, req: VnodeRequest) -> Result<(), KvError> {
         let mut pending = Vec::new();
         let handled = self.handle(req, &mut pending);
@@ -109,7 +108,6 @@ impl Vnode {
             pending.into_iter().for_each(|p| p.answer(Err(e.into())));
             return handled;
         };
-        log.flush();
         let durable = log.durable();
         for p in pending {
             match p.lsn <= durable {
