@@ -1,5 +1,5 @@
 //! Segment files: naming, the header, and reading one back as records.
-//! (Creating one is [`super::writer::Segment::create`].)
+//! (Creating one is `writer::Segment::create`.)
 //!
 //! A segment is `commit-<seq as 16 hex digits>.log`; sequence numbers only
 //! grow, so name order is log order. A segment is allocated at its full
