@@ -157,4 +157,42 @@ mod tests {
         assert_eq!(read(&HEADER[..3], |_, _| {}), End::Torn { offset: 0 });
         assert!(matches!(read(b"garbage!!", |_, _| {}), End::Damaged { .. }));
     }
+
+    #[test]
+    fn a_zero_tail_is_a_clean_end_and_a_record_cut_before_it_is_torn() {
+        let rec = |k: &'static [u8]| Record {
+            partition: 1,
+            bucket: b"b",
+            key: k,
+            op: Op::Put { value: b"value" },
+        };
+        let mut bytes = HEADER.to_vec();
+        rec(b"k1").encode_into(&mut bytes);
+        let second = bytes.len();
+        rec(b"k2").encode_into(&mut bytes);
+        let end = bytes.len();
+        bytes.resize(end + 4096, 0);
+        let mut keys = Vec::new();
+        assert_eq!(read(&bytes, |_, r| keys.push(r.key.to_vec())), End::Clean);
+        assert_eq!(keys.len(), 2, "the zeros after the records hold nothing");
+
+        // The last record's copy cut short: its tail still zero.
+        let mut cut = bytes.clone();
+        cut[end - 3..end].fill(0);
+        keys.clear();
+        let got = read(&cut, |_, r| keys.push(r.key.to_vec()));
+        assert_eq!(got, End::Torn { offset: second });
+        assert_eq!(keys, vec![b"k1".to_vec()]);
+
+        // ... or its header not reached yet.
+        let mut cut = bytes.clone();
+        cut[second..second + 8].fill(0);
+        assert_eq!(read(&cut, |_, _| {}), End::Torn { offset: second });
+
+        // A bad record with a good one after it is damage, not a cut.
+        let mut bad = bytes.clone();
+        bad[second - 2] ^= 1;
+        let got = read(&bad, |_, _| {});
+        assert!(matches!(got, End::Damaged { offset: 8, .. }), "{got:?}");
+    }
 }
