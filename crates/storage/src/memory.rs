@@ -1,8 +1,9 @@
 //! The memory backend: an ordered map per partition, with TTL and a memory cap.
 //!
 //! Invariants: `index` holds exactly the entries listed in the `terms` of each
-//! stored object; `by_age` holds one entry per object, keyed by the sequence
-//! number of its last write; `used_bytes` is the sum of [`entry_cost`] over
+//! stored object; with a memory cap, `by_age` holds one entry per object,
+//! keyed by the sequence number of its last write (without one it stays
+//! empty: only eviction reads it, and keeping it cost a third of a put); `used_bytes` is the sum of [`entry_cost`] over
 //! stored objects. When `used_bytes` would exceed `max_memory_bytes`, the
 //! least recently written objects are evicted until it fits.
 
@@ -56,6 +57,8 @@ struct Inner {
     objects: BTreeMap<BKey, Object>,
     index: BTreeSet<IndexEntry>,
     by_age: BTreeMap<u64, BKey>,
+    /// Whether `by_age` is kept (the instance has a memory cap).
+    track_age: bool,
     next_seq: u64,
     used_bytes: u64,
     closed: bool,
@@ -77,7 +80,9 @@ impl Inner {
     fn remove(&mut self, bkey: &BKey) -> Option<Object> {
         let obj = self.objects.remove(bkey)?;
         self.used_bytes -= entry_cost(bkey, &obj);
-        self.by_age.remove(&obj.seq);
+        if self.track_age {
+            self.by_age.remove(&obj.seq);
+        }
         for (field, term) in &obj.terms {
             let entry = (bkey.0.clone(), field.clone(), term.clone(), bkey.1.clone());
             self.index.remove(&entry);
@@ -115,7 +120,9 @@ impl Inner {
             seq,
         };
         self.used_bytes += entry_cost(&bkey, &obj);
-        self.by_age.insert(seq, bkey.clone());
+        if self.track_age {
+            self.by_age.insert(seq, bkey.clone());
+        }
         self.objects.insert(bkey, obj);
     }
 
@@ -157,9 +164,13 @@ pub struct MemoryBackend {
 impl MemoryBackend {
     /// A new, empty instance.
     pub fn new(config: MemoryConfig) -> Self {
+        let inner = Inner {
+            track_age: config.max_memory_bytes.is_some(),
+            ..Inner::default()
+        };
         MemoryBackend {
             config,
-            inner: RwLock::new(Inner::default()),
+            inner: RwLock::new(inner),
         }
     }
 
