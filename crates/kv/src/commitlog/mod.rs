@@ -20,7 +20,7 @@
 //! When a record does not fit, the append starts the next segment (created
 //! ahead of time by the syncer); the syncer syncs the full one and the
 //! checkpointer syncs every backend and then deletes it. At start,
-//! [`recover`] replays what is left into the backends (a record is the
+//! [`recover()`] replays what is left into the backends (a record is the
 //! key's whole stored value, so replaying in order is idempotent).
 //!
 //! Invariants:
@@ -33,8 +33,8 @@
 //!   in it was applied to its backend before it was appended.
 //!
 //! Files: [`record`] (one record's frame), [`segment`] (names and reading),
-//! [`writer`] (the mapped segment appends copy into), [`syncer`] (the
-//! threads), [`recover`] (replay at start).
+//! `writer` (the mapped segment appends copy into), `syncer` (the
+//! threads), [`mod@recover`] (replay at start).
 
 pub mod record;
 pub mod recover;
@@ -162,7 +162,7 @@ pub struct CommitLog {
 
 impl CommitLog {
     /// Starts a log in `dir` whose first segment is `first_seq` (one past
-    /// the last segment [`recover`] saw). `sync_all` is the checkpoint.
+    /// the last segment [`recover()`] saw). `sync_all` is the checkpoint.
     pub fn open(
         dir: &Path,
         first_seq: u64,

@@ -1,7 +1,7 @@
 //! The get coordinator: read the preflist, answer at r, then repair.
 //!
 //! Every vnode is local on one node, so each is read on the caller's
-//! thread ([`crate::vnode::VnodeHandle::read`]); the replies feed the pure
+//! thread ([`crate::vnode::Vnode::read`]); the replies feed the pure
 //! [`GetCore`] exactly as messages from remote vnodes will.
 
 use std::sync::Arc;
