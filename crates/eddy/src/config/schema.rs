@@ -191,7 +191,7 @@ pub const SETTINGS: &[Setting] = &[
         "commit_log.sync.strategy",
         "interval",
         Kind::Choice(&["none", "interval", "o_sync"]),
-        "What a dw reply waits for: the log write (none, interval) or its fdatasync (o_sync).",
+        "What a dw reply waits for: its record in the log file (none, interval) or that record's fdatasync (o_sync).",
     ),
     s(
         "commit_log.sync.interval",

@@ -66,7 +66,7 @@ pub struct Appended {
     pub end: Lsn,
 }
 
-/// Called once with the outcome of the sync that covers a record.
+/// Called once with the outcome of waiting for a record to be durable.
 pub type Waiter = Box<dyn FnOnce(Result<(), String>) + Send>;
 
 /// Syncs every backend (the checkpoint); the error names what failed.
@@ -75,10 +75,11 @@ pub type SyncAll = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 /// What a durable (`dw`) reply waits for; bitcask's `sync_strategy` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncStrategy {
-    /// The record's write to the segment file; the OS writes it back, and
-    /// the log is synced at segment ends and at shutdown.
+    /// The record's append (it is then in the segment file, in the page
+    /// cache); the OS writes it back, and the log is synced at segment ends
+    /// and at shutdown.
     None,
-    /// The record's write; the log is also fdatasynced every
+    /// The record's append; the log is also fdatasynced every
     /// `sync_interval`, which bounds what a machine crash can lose.
     Interval,
     /// An fdatasync that covered the record (group commit).
@@ -156,7 +157,6 @@ struct Shared {
 /// The running commit log of a node.
 pub struct CommitLog {
     shared: Arc<Shared>,
-    dir: PathBuf,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -192,10 +192,9 @@ impl CommitLog {
             fail_next_sync: std::sync::atomic::AtomicBool::new(false),
             opts,
         });
-        let threads = syncer::start(shared.clone(), dir, sync_all)?;
+        let threads = syncer::start(shared.clone(), sync_all)?;
         Ok(CommitLog {
             shared,
-            dir: dir.to_path_buf(),
             threads: Mutex::new(threads),
         })
     }
@@ -232,9 +231,7 @@ impl CommitLog {
                 st.scratch = frame;
                 drop(st);
                 self.shared.poison(e.clone());
-                return Err(KvError::Storage(eddy_storage::StorageError::Poisoned(
-                    format!("commit log: {e}"),
-                )));
+                return Err(poisoned(&e));
             }
             // The record starts the new segment: no reference reaches back.
             encode(&mut frame, record, None, st.segment_start, start);
@@ -268,19 +265,13 @@ impl CommitLog {
         self.shared.state.lock().appended
     }
 
-    /// Everything before this position is in the segment files: all that
-    /// was appended (an append copies into the file's pages).
-    pub fn written(&self) -> Lsn {
-        self.appended()
-    }
-
     /// Everything before this position is on stable storage.
     pub fn synced(&self) -> Lsn {
         self.shared.state.lock().synced
     }
 
     /// Everything before this position is durable as the [`SyncStrategy`]
-    /// says (written, or synced with `o_sync`). Reads no lock; a reply for
+    /// says (appended, or synced with `o_sync`). Reads no lock; a reply for
     /// a later position goes through [`CommitLog::when_durable`].
     pub fn durable(&self) -> Lsn {
         self.shared
@@ -308,8 +299,8 @@ impl CommitLog {
         }
     }
 
-    /// Writes and syncs everything appended, answers every waiter and stops
-    /// the threads. Appends fail afterwards.
+    /// Syncs everything appended, answers every waiter and stops the
+    /// threads. Appends fail afterwards.
     pub fn close(&self) -> Result<(), String> {
         self.shared.state.lock().stopping = true;
         self.shared
@@ -328,8 +319,9 @@ impl CommitLog {
     /// Deletes every segment: call after [`CommitLog::close`] once every
     /// backend closed (synced) cleanly, so the next start replays nothing.
     pub fn remove_segments(&self) -> std::io::Result<()> {
-        for seq in segment::list(&self.dir)? {
-            std::fs::remove_file(segment::path(&self.dir, seq))?;
+        let dir = &self.shared.dir;
+        for seq in segment::list(dir)? {
+            std::fs::remove_file(segment::path(dir, seq))?;
         }
         Ok(())
     }
@@ -409,9 +401,7 @@ impl Shared {
             spare => {
                 // Too small for this record: numbers must grow, so it goes.
                 if let Some(spare) = spare {
-                    let path = segment::path(&self.dir, spare.seq);
-                    drop(spare);
-                    let _ = std::fs::remove_file(path);
+                    spare.discard(&self.dir);
                 }
                 let seq = self
                     .next_seq
@@ -455,9 +445,14 @@ fn encode(
 
 fn refusal(st: &State) -> Option<KvError> {
     if let Some(e) = &st.failed {
-        return Some(KvError::Storage(eddy_storage::StorageError::Poisoned(
-            format!("commit log: {e}"),
-        )));
+        return Some(poisoned(e));
     }
     st.stopping.then_some(KvError::ShuttingDown)
+}
+
+/// The error a write gets from a log that failed with `e`.
+fn poisoned(e: &str) -> KvError {
+    KvError::Storage(eddy_storage::StorageError::Poisoned(format!(
+        "commit log: {e}"
+    )))
 }

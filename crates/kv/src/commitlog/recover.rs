@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::record::{Frame, Op, Record, decode_frame};
+use super::record::{Op, Record};
 use super::segment::{self, End};
 
 /// What replay found.
@@ -72,7 +72,7 @@ pub fn recover(
         let path = segment::path(dir, seq);
         let bytes = std::fs::read(&path).map_err(io(&path))?;
         let mut failure = None;
-        let mut resolver = Resolver::new(&bytes);
+        let mut resolver = Resolver::new();
         let end = segment::read(&bytes, |offset, record| {
             if failure.is_some() || resolver.damage.is_some() {
                 return;
@@ -105,18 +105,16 @@ pub fn recover(
 /// Turns put-same records of one segment back into puts of the value they
 /// refer to.
 struct Resolver<'a> {
-    bytes: &'a [u8],
-    /// Offsets of the put records read so far, ascending.
-    puts: Vec<usize>,
+    /// The put records read so far, by offset, ascending.
+    puts: Vec<(usize, Record<'a>)>,
     /// Where a reference could not be resolved, and why: the segment's
     /// records end there.
     damage: Option<(usize, &'static str)>,
 }
 
 impl<'a> Resolver<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
+    fn new() -> Self {
         Resolver {
-            bytes,
             puts: Vec::new(),
             damage: None,
         }
@@ -127,21 +125,18 @@ impl<'a> Resolver<'a> {
     fn resolve(&mut self, offset: usize, record: Record<'a>) -> Option<Record<'a>> {
         let Op::PutSame { back } = record.op else {
             if matches!(record.op, Op::Put { .. }) {
-                self.puts.push(offset);
+                self.puts.push((offset, record.clone()));
             }
             return Some(record);
         };
         let value = usize::try_from(back)
             .ok()
             .and_then(|back| offset.checked_sub(back))
-            .filter(|at| self.puts.binary_search(at).is_ok())
-            .and_then(|at| match decode_frame(&self.bytes[at..]) {
-                Frame::Record(r, _) if r.bucket == record.bucket && r.key == record.key => {
-                    match r.op {
-                        Op::Put { value } => Some(value),
-                        _ => None,
-                    }
-                }
+            .and_then(|at| self.puts.binary_search_by_key(&at, |(o, _)| *o).ok())
+            .map(|i| &self.puts[i].1)
+            .filter(|put| put.bucket == record.bucket && put.key == record.key)
+            .and_then(|put| match put.op {
+                Op::Put { value } => Some(value),
                 _ => None,
             });
         let Some(value) = value else {

@@ -7,7 +7,7 @@
 //! deletes it.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -22,19 +22,17 @@ const TICK: Duration = Duration::from_millis(100);
 /// Starts the syncer and the checkpointer.
 pub(super) fn start(
     shared: Arc<Shared>,
-    dir: &Path,
     sync_all: SyncAll,
 ) -> std::io::Result<Vec<JoinHandle<()>>> {
     let (closed_tx, closed_rx) = channel();
     let checkpointer = std::thread::Builder::new()
         .name("commitlog-checkpoint".into())
         .spawn({
-            let dir = dir.to_path_buf();
+            let dir = shared.dir.clone();
             move || checkpoint_loop(&dir, closed_rx, sync_all)
         })?;
     let syncer = Syncer {
         shared,
-        dir: dir.to_path_buf(),
         synced: 0,
         last_sync: Instant::now(),
         closed: closed_tx,
@@ -47,7 +45,6 @@ pub(super) fn start(
 
 struct Syncer {
     shared: Arc<Shared>,
-    dir: PathBuf,
     /// Everything before this position is synced.
     synced: Lsn,
     last_sync: Instant,
@@ -153,7 +150,8 @@ impl Syncer {
         }
         let seq = self.shared.next_seq.fetch_add(1, Ordering::SeqCst);
         let capacity = self.shared.opts.segment_bytes as usize;
-        let segment = match writer::Segment::create(&self.dir, seq, capacity) {
+        let dir = &self.shared.dir;
+        let segment = match writer::Segment::create(dir, seq, capacity) {
             Ok(segment) => segment,
             Err(e) => return tracing::warn!(seq, "creating the next commit log segment: {e}"),
         };
@@ -163,8 +161,7 @@ impl Syncer {
             return;
         }
         drop(st);
-        drop(segment);
-        let _ = std::fs::remove_file(segment::path(&self.dir, seq));
+        segment.discard(dir);
     }
 }
 

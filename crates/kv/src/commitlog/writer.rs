@@ -71,6 +71,14 @@ impl Segment {
         self.map.len() - self.used
     }
 
+    /// Unmaps and deletes a segment that was never written to (a spare
+    /// that lost its place). Best effort: a leftover holds no records.
+    pub fn discard(self, dir: &Path) {
+        let path = segment::path(dir, self.seq);
+        drop(self);
+        let _ = std::fs::remove_file(path);
+    }
+
     /// Copies `frame` in after the last record. The caller checked the room.
     pub fn put(&mut self, frame: &[u8]) {
         let end = self.used + frame.len();

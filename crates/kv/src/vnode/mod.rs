@@ -118,8 +118,8 @@ impl Vnode {
         handled
     }
 
-    /// Handles a request without writing out the commit log; durable
-    /// replies that wait for it are left in `pending`.
+    /// Handles a request; durable replies that wait for the commit log are
+    /// left in `pending`.
     fn handle(&self, req: VnodeRequest, pending: &mut Vec<Pending>) -> Result<(), KvError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(KvError::ShuttingDown);
