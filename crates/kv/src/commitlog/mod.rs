@@ -236,7 +236,13 @@ impl CommitLog {
             // The record starts the new segment: no reference reaches back.
             encode(&mut frame, record, None, st.segment_start, start);
         }
-        st.current.put(&frame);
+        if let Err(e) = st.current.put(&frame) {
+            st.scratch = frame;
+            drop(st);
+            let e = format!("mapping the next window of the log: {e}");
+            self.shared.poison(e.clone());
+            return Err(poisoned(&e));
+        }
         st.appended += frame.len() as u64;
         st.scratch = frame;
         if self.shared.opts.sync != SyncStrategy::OSync {
@@ -412,10 +418,7 @@ impl Shared {
             }
         };
         let full = std::mem::replace(&mut st.current, next);
-        st.closed.push(writer::Closed {
-            segment: full,
-            end: st.appended,
-        });
+        st.closed.push(full.close(st.appended));
         st.segment_start = st.appended;
         self.work.notify_one();
         Ok(())

@@ -55,6 +55,8 @@ struct Syncer {
 struct Round {
     closed: Vec<writer::Closed>,
     current: (Arc<File>, u64),
+    /// Filled windows of the current segment, to unmap.
+    retired: Vec<memmap2::MmapMut>,
     appended: Lsn,
     waited: bool,
     stopping: bool,
@@ -91,6 +93,7 @@ impl Syncer {
         Round {
             closed: std::mem::take(&mut st.closed),
             current: (st.current.file.clone(), st.current.seq),
+            retired: st.current.take_retired(),
             appended: st.appended,
             waited: waited(&st),
             stopping: st.stopping || st.failed.is_some(),
@@ -105,9 +108,14 @@ impl Syncer {
 
     /// Syncs the segments that filled, then the current one if the
     /// strategy asks, then hands the filled ones to the checkpointer.
-    fn round(&mut self, round: Round) -> Result<(), String> {
+    fn round(&mut self, mut round: Round) -> Result<(), String> {
+        // Unmapped first, so that the syncs need not write-protect them.
+        drop(std::mem::take(&mut round.retired));
+        for c in &mut round.closed {
+            c.maps.clear();
+        }
         for c in &round.closed {
-            self.sync(&c.segment.file, c.segment.seq, c.end)?;
+            self.sync(&c.file, c.seq, c.end)?;
         }
         let (file, seq) = &round.current;
         if round.appended > self.synced && (round.waited || round.stopping || self.sync_due()) {
@@ -115,7 +123,7 @@ impl Syncer {
         }
         // Only now the slow parts, so that no waiter waits for them.
         for c in &round.closed {
-            let _ = self.closed.send(c.segment.seq);
+            let _ = self.closed.send(c.seq);
         }
         if !round.closed.is_empty() && !round.stopping {
             self.prepare_next();

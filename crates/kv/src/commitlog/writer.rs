@@ -7,6 +7,12 @@
 //! mapping never needs space the disk does not have (which would be a
 //! SIGBUS). An fdatasync of the file makes what was copied durable.
 //!
+//! Only a window of the file ([`WINDOW`] bytes) is mapped at a time. A
+//! window that filled is handed to the syncer, which unmaps it before its
+//! next fdatasync: writing back a page that is still mapped makes the kernel
+//! write-protect it and flush it from every CPU's TLB (an interrupt to the
+//! other CPUs for each page), which an unmapped page does not need.
+//!
 //! Invariant: records are copied in log order, each whole before the next
 //! (the caller holds the log's state lock); the bytes after the last record
 //! are zero, which is how a reader finds the end.
@@ -21,19 +27,31 @@ use memmap2::{MmapMut, MmapOptions};
 
 use super::{Lsn, segment};
 
-/// A segment being filled (or full, until it is synced and checkpointed).
+/// The bytes of a segment mapped at a time (a multiple of the page size).
+pub(super) const WINDOW: usize = 1 << 20;
+
+/// A segment being filled.
 pub(super) struct Segment {
     pub seq: u64,
     /// The open file, shared so that a sync needs no lock.
     pub file: Arc<File>,
+    /// The mapped window: the file's bytes from `window_at`.
     map: MmapMut,
+    window_at: usize,
+    /// The file's size.
+    capacity: usize,
     /// Bytes in use: the header and the records.
     used: usize,
+    /// Windows filled since the syncer last took them.
+    retired: Vec<MmapMut>,
 }
 
 /// A full segment, still to be synced and checkpointed.
 pub(super) struct Closed {
-    pub segment: Segment,
+    pub seq: u64,
+    pub file: Arc<File>,
+    /// Its mapped windows, to be unmapped before the sync.
+    pub maps: Vec<MmapMut>,
     /// The log position after its last record.
     pub end: Lsn,
 }
@@ -41,7 +59,7 @@ pub(super) struct Closed {
 impl Segment {
     /// Creates segment `seq` in `dir` with room for `capacity` bytes
     /// (rounded up to whole pages): allocated, its header written and
-    /// synced with the directory, then mapped with its pages faulted in.
+    /// synced with the directory, and its first window mapped.
     pub fn create(dir: &Path, seq: u64, capacity: usize) -> io::Result<Segment> {
         let capacity = capacity.max(segment::HEADER.len()).next_multiple_of(4096);
         let path = segment::path(dir, seq);
@@ -54,21 +72,38 @@ impl Segment {
         file.write_all_at(segment::HEADER, 0)?;
         file.sync_all()?;
         File::open(dir)?.sync_all()?;
-        // SAFETY: the file is ours (created just now, under a name no one
-        // else writes); it is never truncated while mapped, and its blocks
-        // are allocated, so accesses within `capacity` cannot fault.
-        let map = unsafe { MmapOptions::new().len(capacity).populate().map_mut(&file)? };
+        let map = map_window(&file, 0, capacity)?;
         Ok(Segment {
             seq,
             file: Arc::new(file),
             map,
+            window_at: 0,
+            capacity,
             used: segment::HEADER.len(),
+            retired: Vec::new(),
         })
     }
 
     /// Bytes left for records.
     pub fn room(&self) -> usize {
-        self.map.len() - self.used
+        self.capacity - self.used
+    }
+
+    /// The windows that filled since the last call, for the syncer to
+    /// unmap.
+    pub fn take_retired(&mut self) -> Vec<MmapMut> {
+        std::mem::take(&mut self.retired)
+    }
+
+    /// The segment as a full one that ends the log at `end`.
+    pub fn close(mut self, end: Lsn) -> Closed {
+        self.retired.push(self.map);
+        Closed {
+            seq: self.seq,
+            file: self.file,
+            maps: self.retired,
+            end,
+        }
     }
 
     /// Unmaps and deletes a segment that was never written to (a spare
@@ -79,12 +114,37 @@ impl Segment {
         let _ = std::fs::remove_file(path);
     }
 
-    /// Copies `frame` in after the last record. The caller checked the room.
-    pub fn put(&mut self, frame: &[u8]) {
-        let end = self.used + frame.len();
-        self.map[self.used..end].copy_from_slice(frame);
-        self.used = end;
+    /// Copies `frame` in after the last record, mapping the next windows as
+    /// it goes. The caller checked the room. An error (the next window
+    /// could not be mapped) may leave part of the frame in the file: the
+    /// caller must take no more appends (a reader sees a torn last record).
+    pub fn put(&mut self, frame: &[u8]) -> io::Result<()> {
+        let mut rest = frame;
+        while !rest.is_empty() {
+            let window_end = self.window_at + self.map.len();
+            if self.used == window_end {
+                let next = map_window(&self.file, window_end, self.capacity)?;
+                self.retired.push(std::mem::replace(&mut self.map, next));
+                self.window_at = window_end;
+            }
+            let at = self.used - self.window_at;
+            let n = rest.len().min(self.map.len() - at);
+            self.map[at..at + n].copy_from_slice(&rest[..n]);
+            self.used += n;
+            rest = &rest[n..];
+        }
+        Ok(())
     }
+}
+
+/// Maps the window of `file` (of `capacity` bytes) that starts at `at` (a
+/// multiple of [`WINDOW`]).
+fn map_window(file: &File, at: usize, capacity: usize) -> io::Result<MmapMut> {
+    let len = WINDOW.min(capacity - at);
+    // SAFETY: the file is ours (created by `Segment::create` under a name no
+    // one else writes); it is never truncated while mapped, and its blocks
+    // are allocated, so accesses within `capacity` cannot fault.
+    unsafe { MmapOptions::new().offset(at as u64).len(len).map_mut(file) }
 }
 
 /// Gives `file` `len` bytes of allocated, zeroed blocks.
@@ -111,4 +171,48 @@ fn allocate(file: &File, len: u64) -> io::Result<()> {
         at += n as u64;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Frames of any size, straddling windows or larger than one, reach
+        /// the file whole and in order, with zeros after the last; retired
+        /// and closed windows can be unmapped in any order without losing
+        /// a byte.
+        #[test]
+        fn frames_cross_windows_intact(
+            sizes in proptest::collection::vec(1usize..(WINDOW * 5 / 2), 1..8),
+            take_between in any::<bool>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut seg = Segment::create(dir.path(), 1, WINDOW * 4).unwrap();
+            let mut expect = segment::HEADER.to_vec();
+            let mut unmapped = Vec::new();
+            for (i, size) in sizes.into_iter().enumerate() {
+                if size > seg.room() {
+                    break;
+                }
+                let frame: Vec<u8> = (0..size).map(|b| (b * 31 + i * 7 + 1) as u8).collect();
+                seg.put(&frame).unwrap();
+                expect.extend_from_slice(&frame);
+                if take_between {
+                    unmapped.extend(seg.take_retired());
+                }
+                prop_assert_eq!(seg.room(), WINDOW * 4 - expect.len());
+            }
+            drop(unmapped);
+            let closed = seg.close(expect.len() as u64);
+            drop(closed.maps);
+            let bytes = std::fs::read(segment::path(dir.path(), 1)).unwrap();
+            prop_assert_eq!(bytes.len(), WINDOW * 4);
+            prop_assert!(bytes[..expect.len()] == expect[..]);
+            prop_assert!(bytes[expect.len()..].iter().all(|b| *b == 0));
+        }
+    }
 }
