@@ -236,12 +236,19 @@ impl CommitLog {
             // The record starts the new segment: no reference reaches back.
             encode(&mut frame, record, None, st.segment_start, start);
         }
-        if let Err(e) = st.current.put(&frame) {
-            st.scratch = frame;
-            drop(st);
-            let e = format!("mapping the next window of the log: {e}");
-            self.shared.poison(e.clone());
-            return Err(poisoned(&e));
+        match st.current.put(&frame) {
+            // The syncer maps the window after this one.
+            Ok(true) => {
+                self.shared.work.notify_one();
+            }
+            Ok(false) => {}
+            Err(e) => {
+                st.scratch = frame;
+                drop(st);
+                let e = format!("mapping the next window of the log: {e}");
+                self.shared.poison(e.clone());
+                return Err(poisoned(&e));
+            }
         }
         st.appended += frame.len() as u64;
         st.scratch = frame;

@@ -36,6 +36,7 @@ pub(super) fn start(
         synced: 0,
         last_sync: Instant::now(),
         closed: closed_tx,
+        ahead_failed: None,
     };
     let syncer = std::thread::Builder::new()
         .name("commitlog-sync".into())
@@ -49,6 +50,8 @@ struct Syncer {
     synced: Lsn,
     last_sync: Instant,
     closed: Sender<u64>,
+    /// A window that could not be mapped ahead (it is not tried again).
+    ahead_failed: Option<(u64, usize)>,
 }
 
 /// One round's work, taken from the shared state at once.
@@ -57,6 +60,8 @@ struct Round {
     current: (Arc<File>, u64),
     /// Filled windows of the current segment, to unmap.
     retired: Vec<memmap2::MmapMut>,
+    /// The window to map ahead, if it is not mapped yet.
+    ahead: Option<writer::Lookahead>,
     appended: Lsn,
     waited: bool,
     stopping: bool,
@@ -85,7 +90,12 @@ impl Syncer {
             opts.sync == SyncStrategy::OSync && st.waiters.iter().any(|(l, _)| *l > self.synced)
         };
         let sync_due = st.appended > self.synced && self.sync_due();
-        if !(st.stopping || waited(&st) || !st.closed.is_empty() || sync_due) {
+        let ahead_due = |st: &super::State| {
+            st.current
+                .lookahead()
+                .is_some_and(|a| Some(a.at()) != self.ahead_failed)
+        };
+        if !(st.stopping || waited(&st) || !st.closed.is_empty() || sync_due || ahead_due(&st)) {
             self.shared
                 .work
                 .wait_for(&mut st, TICK.min(opts.sync_interval));
@@ -94,6 +104,7 @@ impl Syncer {
             closed: std::mem::take(&mut st.closed),
             current: (st.current.file.clone(), st.current.seq),
             retired: st.current.take_retired(),
+            ahead: st.current.lookahead().filter(|_| ahead_due(&st)),
             appended: st.appended,
             waited: waited(&st),
             stopping: st.stopping || st.failed.is_some(),
@@ -111,6 +122,9 @@ impl Syncer {
     fn round(&mut self, mut round: Round) -> Result<(), String> {
         // Unmapped first, so that the syncs need not write-protect them.
         drop(std::mem::take(&mut round.retired));
+        if let Some(ahead) = round.ahead.take() {
+            self.map_ahead(&ahead);
+        }
         for c in &mut round.closed {
             c.maps.clear();
         }
@@ -129,6 +143,20 @@ impl Syncer {
             self.prepare_next();
         }
         Ok(())
+    }
+
+    /// Maps the window after the current one and hands it to appends.
+    fn map_ahead(&mut self, ahead: &writer::Lookahead) {
+        match ahead.map() {
+            Ok(map) => {
+                let stale = self.shared.state.lock().current.install(ahead, map);
+                drop(stale);
+            }
+            Err(e) => {
+                tracing::warn!("mapping the commit log's next window ahead: {e}");
+                self.ahead_failed = Some(ahead.at());
+            }
+        }
     }
 
     /// fdatasyncs `file` (segment `seq`), which holds the log up to `end`.

@@ -11,7 +11,10 @@
 //! window that filled is handed to the syncer, which unmaps it before its
 //! next fdatasync: writing back a page that is still mapped makes the kernel
 //! write-protect it and flush it from every CPU's TLB (an interrupt to the
-//! other CPUs for each page), which an unmapped page does not need.
+//! other CPUs for each page), which an unmapped page does not need. The
+//! syncer also maps the window after the current one ahead of time, with
+//! its pages faulted in writable ([`Lookahead`]), so that an append (which
+//! holds the log's state lock) rarely takes a page fault.
 //!
 //! Invariant: records are copied in log order, each whole before the next
 //! (the caller holds the log's state lock); the bytes after the last record
@@ -23,7 +26,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use memmap2::{MmapMut, MmapOptions};
+use memmap2::{Advice, MmapMut, MmapOptions};
 
 use super::{Lsn, segment};
 
@@ -44,6 +47,31 @@ pub(super) struct Segment {
     used: usize,
     /// Windows filled since the syncer last took them.
     retired: Vec<MmapMut>,
+    /// The window after `map`, mapped ahead by the syncer.
+    ahead: Option<MmapMut>,
+}
+
+/// The window after a segment's current one, for the syncer to map ahead.
+pub(super) struct Lookahead {
+    seq: u64,
+    file: Arc<File>,
+    at: usize,
+    capacity: usize,
+}
+
+impl Lookahead {
+    /// Which window this is: the segment and the window's offset.
+    pub fn at(&self) -> (u64, usize) {
+        (self.seq, self.at)
+    }
+
+    /// Maps the window and faults its pages in writable (best effort:
+    /// where the kernel cannot, appends fault them in as they go).
+    pub fn map(&self) -> io::Result<MmapMut> {
+        let map = map_window(&self.file, self.at, self.capacity)?;
+        let _ = map.advise(Advice::PopulateWrite);
+        Ok(map)
+    }
 }
 
 /// A full segment, still to be synced and checkpointed.
@@ -73,6 +101,7 @@ impl Segment {
         file.sync_all()?;
         File::open(dir)?.sync_all()?;
         let map = map_window(&file, 0, capacity)?;
+        let _ = map.advise(Advice::PopulateWrite);
         Ok(Segment {
             seq,
             file: Arc::new(file),
@@ -81,6 +110,7 @@ impl Segment {
             capacity,
             used: segment::HEADER.len(),
             retired: Vec::new(),
+            ahead: None,
         })
     }
 
@@ -95,9 +125,34 @@ impl Segment {
         std::mem::take(&mut self.retired)
     }
 
+    /// The window the syncer should map ahead: the next one, if the
+    /// segment has one and it is not mapped yet.
+    pub fn lookahead(&self) -> Option<Lookahead> {
+        let at = self.window_at + self.map.len();
+        (self.ahead.is_none() && at < self.capacity).then(|| Lookahead {
+            seq: self.seq,
+            file: self.file.clone(),
+            at,
+            capacity: self.capacity,
+        })
+    }
+
+    /// Takes a window the syncer mapped for `ahead`, unless appends moved
+    /// past it meanwhile (then it is given back, to be unmapped).
+    pub fn install(&mut self, ahead: &Lookahead, map: MmapMut) -> Option<MmapMut> {
+        match self.lookahead() {
+            Some(now) if now.at() == ahead.at() => {
+                self.ahead = Some(map);
+                None
+            }
+            _ => Some(map),
+        }
+    }
+
     /// The segment as a full one that ends the log at `end`.
     pub fn close(mut self, end: Lsn) -> Closed {
         self.retired.push(self.map);
+        self.retired.extend(self.ahead);
         Closed {
             seq: self.seq,
             file: self.file,
@@ -114,16 +169,23 @@ impl Segment {
         let _ = std::fs::remove_file(path);
     }
 
-    /// Copies `frame` in after the last record, mapping the next windows as
-    /// it goes. The caller checked the room. An error (the next window
-    /// could not be mapped) may leave part of the frame in the file: the
-    /// caller must take no more appends (a reader sees a torn last record).
-    pub fn put(&mut self, frame: &[u8]) -> io::Result<()> {
+    /// Copies `frame` in after the last record, moving to the next windows
+    /// as it goes (the one mapped ahead, else a new mapping), and says
+    /// whether it moved. The caller checked the room. An error (the next
+    /// window could not be mapped) may leave part of the frame in the file:
+    /// the caller must take no more appends (a reader sees a torn last
+    /// record).
+    pub fn put(&mut self, frame: &[u8]) -> io::Result<bool> {
         let mut rest = frame;
+        let mut moved = false;
         while !rest.is_empty() {
             let window_end = self.window_at + self.map.len();
             if self.used == window_end {
-                let next = map_window(&self.file, window_end, self.capacity)?;
+                let next = match self.ahead.take() {
+                    Some(ahead) => ahead,
+                    None => map_window(&self.file, window_end, self.capacity)?,
+                };
+                moved = true;
                 self.retired.push(std::mem::replace(&mut self.map, next));
                 self.window_at = window_end;
             }
@@ -133,7 +195,7 @@ impl Segment {
             self.used += n;
             rest = &rest[n..];
         }
-        Ok(())
+        Ok(moved)
     }
 }
 
@@ -178,6 +240,31 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A window mapped ahead is refused once appends moved past it, and
+    /// taken (and used) while it is still the next one.
+    #[test]
+    fn a_stale_window_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seg = Segment::create(dir.path(), 1, WINDOW * 3).unwrap();
+        let stale = seg.lookahead().unwrap();
+        assert!(
+            seg.put(&vec![7; WINDOW]).unwrap(),
+            "it moved into the second window"
+        );
+        let map = stale.map().unwrap();
+        assert!(seg.install(&stale, map).is_some(), "appends moved past it");
+        let next = seg.lookahead().unwrap();
+        assert_eq!(next.at().1, WINDOW * 2);
+        assert!(seg.install(&next, next.map().unwrap()).is_none());
+        assert!(seg.lookahead().is_none(), "the next window is mapped");
+        assert!(seg.put(&vec![9; WINDOW]).unwrap(), "it moved into it");
+        drop(seg.close(0));
+        let bytes = std::fs::read(segment::path(dir.path(), 1)).unwrap();
+        let h = segment::HEADER.len();
+        assert!(bytes[h..h + WINDOW].iter().all(|b| *b == 7));
+        assert!(bytes[h + WINDOW..h + 2 * WINDOW].iter().all(|b| *b == 9));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
@@ -199,6 +286,10 @@ mod tests {
                     break;
                 }
                 let frame: Vec<u8> = (0..size).map(|b| (b * 31 + i * 7 + 1) as u8).collect();
+                if let Some(ahead) = seg.lookahead().filter(|_| i % 2 == 0) {
+                    let map = ahead.map().unwrap();
+                    prop_assert!(seg.install(&ahead, map).is_none());
+                }
                 seg.put(&frame).unwrap();
                 expect.extend_from_slice(&frame);
                 if take_between {
