@@ -296,6 +296,12 @@ pub struct PbArgs {
     /// Threads of the generator's runtime; default: one per core.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Seconds of the loopback baseline run first: the same connections
+    /// and request shapes against an echo server in this process, so the
+    /// node's figures can be read as a share of what the machine allows
+    /// at the moment (`0`: skip it).
+    #[arg(long, default_value_t = 5.0)]
+    pub baseline: f64,
     /// Seed of the key choices.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,

@@ -12,6 +12,9 @@ use support::TestNode;
 fn bench(node: &TestNode, args: &[&str]) -> std::process::Output {
     let addr = format!("127.0.0.1:{}", node.pb_port);
     let mut all = vec!["bench", "pb", "--addr", &addr];
+    if !args.contains(&"--baseline") {
+        all.extend(["--baseline", "0"]);
+    }
     all.extend(args);
     node.command(&all).output().expect("eddy bench pb runs")
 }
@@ -31,6 +34,8 @@ fn get_put_and_mixed_report_json_without_errors() {
                 "4",
                 "--keys",
                 "100",
+                "--baseline",
+                "0.3",
                 "--json",
             ],
         );
@@ -55,6 +60,9 @@ fn get_put_and_mixed_report_json_without_errors() {
         assert!(v["ops"].as_u64().unwrap() > 0, "{v}");
         assert_eq!(v["errors"], 0, "{v}");
         assert_eq!(v["workload"], workload);
+        let echo = &v["baseline"];
+        assert!(echo["ops"].as_u64().unwrap() > 0, "{v}");
+        assert!(echo["p99_us"].as_f64().unwrap() > 0.0, "{v}");
         let parts: &[&str] = match workload {
             "get" => &["get"],
             "put" => &["put"],

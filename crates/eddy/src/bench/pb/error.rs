@@ -28,6 +28,9 @@ pub enum PbBenchError {
         #[source]
         source: PbClientError,
     },
+    /// The loopback baseline could not run.
+    #[error("loopback baseline failed: {0}")]
+    Baseline(#[source] std::io::Error),
     /// A generator task panicked.
     #[error("a load generator task failed: {0}")]
     Task(String),

@@ -5,11 +5,13 @@
 //! does not answer a ping fails the run); for `get` and `mixed`, load every
 //! key of the key space once, untimed, so that every get finds its key
 //! (unless `--skip-preload`: an earlier run loaded them);
-//! then let every connection issue requests back to back for `--duration`
-//! seconds ([`worker`]). Figures count successful requests; failed ones are
+//! unless `--baseline 0`, run the same closed loop against a loopback echo
+//! server ([`baseline`]); then let every connection issue requests back to
+//! back for `--duration` seconds ([`worker`]). Figures count successful requests; failed ones are
 //! counted by kind ([`report`]). Every request waits at most
 //! `--timeout-ms`, so the run ends at most one timeout after its deadline.
 
+pub mod baseline;
 pub mod error;
 pub mod ops;
 pub mod report;
@@ -62,6 +64,11 @@ fn check(args: &PbArgs) -> Result<(), PbBenchError> {
     if args.timeout_ms == 0 {
         return Err(PbBenchError::InvalidOption("--timeout-ms must be positive"));
     }
+    if !(args.baseline.is_finite() && args.baseline >= 0.0) {
+        return Err(PbBenchError::InvalidOption(
+            "--baseline must be zero or positive",
+        ));
+    }
     if args.threads == Some(0) {
         return Err(PbBenchError::InvalidOption("--threads must be at least 1"));
     }
@@ -85,6 +92,14 @@ async fn run_async(args: &PbArgs, threads: usize) -> Result<PbReport, PbBenchErr
             (clients, Some(began.elapsed().as_secs_f64()))
         }
     };
+    let baseline = match args.baseline {
+        0.0 => None,
+        secs => Some(
+            baseline::measure(args, threads, secs)
+                .await
+                .map_err(PbBenchError::Baseline)?,
+        ),
+    };
     let began = Instant::now();
     let deadline = began + Duration::from_secs_f64(args.duration);
     let mut workers = JoinSet::new();
@@ -98,6 +113,7 @@ async fn run_async(args: &PbArgs, threads: usize) -> Result<PbReport, PbBenchErr
     let elapsed_s = began.elapsed().as_secs_f64();
     let mut report = PbReport::new(args, threads, &stats, elapsed_s);
     report.preload_s = preload_s;
+    report.baseline = baseline;
     Ok(report)
 }
 

@@ -96,6 +96,9 @@ pub struct PbReport {
     pub put: Option<OpFigures>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preload_s: Option<f64>,
+    /// The loopback echo run before the load ([`super::baseline`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<super::baseline::Baseline>,
 }
 
 impl PbReport {
@@ -122,6 +125,7 @@ impl PbReport {
             get: part(&stats.get_ns),
             put: part(&stats.put_ns),
             preload_s: None,
+            baseline: None,
         }
     }
 
@@ -155,7 +159,31 @@ impl PbReport {
             }
         }
         rows.push(("errors".into(), self.errors_text()));
+        if let Some(b) = &self.baseline {
+            rows.extend(self.baseline_rows(b));
+        }
         table(&rows)
+    }
+
+    /// The baseline's figures, and the run's as a share of them.
+    fn baseline_rows(&self, b: &super::baseline::Baseline) -> Vec<(String, String)> {
+        let l = &b.latency;
+        let ratio = |x: f64, y: f64| if y > 0.0 { x / y } else { 0.0 };
+        vec![
+            ("echo ops/s".into(), format!("{:.0}", b.ops_per_s)),
+            (
+                "echo p50 / p99".into(),
+                format!("{:.1} / {:.1} µs", l.p50_us, l.p99_us),
+            ),
+            (
+                "ops/s of echo".into(),
+                format!("{:.1} %", 100.0 * ratio(self.ops_per_s, b.ops_per_s)),
+            ),
+            (
+                "p99 / echo p99".into(),
+                format!("{:.2}", ratio(self.latency.p99_us, l.p99_us)),
+            ),
+        ]
     }
 
     fn errors_text(&self) -> String {
@@ -261,6 +289,27 @@ mod tests {
         assert_eq!(r.errors, 6);
         assert_eq!(r.errors_by_kind["timeout"], 4);
         assert!(r.to_table().contains("6 (server 2, timeout 4)"));
+    }
+
+    #[test]
+    fn table_reads_the_run_against_its_baseline() {
+        let mut r = PbReport::new(&args(), 1, &stats(), 1.0);
+        assert!(!r.to_table().contains("echo"));
+        r.baseline = Some(crate::bench::pb::baseline::Baseline {
+            duration_s: 1.0,
+            ops: 404,
+            ops_per_s: 404.0,
+            latency: Latency {
+                p99_us: 250.0,
+                ..Latency::default()
+            },
+        });
+        let t = r.to_table();
+        // 101 ops/s against 404; p99 100 µs against 250.
+        assert!(t.contains("25.0 %"), "{t}");
+        assert!(t.contains("0.40"), "{t}");
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(v["baseline"]["ops_per_s"], 404.0);
     }
 
     #[test]
