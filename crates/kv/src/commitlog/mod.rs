@@ -113,6 +113,14 @@ impl Default for LogOptions {
     }
 }
 
+impl LogOptions {
+    /// Whether appends copy into mapped segments (else they `pwrite`): not
+    /// under `o_sync`, where every sync would write-protect the pages.
+    fn mapped(&self) -> bool {
+        self.sync != SyncStrategy::OSync
+    }
+}
+
 /// State shared by appenders and the syncer.
 struct State {
     /// The segment appends copy their records into.
@@ -170,7 +178,8 @@ impl CommitLog {
         sync_all: SyncAll,
     ) -> std::io::Result<CommitLog> {
         std::fs::create_dir_all(dir)?;
-        let current = writer::Segment::create(dir, first_seq, opts.segment_bytes as usize)?;
+        let current =
+            writer::Segment::create(dir, first_seq, opts.segment_bytes as usize, opts.mapped())?;
         let shared = Arc::new(Shared {
             dir: dir.to_path_buf(),
             next_seq: std::sync::atomic::AtomicU64::new(first_seq + 1),
@@ -420,7 +429,7 @@ impl Shared {
                     .next_seq
                     .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let capacity = need.max(self.opts.segment_bytes as usize);
-                writer::Segment::create(&self.dir, seq, capacity)
+                writer::Segment::create(&self.dir, seq, capacity, self.opts.mapped())
                     .map_err(|e| format!("create segment {seq}: {e}"))?
             }
         };

@@ -187,7 +187,7 @@ impl Syncer {
         let seq = self.shared.next_seq.fetch_add(1, Ordering::SeqCst);
         let capacity = self.shared.opts.segment_bytes as usize;
         let dir = &self.shared.dir;
-        let segment = match writer::Segment::create(dir, seq, capacity) {
+        let segment = match writer::Segment::create(dir, seq, capacity, self.shared.opts.mapped()) {
             Ok(segment) => segment,
             Err(e) => return tracing::warn!(seq, "creating the next commit log segment: {e}"),
         };

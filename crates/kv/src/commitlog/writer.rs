@@ -16,6 +16,11 @@
 //! its pages faulted in writable ([`Lookahead`]), so that an append (which
 //! holds the log's state lock) rarely takes a page fault.
 //!
+//! Under `o_sync` a segment is not mapped: appends `pwrite` their frames.
+//! There an fdatasync follows every few appends, and each would
+//! write-protect the pages written since the last one (a TLB-flush
+//! interrupt each) only for the next append to fault them back in.
+//!
 //! Invariant: records are copied in log order, each whole before the next
 //! (the caller holds the log's state lock); the bytes after the last record
 //! are zero, which is how a reader finds the end.
@@ -38,8 +43,9 @@ pub(super) struct Segment {
     pub seq: u64,
     /// The open file, shared so that a sync needs no lock.
     pub file: Arc<File>,
-    /// The mapped window: the file's bytes from `window_at`.
-    map: MmapMut,
+    /// The mapped window: the file's bytes from `window_at` (none: appends
+    /// write with `pwrite`).
+    map: Option<MmapMut>,
     window_at: usize,
     /// The file's size.
     capacity: usize,
@@ -68,9 +74,7 @@ impl Lookahead {
     /// Maps the window and faults its pages in writable (best effort:
     /// where the kernel cannot, appends fault them in as they go).
     pub fn map(&self) -> io::Result<MmapMut> {
-        let map = map_window(&self.file, self.at, self.capacity)?;
-        let _ = map.advise(Advice::PopulateWrite);
-        Ok(map)
+        map_window(&self.file, self.at, self.capacity)
     }
 }
 
@@ -87,8 +91,9 @@ pub(super) struct Closed {
 impl Segment {
     /// Creates segment `seq` in `dir` with room for `capacity` bytes
     /// (rounded up to whole pages): allocated, its header written and
-    /// synced with the directory, and its first window mapped.
-    pub fn create(dir: &Path, seq: u64, capacity: usize) -> io::Result<Segment> {
+    /// synced with the directory, and its first window mapped if `mapped`
+    /// (else appends write with `pwrite`).
+    pub fn create(dir: &Path, seq: u64, capacity: usize, mapped: bool) -> io::Result<Segment> {
         let capacity = capacity.max(segment::HEADER.len()).next_multiple_of(4096);
         let path = segment::path(dir, seq);
         let file = OpenOptions::new()
@@ -100,8 +105,10 @@ impl Segment {
         file.write_all_at(segment::HEADER, 0)?;
         file.sync_all()?;
         File::open(dir)?.sync_all()?;
-        let map = map_window(&file, 0, capacity)?;
-        let _ = map.advise(Advice::PopulateWrite);
+        let map = match mapped {
+            true => Some(map_window(&file, 0, capacity)?),
+            false => None,
+        };
         Ok(Segment {
             seq,
             file: Arc::new(file),
@@ -126,9 +133,9 @@ impl Segment {
     }
 
     /// The window the syncer should map ahead: the next one, if the
-    /// segment has one and it is not mapped yet.
+    /// segment is mapped, has one and it is not mapped yet.
     pub fn lookahead(&self) -> Option<Lookahead> {
-        let at = self.window_at + self.map.len();
+        let at = self.window_at + self.map.as_ref()?.len();
         (self.ahead.is_none() && at < self.capacity).then(|| Lookahead {
             seq: self.seq,
             file: self.file.clone(),
@@ -151,7 +158,7 @@ impl Segment {
 
     /// The segment as a full one that ends the log at `end`.
     pub fn close(mut self, end: Lsn) -> Closed {
-        self.retired.push(self.map);
+        self.retired.extend(self.map);
         self.retired.extend(self.ahead);
         Closed {
             seq: self.seq,
@@ -171,27 +178,40 @@ impl Segment {
 
     /// Copies `frame` in after the last record, moving to the next windows
     /// as it goes (the one mapped ahead, else a new mapping), and says
-    /// whether it moved. The caller checked the room. An error (the next
-    /// window could not be mapped) may leave part of the frame in the file:
+    /// whether it moved; or writes it, if the segment is not mapped. The
+    /// caller checked the room. An error (the next window could not be
+    /// mapped, the write failed) may leave part of the frame in the file:
     /// the caller must take no more appends (a reader sees a torn last
     /// record).
     pub fn put(&mut self, frame: &[u8]) -> io::Result<bool> {
+        let Some(mut map) = self.map.take() else {
+            self.file.write_all_at(frame, self.used as u64)?;
+            self.used += frame.len();
+            return Ok(false);
+        };
+        let moved = self.copy(&mut map, frame);
+        self.map = Some(map);
+        moved
+    }
+
+    /// [`Segment::put`] into the mapped `map`.
+    fn copy(&mut self, map: &mut MmapMut, frame: &[u8]) -> io::Result<bool> {
         let mut rest = frame;
         let mut moved = false;
         while !rest.is_empty() {
-            let window_end = self.window_at + self.map.len();
+            let window_end = self.window_at + map.len();
             if self.used == window_end {
                 let next = match self.ahead.take() {
                     Some(ahead) => ahead,
                     None => map_window(&self.file, window_end, self.capacity)?,
                 };
                 moved = true;
-                self.retired.push(std::mem::replace(&mut self.map, next));
+                self.retired.push(std::mem::replace(map, next));
                 self.window_at = window_end;
             }
             let at = self.used - self.window_at;
-            let n = rest.len().min(self.map.len() - at);
-            self.map[at..at + n].copy_from_slice(&rest[..n]);
+            let n = rest.len().min(map.len() - at);
+            map[at..at + n].copy_from_slice(&rest[..n]);
             self.used += n;
             rest = &rest[n..];
         }
@@ -200,13 +220,21 @@ impl Segment {
 }
 
 /// Maps the window of `file` (of `capacity` bytes) that starts at `at` (a
-/// multiple of [`WINDOW`]).
+/// multiple of [`WINDOW`]) and faults its pages in writable (best effort:
+/// where the kernel cannot, appends fault them in as they go).
 fn map_window(file: &File, at: usize, capacity: usize) -> io::Result<MmapMut> {
     let len = WINDOW.min(capacity - at);
     // SAFETY: the file is ours (created by `Segment::create` under a name no
     // one else writes); it is never truncated while mapped, and its blocks
     // are allocated, so accesses within `capacity` cannot fault.
-    unsafe { MmapOptions::new().offset(at as u64).len(len).map_mut(file) }
+    let map = unsafe {
+        MmapOptions::new()
+            .offset(at as u64)
+            .len(len)
+            .map_mut(file)?
+    };
+    let _ = map.advise(Advice::PopulateWrite);
+    Ok(map)
 }
 
 /// Gives `file` `len` bytes of allocated, zeroed blocks.
@@ -245,7 +273,7 @@ mod tests {
     #[test]
     fn a_stale_window_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let mut seg = Segment::create(dir.path(), 1, WINDOW * 3).unwrap();
+        let mut seg = Segment::create(dir.path(), 1, WINDOW * 3, true).unwrap();
         let stale = seg.lookahead().unwrap();
         assert!(
             seg.put(&vec![7; WINDOW]).unwrap(),
@@ -276,9 +304,10 @@ mod tests {
         fn frames_cross_windows_intact(
             sizes in proptest::collection::vec(1usize..(WINDOW * 5 / 2), 1..8),
             take_between in any::<bool>(),
+            mapped in any::<bool>(),
         ) {
             let dir = tempfile::tempdir().unwrap();
-            let mut seg = Segment::create(dir.path(), 1, WINDOW * 4).unwrap();
+            let mut seg = Segment::create(dir.path(), 1, WINDOW * 4, mapped).unwrap();
             let mut expect = segment::HEADER.to_vec();
             let mut unmapped = Vec::new();
             for (i, size) in sizes.into_iter().enumerate() {
