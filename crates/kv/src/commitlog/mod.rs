@@ -252,9 +252,9 @@ impl CommitLog {
             }
             Ok(false) => {}
             Err(e) => {
+                let e = format!("appending to segment {}: {e}", st.current.seq);
                 st.scratch = frame;
                 drop(st);
-                let e = format!("mapping the next window of the log: {e}");
                 self.shared.poison(e.clone());
                 return Err(poisoned(&e));
             }
