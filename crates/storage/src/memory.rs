@@ -3,8 +3,8 @@
 //! Invariants: `index` holds exactly the entries listed in the `terms` of each
 //! stored object; with a memory cap, `by_age` holds one entry per object,
 //! keyed by the sequence number of its last write (without one it stays
-//! empty: only eviction reads it, and keeping it cost a third of a put); `used_bytes` is the sum of [`entry_cost`] over
-//! stored objects. When `used_bytes` would exceed `max_memory_bytes`, the
+//! empty: only eviction reads it, and keeping it cost a third of a put);
+//! `used_bytes` is the sum of [`entry_cost`] over stored objects. When `used_bytes` would exceed `max_memory_bytes`, the
 //! least recently written objects are evicted until it fits.
 
 use std::collections::{BTreeMap, BTreeSet};

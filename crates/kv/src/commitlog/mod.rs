@@ -234,33 +234,22 @@ impl CommitLog {
         }
         let start = st.appended;
         let mut frame = std::mem::take(&mut st.scratch);
-        encode(&mut frame, record, same_as, st.segment_start, start);
-        if frame.len() > st.current.room() {
-            if let Err(e) = self.shared.roll(&mut st, frame.len()) {
-                st.scratch = frame;
-                drop(st);
-                self.shared.poison(e.clone());
-                return Err(poisoned(&e));
-            }
-            // The record starts the new segment: no reference reaches back.
-            encode(&mut frame, record, None, st.segment_start, start);
-        }
-        match st.current.put(&frame) {
-            // The syncer maps the window after this one.
-            Ok(true) => {
-                self.shared.work.notify_one();
-            }
-            Ok(false) => {}
-            Err(e) => {
-                let e = format!("appending to segment {}: {e}", st.current.seq);
-                st.scratch = frame;
-                drop(st);
-                self.shared.poison(e.clone());
-                return Err(poisoned(&e));
-            }
-        }
-        st.appended += frame.len() as u64;
+        let copied = self.shared.copy_in(&mut st, &mut frame, record, same_as);
+        let len = frame.len() as u64;
         st.scratch = frame;
+        let moved = match copied {
+            Ok(moved) => moved,
+            Err(e) => {
+                drop(st);
+                self.shared.poison(e.clone());
+                return Err(poisoned(&e));
+            }
+        };
+        if moved {
+            // The syncer maps the window after this one.
+            self.shared.work.notify_one();
+        }
+        st.appended += len;
         if self.shared.opts.sync != SyncStrategy::OSync {
             let appended = st.appended;
             self.shared
@@ -411,6 +400,28 @@ impl Shared {
         };
         self.work.notify_all();
         waiters.into_iter().for_each(|(_, w)| w(Err(e.clone())));
+    }
+
+    /// Encodes `record` into `frame` and copies it in after the last
+    /// append, starting the next segment first if it does not fit; says
+    /// whether the copy moved to the next mapped window.
+    fn copy_in(
+        &self,
+        st: &mut State,
+        frame: &mut Vec<u8>,
+        record: &Record<'_>,
+        same_as: Option<Lsn>,
+    ) -> Result<bool, String> {
+        let start = st.appended;
+        encode(frame, record, same_as, st.segment_start, start);
+        if frame.len() > st.current.room() {
+            self.roll(st, frame.len())?;
+            // The record starts the new segment: no reference reaches back.
+            encode(frame, record, None, st.segment_start, start);
+        }
+        st.current
+            .put(frame)
+            .map_err(|e| format!("appending to segment {}: {e}", st.current.seq))
     }
 
     /// Closes the current segment and starts the next (the one created

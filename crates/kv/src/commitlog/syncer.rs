@@ -90,12 +90,8 @@ impl Syncer {
             opts.sync == SyncStrategy::OSync && st.waiters.iter().any(|(l, _)| *l > self.synced)
         };
         let sync_due = st.appended > self.synced && self.sync_due();
-        let ahead_due = |st: &super::State| {
-            st.current
-                .lookahead()
-                .is_some_and(|a| Some(a.at()) != self.ahead_failed)
-        };
-        if !(st.stopping || waited(&st) || !st.closed.is_empty() || sync_due || ahead_due(&st)) {
+        let ahead_due = self.ahead(&st).is_some();
+        if !(st.stopping || waited(&st) || !st.closed.is_empty() || sync_due || ahead_due) {
             self.shared
                 .work
                 .wait_for(&mut st, TICK.min(opts.sync_interval));
@@ -104,11 +100,19 @@ impl Syncer {
             closed: std::mem::take(&mut st.closed),
             current: (st.current.file.clone(), st.current.seq),
             retired: st.current.take_retired(),
-            ahead: st.current.lookahead().filter(|_| ahead_due(&st)),
+            ahead: self.ahead(&st),
             appended: st.appended,
             waited: waited(&st),
             stopping: st.stopping || st.failed.is_some(),
         }
+    }
+
+    /// The window to map ahead of appends, unless it could not be mapped
+    /// before.
+    fn ahead(&self, st: &super::State) -> Option<writer::Lookahead> {
+        st.current
+            .lookahead()
+            .filter(|a| Some(a.at()) != self.ahead_failed)
     }
 
     /// Whether the sync interval asks for a sync.
