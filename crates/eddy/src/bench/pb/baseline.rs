@@ -15,8 +15,6 @@ use std::io;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -25,6 +23,7 @@ use tokio::time::Instant;
 
 use super::ops::{self, Op};
 use super::report::Latency;
+use super::worker;
 use crate::bench::report::new_histogram;
 use crate::cli::PbArgs;
 
@@ -123,7 +122,7 @@ async fn echo_loop(
     mut stream: TcpStream,
     deadline: Instant,
 ) -> io::Result<Histogram<u64>> {
-    let mut rng = SmallRng::seed_from_u64(args.seed ^ (id as u64).wrapping_mul(0x9E37_79B9));
+    let mut rng = worker::rng_of(&args, id);
     let mut hist = new_histogram();
     let mut request = Vec::new();
     let mut reply = Vec::new();
@@ -137,7 +136,7 @@ async fn echo_loop(
         if reply.len() != answer || reply[0] != CODE_REPLY {
             return Err(io::Error::other("the echo server answered wrongly"));
         }
-        hist.saturating_record((started.elapsed().as_nanos() as u64).max(1));
+        hist.saturating_record(worker::nanos_since(started));
     }
     Ok(hist)
 }

@@ -69,7 +69,7 @@ pub async fn run(
     deadline: Instant,
 ) -> WorkerStats {
     let args = &plan.args;
-    let mut rng = SmallRng::seed_from_u64(args.seed ^ (id as u64).wrapping_mul(0x9E37_79B9));
+    let mut rng = rng_of(args, id);
     let mut get = ops::get_template(args);
     let mut put = ops::put_template(args, plan.value.clone());
     let mut stats = WorkerStats::new();
@@ -92,7 +92,7 @@ pub async fn run(
                 c.put(&put).await.map(drop).map_err(Failure::Client)
             }
         };
-        let ns = (started.elapsed().as_nanos() as u64).max(1);
+        let ns = nanos_since(started);
         match outcome {
             Ok(()) if op == Op::Get => stats.get_ns.saturating_record(ns),
             Ok(()) => stats.put_ns.saturating_record(ns),
@@ -105,6 +105,16 @@ pub async fn run(
         }
     }
     stats
+}
+
+/// The random source of connection `id`: its own, repeatable by `--seed`.
+pub fn rng_of(args: &PbArgs, id: usize) -> SmallRng {
+    SmallRng::seed_from_u64(args.seed ^ (id as u64).wrapping_mul(0x9E37_79B9))
+}
+
+/// Nanoseconds since `started`, at least 1 (a histogram's least value).
+pub fn nanos_since(started: Instant) -> u64 {
+    (started.elapsed().as_nanos() as u64).max(1)
 }
 
 /// A request that did not succeed.
