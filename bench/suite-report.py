@@ -41,6 +41,27 @@ def table(workload_dir):
     return "\n".join(out)
 
 
+def echo_table(workload_dir):
+    """Each backend's total ops/s against the loopback echo its run measured
+    first (empty when no run measured one)."""
+    out = [
+        "| backend | total ops/s | echo ops/s | echo p99 ms | total of echo |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    seen = set()
+    for backend, summary, _ in rows(workload_dir):
+        echo = summary.get("baseline")
+        if backend in seen or not echo:
+            continue
+        seen.add(backend)
+        total = sum(op["ops_per_s"] for op in summary["ops"])
+        out.append(
+            f"| {backend} | {total:,.0f} | {echo['ops_per_s']:,.0f} | {ms(echo['p99_us'])} | "
+            f"{100 * total / echo['ops_per_s']:.1f} % |"
+        )
+    return "\n".join(out) + "\n" if seen else ""
+
+
 def header(config):
     lines = []
     for line in Path(config).read_text().splitlines():
@@ -74,7 +95,8 @@ def main(results, docs):
             f"{s['protocol']} (the file's duration overridden), from {s['started_at']}."
         )
         parts.append(
-            f"## {workload.name}\n\n{header(config)}\n\n{ran}\n\n{table(workload)}\n\n{charts}\n"
+            f"## {workload.name}\n\n{header(config)}\n\n{ran}\n\n{table(workload)}\n\n"
+            f"{echo_table(workload)}\n{charts}\n"
         )
     (docs / "results.md").write_text("# Suite results\n\n" + "\n".join(parts))
 

@@ -65,6 +65,7 @@ pub fn compare(dirs: &[PathBuf], out: Option<&Path>) -> Result<CompareOutcome, B
         text.push('\n');
         draw(&dir, &runs, op)?;
     }
+    text.push_str(&echo_table(&runs));
     let path = dir.join("compare.txt");
     std::fs::write(&path, &text).map_err(BenchError::output(path))?;
     Ok(CompareOutcome { dir, text })
@@ -159,6 +160,35 @@ fn table(runs: &[Run], op: &str) -> String {
             o.max_us,
             o.errors
         );
+    }
+    t
+}
+
+/// Each run's total throughput against its own loopback echo, so runs
+/// taken on different days (or machines) can be set side by side; empty
+/// when no run measured one.
+fn echo_table(runs: &[Run]) -> String {
+    if runs.iter().all(|r| r.summary.baseline.is_none()) {
+        return String::new();
+    }
+    let mut t = format!(
+        "against each run's loopback echo\n{:<28} {:>9} {:>10} {:>9} {:>8}\n",
+        "run", "ops/s", "echo ops/s", "echo p99", "of echo"
+    );
+    for r in runs {
+        let total = r.summary.total_ops_per_s();
+        let _ = match &r.summary.baseline {
+            Some(b) => writeln!(
+                t,
+                "{:<28} {:>9.0} {:>10.0} {:>9.0} {:>7.1}%",
+                r.label,
+                total,
+                b.ops_per_s,
+                b.p99_us,
+                b.share_of(total)
+            ),
+            None => writeln!(t, "{:<28} {:>9.0} (no echo measured)", r.label, total),
+        };
     }
     t
 }

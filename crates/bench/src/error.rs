@@ -58,6 +58,9 @@ pub enum BenchError {
     /// A results directory given to `compare` is not one `run` wrote.
     #[error("{path} is not a bench result: {message}")]
     NotAResult { path: PathBuf, message: String },
+    /// The loopback baseline could not run.
+    #[error("loopback baseline failed: {0}")]
+    Baseline(std::io::Error),
     /// The async runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),

@@ -3,7 +3,8 @@
 //!
 //! A run reads a TOML workload ([`config`]), checks the servers and probes
 //! each weighted operation ([`probe`]), optionally preloads keys
-//! ([`preload`]), then lets `concurrent` workers ([`worker`]) issue
+//! ([`preload`]), measures a loopback echo of the same shape
+//! ([`baseline`]) to read the run against, then lets `concurrent` workers ([`worker`]) issue
 //! operations ([`ops`]) on keys ([`keygen`]) with values ([`valuegen`])
 //! through a PB or HTTP driver ([`driver`]) for the duration, while the
 //! collector ([`collector`]) closes a window ([`window`]) at every report
@@ -16,6 +17,7 @@
 //! fails for `give_up_after`); a config that loads is one the run can
 //! execute, and any setting it refuses is named in the error.
 
+pub mod baseline;
 pub mod collector;
 pub mod compare;
 pub mod config;

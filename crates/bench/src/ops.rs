@@ -96,6 +96,15 @@ impl OpChooser {
     pub fn ops(&self) -> impl Iterator<Item = OpKind> + '_ {
         self.cumulative.iter().map(|c| c.0)
     }
+
+    /// The operations that can be drawn, with their weights.
+    pub fn weights(&self) -> impl Iterator<Item = (OpKind, u32)> + '_ {
+        let below = std::iter::once(0).chain(self.cumulative.iter().map(|c| c.1));
+        self.cumulative
+            .iter()
+            .zip(below)
+            .map(|(&(op, upto), from)| (op, (upto - from) as u32))
+    }
 }
 
 #[cfg(test)]
@@ -129,6 +138,10 @@ mod tests {
         assert_eq!(
             chooser.ops().collect::<Vec<_>>(),
             [OpKind::Get, OpKind::Put]
+        );
+        assert_eq!(
+            chooser.weights().collect::<Vec<_>>(),
+            [(OpKind::Get, 3), (OpKind::Put, 1)]
         );
     }
 }

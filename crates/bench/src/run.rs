@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::baseline::{self, Baseline, EchoPlan};
 use crate::collector::{self, Collected, Timing};
 use crate::config::{self, BenchConfig, Overrides};
 use crate::error::BenchError;
@@ -68,6 +69,7 @@ async fn run_async(
         Some(keys) => Some(preload::preload(&plan, keys).await?),
         None => None,
     };
+    let baseline = measure_baseline(&plan, config).await?;
     let (started_at, stamp) = timefmt::now();
     let dir = options
         .out
@@ -95,9 +97,32 @@ async fn run_async(
         workers_aborted: collected.workers_aborted,
         ops: op_summaries(&collected),
         machine,
+        baseline,
     };
     results.finish(&summary)?;
     Ok(RunOutcome { dir, summary })
+}
+
+/// The loopback echo with the run's workers, seed and operation mix
+/// ([`crate::baseline`]), unless the config sets its length to zero. The
+/// echo server gets one thread per core, as a node would.
+async fn measure_baseline(
+    plan: &Plan,
+    config: &BenchConfig,
+) -> Result<Option<Baseline>, BenchError> {
+    if config.baseline.0.is_zero() {
+        return Ok(None);
+    }
+    eprintln!("loopback baseline: {:.1} s…", config.baseline.secs());
+    let echo = EchoPlan {
+        connections: config.concurrent,
+        server_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        secs: config.baseline.secs(),
+        seed: config.seed,
+        mix: plan.echo_mix(),
+    };
+    let measured = baseline::measure(&echo).await;
+    measured.map(Some).map_err(BenchError::Baseline)
 }
 
 /// The measured phase: workers and collector.

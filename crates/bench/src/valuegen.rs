@@ -66,6 +66,11 @@ impl ValueGen {
         }
     }
 
+    /// The mean length of a value (lengths are uniform between the bounds).
+    pub fn mean_size(&self) -> usize {
+        (self.size_min + self.size_max) / 2
+    }
+
     /// The content type values are stored with, unless the config says.
     pub fn content_type(&self) -> &'static str {
         match self.generator {

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use rand::Rng;
 use serde_json::{Value, json};
 
+use crate::baseline::Trip;
 use crate::config::{BenchConfig, IndexConfig, IndexQuery, Mode};
 use crate::driver::{DriverOptions, IndexEntry, IndexLookup, Target};
 use crate::keygen::KeySpace;
-use crate::ops::OpChooser;
+use crate::ops::{OpChooser, OpKind};
 use crate::valuegen::ValueGen;
 
 /// What every worker of a run shares.
@@ -69,10 +70,44 @@ impl Plan {
         }
     }
 
+    /// The weighted operations as the loopback baseline runs them: the
+    /// round trips each makes, with the bytes it moves at the mean value
+    /// size ([`echo_trips`]).
+    pub fn echo_mix(&self) -> Vec<(Vec<Trip>, u32)> {
+        let value = self.values.mean_size();
+        self.chooser
+            .weights()
+            .map(|(op, w)| (echo_trips(op, value, self.multi_get_keys), w))
+            .collect()
+    }
+
     /// The endpoint of worker `id` after `reconnects` reconnections:
     /// round-robin, moving on after each failure.
     pub fn endpoint(&self, id: usize, reconnects: usize) -> &str {
         &self.endpoints[(id + reconnects) % self.endpoints.len()]
+    }
+}
+
+/// The round trips an operation makes, with a `value`-byte value: an
+/// update reads, then writes; a multi-get sends its keys and gets their
+/// values back in one trip; a delete, a 2i query and a MapReduce job
+/// move small messages (their replies' sizes depend on the data, which
+/// the echo does not have).
+pub fn echo_trips(op: OpKind, value: usize, multi_get_keys: usize) -> Vec<Trip> {
+    match op {
+        OpKind::Get => vec![Trip::read(value)],
+        OpKind::Put => vec![Trip::write(value)],
+        OpKind::Update => vec![Trip::read(value), Trip::write(value)],
+        OpKind::Delete => vec![Trip::write(0)],
+        OpKind::IndexQuery | OpKind::Mapreduce => vec![Trip::read(0)],
+        OpKind::MultiGet => {
+            let one = Trip::read(value);
+            let n = multi_get_keys.max(1);
+            vec![Trip {
+                request: one.request * n,
+                reply: one.reply * n,
+            }]
+        }
     }
 }
 
@@ -194,6 +229,42 @@ mod tests {
             bucket_type: ty.map(str::to_string),
             bucket: "coupons".into(),
         }
+    }
+
+    #[test]
+    fn the_echo_mix_moves_what_each_operation_moves() {
+        let text = r#"
+            duration = "3s"
+            [driver]
+            protocol = "pb"
+            endpoints = ["127.0.0.1:8087"]
+            bucket = "b"
+            [operations]
+            get = 4
+            update = 1
+            multi_get = 2
+            [multi_get]
+            keys = 3
+            via = "mapreduce"
+            [keys]
+            generator = "uniform_int"
+            max = 100
+            [values]
+            generator = "random_bin"
+            size_min = 1000
+            size_max = 3000
+        "#;
+        let plan = Plan::new(&crate::config::parse_valid(text).unwrap());
+        let (read, write) = (Trip::read(2000), Trip::write(2000));
+        let many = Trip {
+            request: 3 * read.request,
+            reply: 3 * read.reply,
+        };
+        assert_eq!(
+            plan.echo_mix(),
+            vec![(vec![read], 4), (vec![read, write], 1), (vec![many], 2)]
+        );
+        assert_eq!(echo_trips(OpKind::Delete, 2000, 1), vec![Trip::write(0)]);
     }
 
     #[test]

@@ -131,6 +131,10 @@ pub struct RunArgs {
     /// Override the workload's endpoints (host:port; repeat for several).
     #[arg(long = "endpoint")]
     pub endpoints: Vec<String>,
+    /// Override the length of the loopback echo run before the load
+    /// (the workload's `baseline`, default 5s; `0s` skips it).
+    #[arg(long)]
+    pub baseline: Option<eddy_bench::config::Span>,
 }
 
 /// Options of `eddy bench compare`.

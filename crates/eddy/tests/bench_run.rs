@@ -60,8 +60,14 @@ fn eddy(args: &[&str]) -> Command {
     cmd
 }
 
+/// Runs `config` without the loopback baseline (the tests' runs are too
+/// short to read against it).
 fn run_bench(config: &Path, out: &Path) -> Output {
-    eddy(&["bench", "run"])
+    run_bench_with_baseline(config, out, "0s")
+}
+
+fn run_bench_with_baseline(config: &Path, out: &Path, baseline: &str) -> Output {
+    eddy(&["bench", "run", "--baseline", baseline])
         .arg(config)
         .arg("--out")
         .arg(out)
@@ -94,13 +100,25 @@ fn run_writes_csv_summary_and_charts_over_pb_and_http() {
     let node = TestNode::start(&[]);
     let tmp = tempfile::tempdir().unwrap();
     let ops = "get = 4\nput = 2\nupdate = 2\ndelete = 1";
-    for (protocol, port) in [("pb", node.pb_port), ("http", node.http_port)] {
+    let runs = [
+        ("pb", node.pb_port, "300ms"),
+        ("http", node.http_port, "0s"),
+    ];
+    for (protocol, port, baseline) in runs {
         let endpoint = format!("127.0.0.1:{port}");
         let text = workload(protocol, &endpoint, ops, "");
         let config = write_config(tmp.path(), &format!("{protocol}.toml"), &text);
         let out_dir = tmp.path().join(format!("results-{protocol}"));
-        let stdout = assert_ok(&run_bench(&config, &out_dir));
+        let stdout = assert_ok(&run_bench_with_baseline(&config, &out_dir, baseline));
         assert!(stdout.contains("results:"), "{stdout}");
+        // The pb run read itself against a loopback echo; the http run
+        // skipped it.
+        let s = summary(&out_dir);
+        assert_eq!(s.baseline.is_some(), baseline != "0s", "{protocol}");
+        if let Some(b) = &s.baseline {
+            assert!(b.ops > 0 && b.p99_us >= b.p50_us, "{b:?}");
+            assert!(stdout.contains("loopback echo:"), "{stdout}");
+        }
         for op in ["get", "put", "update", "delete"] {
             let csv = std::fs::read_to_string(out_dir.join(format!("{op}.csv"))).unwrap();
             let rows = parse_file(&csv).unwrap_or_else(|e| panic!("{protocol} {op}.csv: {e}"));
@@ -167,7 +185,7 @@ fn killed_node_ends_the_run_with_connection_errors() {
 /// with successes.
 fn start_run_and_wait_for_rows(config: &Path, out_dir: &Path) -> std::process::Child {
     let started = Instant::now();
-    let child = eddy(&["bench", "run"])
+    let child = eddy(&["bench", "run", "--baseline", "0s"])
         .arg(config)
         .arg("--out")
         .arg(out_dir)
@@ -298,7 +316,7 @@ fn compare_draws_two_runs_side_by_side() {
     let config = write_config(tmp.path(), "w.toml", &text);
     let (a, b) = (tmp.path().join("run-a"), tmp.path().join("run-b"));
     assert_ok(&run_bench(&config, &a));
-    assert_ok(&run_bench(&config, &b));
+    assert_ok(&run_bench_with_baseline(&config, &b, "300ms"));
     let charts = tmp.path().join("cmp");
     let out = eddy(&["bench", "compare"])
         .arg(&a)
@@ -316,6 +334,17 @@ fn compare_draws_two_runs_side_by_side() {
         stdout.contains("vs first") && stdout.contains("+0.0%"),
         "{stdout}"
     );
+    // Only run-b measured a loopback echo; both are listed against it.
+    let echo = &stdout[stdout
+        .find("against each run's loopback echo")
+        .expect(&stdout)..];
+    let line = |run: &str| {
+        echo.lines()
+            .find(|l| l.starts_with(run))
+            .unwrap_or_default()
+    };
+    assert!(line("run-a").contains("no echo measured"), "{echo}");
+    assert!(line("run-b").ends_with('%'), "{echo}");
     for op in ["get", "put"] {
         for metric in ["throughput", "p50", "p99", "p99_9"] {
             assert_png(&charts.join(format!("{op}_{metric}.png")));

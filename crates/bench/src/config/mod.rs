@@ -47,6 +47,10 @@ pub struct BenchConfig {
     /// Seed of every generator.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Length of the loopback echo run before the measured phase
+    /// ([`crate::baseline`]); `0s` skips it.
+    #[serde(default = "default_baseline")]
+    pub baseline: Span,
     pub driver: DriverConfig,
     /// Bucket properties set once before the run.
     pub bucket_props: Option<BucketProps>,
@@ -79,6 +83,10 @@ fn default_give_up_after() -> Span {
 
 fn default_seed() -> u64 {
     42
+}
+
+fn default_baseline() -> Span {
+    Span(std::time::Duration::from_secs(5))
 }
 
 /// How workers pace their requests.
@@ -287,6 +295,7 @@ pub struct PreloadConfig {
 pub struct Overrides {
     pub duration: Option<Span>,
     pub endpoints: Vec<String>,
+    pub baseline: Option<Span>,
 }
 
 /// Reads, parses, overrides and validates `path`; returns the config and
@@ -327,6 +336,9 @@ impl BenchConfig {
         }
         if !o.endpoints.is_empty() {
             self.driver.endpoints = o.endpoints.clone();
+        }
+        if let Some(b) = o.baseline {
+            self.baseline = b;
         }
     }
 

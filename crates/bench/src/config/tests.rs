@@ -38,6 +38,7 @@ fn minimal_config_has_defaults() {
     assert_eq!(c.concurrent, 8);
     assert_eq!(c.report_interval.0, std::time::Duration::from_secs(1));
     assert_eq!(c.request_timeout.0, std::time::Duration::from_secs(5));
+    assert_eq!(c.baseline.0, std::time::Duration::from_secs(5));
     assert_eq!(c.keys.format, KeyFormat::Decimal);
     assert!(!c.request.returnbody);
 }
@@ -137,9 +138,11 @@ fn overrides_replace_duration_and_endpoints() {
     let o = Overrides {
         duration: Some(Span::parse("1500ms").unwrap()),
         endpoints: vec!["10.0.0.1:1".into()],
+        baseline: Some(Span::parse("0s").unwrap()),
     };
     let (c, text) = load(&path, &o).unwrap();
     assert_eq!(c.duration.0.as_millis(), 1500);
+    assert!(c.baseline.0.is_zero());
     assert_eq!(c.driver.endpoints, ["10.0.0.1:1"]);
     assert_eq!(text, MINIMAL);
     let e = load(&dir.path().join("none.toml"), &o).unwrap_err();
@@ -165,4 +168,15 @@ fn every_shipped_workload_loads() {
         }
     }
     assert!(count >= 16, "only {count} workloads in bench/");
+}
+
+#[test]
+fn the_baseline_can_be_set_or_skipped() {
+    let skip = edited("duration = \"3s\"", "duration = \"3s\"\nbaseline = \"0s\"");
+    assert!(parse_valid(&skip).unwrap().baseline.0.is_zero());
+    let short = edited(
+        "duration = \"3s\"",
+        "duration = \"3s\"\nbaseline = \"500ms\"",
+    );
+    assert_eq!(parse_valid(&short).unwrap().baseline.0.as_millis(), 500);
 }

@@ -10,6 +10,7 @@ use std::fmt::Write;
 use serde::{Deserialize, Serialize};
 
 use super::machine::MachineFacts;
+use crate::baseline::Baseline;
 use crate::window::OpWindow;
 
 /// Why the measured phase ended.
@@ -83,6 +84,10 @@ pub struct Summary {
     pub workers_aborted: usize,
     pub ops: Vec<OpSummary>,
     pub machine: MachineFacts,
+    /// The loopback echo run before the measured phase; absent when the
+    /// run skipped it (and in results written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Baseline>,
 }
 
 impl Summary {
@@ -125,6 +130,9 @@ impl Summary {
             let _ = writeln!(t, "preload: {k} keys in {s:.1} s");
         }
         let _ = writeln!(t, "{}", self.machine.one_line());
+        if let Some(b) = &self.baseline {
+            let _ = writeln!(t, "{}", b.one_line(self.total_ops_per_s()));
+        }
         t.push('\n');
         t.push_str(&op_table(&self.ops));
         let _ = writeln!(t, "total: {:.0} ops/s", self.total_ops_per_s());
@@ -213,6 +221,17 @@ mod tests {
             workers_aborted: 0,
             ops: vec![OpSummary::new("get", &w, 3.0)],
             machine: MachineFacts::default(),
+            baseline: Some(Baseline {
+                duration_s: 1.0,
+                ops: 12,
+                ops_per_s: 12.0,
+                p50_us: 50.0,
+                p95_us: 60.0,
+                p99_us: 70.0,
+                p999_us: 80.0,
+                max_us: 90.0,
+                mean_us: 55.0,
+            }),
         }
     }
 
@@ -241,5 +260,19 @@ mod tests {
             "most frequent first"
         );
         assert!(text.lines().any(|l| l.starts_with("get ")), "{text}");
+        // 1 get/s against an echo of 12 round trips/s.
+        assert!(text.contains("loopback echo: 12 ops/s"), "{text}");
+        assert!(text.contains("8.3 % of its ops/s"), "{text}");
+    }
+
+    #[test]
+    fn a_summary_from_before_the_baseline_still_reads() {
+        let mut s = sample();
+        s.baseline = None;
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(!json.contains("baseline"));
+        let back: Summary = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.baseline, None);
+        assert!(!back.to_text().contains("echo"));
     }
 }

@@ -13,6 +13,7 @@ pub fn run(args: &RunArgs) -> Result<String, String> {
         overrides: Overrides {
             duration: args.duration,
             endpoints: args.endpoints.clone(),
+            baseline: args.baseline,
         },
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
     };

@@ -167,21 +167,19 @@ impl PbReport {
 
     /// The baseline's figures, and the run's as a share of them.
     fn baseline_rows(&self, b: &super::baseline::Baseline) -> Vec<(String, String)> {
-        let l = &b.latency;
-        let ratio = |x: f64, y: f64| if y > 0.0 { x / y } else { 0.0 };
         vec![
             ("echo ops/s".into(), format!("{:.0}", b.ops_per_s)),
             (
                 "echo p50 / p99".into(),
-                format!("{:.1} / {:.1} µs", l.p50_us, l.p99_us),
+                format!("{:.1} / {:.1} µs", b.p50_us, b.p99_us),
             ),
             (
                 "ops/s of echo".into(),
-                format!("{:.1} %", 100.0 * ratio(self.ops_per_s, b.ops_per_s)),
+                format!("{:.1} %", b.share_of(self.ops_per_s)),
             ),
             (
                 "p99 / echo p99".into(),
-                format!("{:.2}", ratio(self.latency.p99_us, l.p99_us)),
+                format!("{:.2}", b.p99_ratio(self.latency.p99_us)),
             ),
         ]
     }
@@ -299,10 +297,12 @@ mod tests {
             duration_s: 1.0,
             ops: 404,
             ops_per_s: 404.0,
-            latency: Latency {
-                p99_us: 250.0,
-                ..Latency::default()
-            },
+            p50_us: 0.0,
+            p95_us: 0.0,
+            p99_us: 250.0,
+            p999_us: 0.0,
+            max_us: 0.0,
+            mean_us: 0.0,
         });
         let t = r.to_table();
         // 101 ops/s against 404; p99 100 µs against 250.
