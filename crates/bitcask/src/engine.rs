@@ -26,9 +26,8 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::Sender;
+use std::sync::{Arc, OnceLock};
 
 use eddy_storage::clock::effective_expiry;
 use eddy_storage::index::IndexSpec;
@@ -36,6 +35,7 @@ use eddy_storage::memory::apply_specs;
 use eddy_storage::{BatchOp, StorageError, WriteBatch, WriteOptions, limits};
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 
+use crate::background::{Activity, Membership};
 use crate::config::{BitcaskConfig, SyncStrategy};
 use crate::datafile::{ActiveFile, DataFile, ID_STRIDE, data_path, sync_dir};
 use crate::format::{FLAG_DROP, FLAG_LZ4, FLAG_TOMBSTONE, NewRecord, TermSet};
@@ -68,31 +68,18 @@ struct SyncProgress {
     syncing: bool,
 }
 
-/// Tells background threads to stop.
+/// Tells background work on an instance to stop (merges abort, no new
+/// job starts).
 #[derive(Default)]
-pub struct Stop {
-    stopped: Mutex<bool>,
-    cv: Condvar,
-}
+pub struct Stop(AtomicBool);
 
 impl Stop {
-    /// Waits up to `ms`; true once stop was requested.
-    pub fn wait_ms(&self, ms: u64) -> bool {
-        let mut s = self.stopped.lock();
-        if !*s {
-            self.cv
-                .wait_for(&mut s, std::time::Duration::from_millis(ms));
-        }
-        *s
-    }
-
     pub fn request(&self) {
-        *self.stopped.lock() = true;
-        self.cv.notify_all();
+        self.0.store(true, Ordering::Release);
     }
 
     pub fn requested(&self) -> bool {
-        *self.stopped.lock()
+        self.0.load(Ordering::Acquire)
     }
 }
 
@@ -107,7 +94,10 @@ pub struct Inner {
     pub merge_lock: Mutex<()>,
     pub stop: Stop,
     pub lock_file: Mutex<Option<File>>,
-    pub hint_jobs: Mutex<Option<Sender<u32>>>,
+    /// Its place in the shared background service (set once at open).
+    pub membership: OnceLock<Membership>,
+    /// The background jobs running on this instance now.
+    pub activity: Activity,
     /// Records skipped by folds because they failed their CRC.
     pub corrupt_reads: AtomicU64,
     /// fdatasync calls made for durable writes and `sync()`.
@@ -150,7 +140,8 @@ impl Inner {
             merge_lock: Mutex::new(()),
             stop: Stop::default(),
             lock_file: Mutex::new(None),
-            hint_jobs: Mutex::new(None),
+            membership: OnceLock::new(),
+            activity: Activity::default(),
             corrupt_reads: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
             last_merge_id: Mutex::new(0),
@@ -496,10 +487,11 @@ impl Inner {
         self.unsynced.lock().iter().map(|f| f.id).collect()
     }
 
-    /// Asks the hint thread to write the hint file of closed file `id`.
+    /// Asks the background service to write the hint file of closed file
+    /// `id` (after syncing it), unless the instance is closing.
     pub fn queue_hint(&self, id: u32) {
-        if let Some(tx) = self.hint_jobs.lock().as_ref() {
-            let _ = tx.send(id);
+        if let Some(m) = self.membership.get().filter(|_| !self.stop.requested()) {
+            m.queue_hint(id);
         }
     }
 

@@ -6,7 +6,8 @@
 //! file scans), [`hint`] (hint files), [`datafile`] (files and the write
 //! buffer), [`keydir`] and [`index`] (memory), `state` (both, plus the file
 //! table), `recovery` (open), `engine` (write path, group commit),
-//! `read` (get, folds, index scans), [`merge`], `background` (threads).
+//! `read` (get, folds, index scans), [`merge`], `background` (the hint,
+//! sync and merge threads every instance of the process shares).
 //!
 //! Invariants:
 //! - Replaying the data files in id order rebuilds exactly the keydir and
@@ -35,13 +36,11 @@ mod state;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::thread::JoinHandle;
 
 use eddy_storage::{
     Backend, BackendStatus, BatchOp, Capabilities, FoldOptions, IndexQuery, IndexSpec, KeyVisitor,
     ObjectVisitor, StorageError, WriteBatch, WriteOptions, limits,
 };
-use parking_lot::Mutex;
 
 pub use config::{BitcaskConfig, MergeWindow, SyncStrategy};
 pub use merge::MergeStats;
@@ -54,7 +53,6 @@ use state::FileInfo;
 /// One bitcask instance (one partition's store).
 pub struct Bitcask {
     inner: Arc<Inner>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Bitcask {
@@ -78,14 +76,12 @@ impl Bitcask {
         inner.report = recovered.report;
         *inner.lock_file.lock() = Some(lock);
         let inner = Arc::new(inner);
-        let threads = background::start(&inner).map_err(|e| StorageError::io(dir, e))?;
+        let membership = background::join(&inner).map_err(|e| StorageError::io(dir, e))?;
+        let _ = inner.membership.set(membership);
         for id in recovered.unhinted {
             inner.queue_hint(id);
         }
-        Ok(Bitcask {
-            inner,
-            threads: Mutex::new(threads),
-        })
+        Ok(Bitcask { inner })
     }
 
     /// Merges now, blocking until done: files chosen by the thresholds, or
@@ -146,9 +142,8 @@ impl Bitcask {
             return Ok(());
         }
         self.inner.stop.request();
-        self.inner.hint_jobs.lock().take();
-        for t in self.threads.lock().drain(..) {
-            let _ = t.join();
+        if let Some(m) = self.inner.membership.get() {
+            m.leave(&self.inner);
         }
         let result = self.close_active();
         self.inner.lock_file.lock().take();
