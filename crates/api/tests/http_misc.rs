@@ -39,11 +39,65 @@ async fn root_lists_riak_resources_in_html_and_json() {
         "riak_kv_wm_object",
         "riak_kv_wm_props",
         "riak_kv_wm_bucket_type",
+        "riak_kv_wm_preflist",
     ] {
         assert!(v.get(name).is_some(), "{name} in {v}");
     }
     assert_eq!(v["riak_kv_wm_ping"], "/ping");
     assert_eq!(v["riak_kv_wm_stats"], "/stats");
+}
+
+/// GETs a preflist resource; returns its list.
+async fn preflist(s: &http_support::Server, path: &str) -> Vec<Value> {
+    let r = s.get(path).await;
+    assert_eq!(r.status(), 200, "{path}");
+    assert_eq!(header(&r, "content-type").unwrap(), "application/json");
+    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    v["preflist"].as_array().unwrap().clone()
+}
+
+/// `riak_kv_wm_preflist`: the n_val partitions of a key, as the PB
+/// preflist request gives them, in both URL styles that have it.
+#[tokio::test]
+async fn preflist_names_n_primary_partitions() {
+    let s = start().await;
+    let list = preflist(&s, "/buckets/b/keys/k/preflist").await;
+    assert_eq!(list.len(), 3);
+    let mut partitions: Vec<u64> = list
+        .iter()
+        .map(|i| i["partition"].as_u64().unwrap())
+        .collect();
+    for item in &list {
+        assert_eq!(item["node"], "eddy@127.0.0.1");
+        assert_eq!(item["primary"], true);
+    }
+    assert_eq!(
+        preflist(&s, "/types/default/buckets/b/keys/k/preflist").await,
+        list
+    );
+    partitions.sort();
+    partitions.dedup();
+    assert_eq!(partitions.len(), 3, "distinct partitions");
+    assert!(partitions.iter().all(|p| *p < 8));
+
+    s.client
+        .put(s.url("/buckets/one/props"))
+        .header("content-type", "application/json")
+        .body(r#"{"props":{"n_val":1}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflist(&s, "/buckets/one/keys/k/preflist").await.len(), 1);
+    let r = s.get("/types/nope/buckets/b/keys/k/preflist").await;
+    assert_eq!(r.status(), 404);
+    let r = s
+        .client
+        .post(s.url("/buckets/b/keys/k/preflist"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
+    s.assert_serving().await;
 }
 
 #[tokio::test]

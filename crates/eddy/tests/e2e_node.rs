@@ -232,6 +232,44 @@ fn the_python_riak_client_works_over_pb_and_http() {
     );
 }
 
+/// The riak Python client's own integration tests (riak.tests, shipped
+/// with the client) over PB and over HTTP, but for the features
+/// tests/python/client_suite.py lists as not served yet.
+#[test]
+fn the_python_riak_clients_own_tests_pass_over_pb_and_http() {
+    // test_preflist expects the node names of Riak's own test setups.
+    let node = TestNode::start(&[("EDDY_NODENAME", "riak@127.0.0.1")]);
+    let run = |args: &[&str]| assert!(node.command(args).output().unwrap().status.success());
+    // The types riak.tests names, as client_suite.py's BUCKET_TYPES has them.
+    for (name, props) in [
+        ("no_siblings", r#"{"props":{"allow_mult":false}}"#),
+        ("write_once", r#"{"props":{"write_once":true}}"#),
+        ("pytest", r#"{"props":{"allow_mult":true}}"#),
+        ("maps", r#"{"props":{"datatype":"map"}}"#),
+    ] {
+        run(&["admin", "bucket-type", "create", name, props]);
+        run(&["admin", "bucket-type", "activate", name]);
+    }
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/client_suite.py");
+    for protocol in ["pbc", "http"] {
+        let args = [
+            protocol.to_string(),
+            node.pb_port.to_string(),
+            node.http_port.to_string(),
+        ];
+        let Some(out) = support::python(&script, &args) else {
+            return;
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.contains("OK"),
+            "riak.tests over {protocol} failed:\n{stdout}\n{stderr}"
+        );
+    }
+}
+
 #[test]
 fn multi_routes_buckets_by_their_backend_property() {
     let mut node = TestNode::start(&[("EDDY_STORAGE_BACKEND", "multi")]);

@@ -183,6 +183,21 @@ impl Node {
         eddy_ring::key_hash(bucket.bucket_type.as_bytes(), &bucket.bucket, key)
     }
 
+    /// The key's preference list: its bucket's n_val partitions, each with
+    /// its owner, all primaries (Riak's `get_preflist`, PB and HTTP).
+    pub fn preflist(
+        &self,
+        bucket: &BucketRef,
+        key: &[u8],
+    ) -> Result<Vec<(Partition, NodeName)>, crate::KvError> {
+        let props = self
+            .registry
+            .bucket_props(&bucket.bucket_type, &bucket.bucket)?;
+        let hash = Node::key_hash(bucket, key);
+        let list = self.ring.preflist(hash, props.n_val);
+        Ok(list.into_iter().map(|(p, n)| (p, n.clone())).collect())
+    }
+
     /// Closes the commit log (answering every waiter) and every backend;
     /// deletes the log's segments if every backend closed cleanly.
     pub fn shutdown(&self) {

@@ -5,7 +5,7 @@
 //! bucket, key and type names percent-decoded to bytes — and hands it to
 //! the file that owns that resource: [`object_get`], [`object_put`],
 //! [`object_delete`], [`keys`], [`buckets`], [`props`], [`types`],
-//! [`ping`], [`root`] and [`stats`]. Riak's header formats live in
+//! [`preflist`], [`ping`], [`root`] and [`stats`]. Riak's header formats live in
 //! [`headers`] and [`multipart`], query parameters in [`params`], and the
 //! mapping of errors to status codes and messages in [`error`].
 //!
@@ -27,6 +27,7 @@ pub mod object_get;
 pub mod object_put;
 pub mod params;
 pub mod ping;
+pub mod preflist;
 pub mod props;
 pub mod render;
 pub mod root;

@@ -27,6 +27,8 @@ pub const RESOURCES: &[(&str, &str)] = &[
     ("riak_kv_wm_object", "/riak"),
     ("riak_kv_wm_object", "/types"),
     ("riak_kv_wm_ping", "/ping"),
+    ("riak_kv_wm_preflist", "/buckets"),
+    ("riak_kv_wm_preflist", "/types"),
     ("riak_kv_wm_props", "/buckets"),
     ("riak_kv_wm_props", "/riak"),
     ("riak_kv_wm_props", "/types"),

@@ -7,6 +7,7 @@
 //! | `/buckets`, `/types/T/buckets`, `/riak` | [`buckets`] (list) |
 //! | `/buckets/B/keys`, `/types/T/buckets/B/keys` | [`keys`] (GET), new object (POST) |
 //! | `/buckets/B/keys/K`, `/types/T/buckets/B/keys/K`, `/riak/B/K` | the object |
+//! | `/buckets/B/keys/K/preflist`, `/types/T/buckets/B/keys/K/preflist` | [`preflist`] |
 //! | `/buckets/B/props`, `/types/T/buckets/B/props` | [`props`] |
 //! | `/riak/B` | POST: new object; `keys=true\|stream`: [`keys`]; else [`props`] |
 //! | `/types/T/props` | [`types`] |
@@ -22,6 +23,7 @@
 //! [`buckets`]: super::buckets
 //! [`keys`]: super::keys
 //! [`props`]: super::props
+//! [`preflist`]: super::preflist
 //! [`types`]: super::types
 //! [`admin`]: super::admin
 
@@ -38,7 +40,7 @@ use super::error::ApiError;
 use super::params::{Query, unquote_plus};
 use super::server::App;
 use super::{
-    buckets, keys, object_delete, object_get, object_put, ping, props, root, stats, types,
+    buckets, keys, object_delete, object_get, object_put, ping, preflist, props, root, stats, types,
 };
 
 /// Riak's URL styles (its `api_version`), which shape `Link` and
@@ -75,6 +77,8 @@ pub enum Route {
     Keys(Target),
     /// One object.
     Object(Target, Vec<u8>),
+    /// One key's preference list.
+    Preflist(Target, Vec<u8>),
     /// `/riak/B`: props, key list or create, by method and query.
     LegacyBucket(Target),
     /// A bucket's props.
@@ -103,6 +107,10 @@ pub async fn handle(app: Arc<App>, req: Request) -> Result<Response, ApiError> {
         }
         Route::Keys(t) => keys_resource(app, t, &method, query, req).await,
         Route::Object(t, key) => object(app, t, key, query, req).await,
+        Route::Preflist(t, key) => {
+            only_get(&method, "GET, HEAD")?;
+            preflist::get(&app, &t, &key)
+        }
         Route::LegacyBucket(t) => legacy_bucket(app, t, query, req).await,
         Route::Props(t) => props::handle(&app, t, req).await,
         Route::TypeProps(name) => types::handle(&app, &name, req).await,
@@ -185,6 +193,9 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
         [b"riak", b, k] => Route::Object(default(b, Api::Legacy), k.to_vec()),
         [b"buckets", b, b"keys"] => Route::Keys(default(b, Api::Buckets)),
         [b"buckets", b, b"keys", k] => Route::Object(default(b, Api::Buckets), k.to_vec()),
+        [b"buckets", b, b"keys", k, b"preflist"] => {
+            Route::Preflist(default(b, Api::Buckets), k.to_vec())
+        }
         [b"buckets", b, b"props"] => Route::Props(default(b, Api::Buckets)),
         [b"types", t, rest @ ..] => typed(type_name(t)?, rest)?,
         [b"admin", b"bucket-types"] => Route::Admin(AdminRoute::Types),
@@ -214,6 +225,7 @@ fn typed(t: String, rest: &[&[u8]]) -> Result<Route, ApiError> {
         [b"buckets"] => buckets_of(&t, Api::Typed),
         [b"buckets", b, b"keys"] => Route::Keys(target(b)),
         [b"buckets", b, b"keys", k] => Route::Object(target(b), k.to_vec()),
+        [b"buckets", b, b"keys", k, b"preflist"] => Route::Preflist(target(b), k.to_vec()),
         [b"buckets", b, b"props"] => Route::Props(target(b)),
         _ => return Err(no_resource()),
     };

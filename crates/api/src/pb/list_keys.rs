@@ -70,3 +70,26 @@ async fn finished(fold: tokio::task::JoinHandle<Result<(), KvError>>) -> Result<
         Err(_) => Err(PbError::WorkerFailed),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fold that has not delivered by the deadline ends the listing with
+    /// Riak's `timeout`; one that has, or that has finished, does not.
+    #[tokio::test]
+    async fn the_deadline_ends_a_listing_that_is_not_done() {
+        let (tx, mut rx) = mpsc::channel::<Vec<Vec<u8>>>(1);
+        let soon = Some(Instant::now() + Duration::from_millis(5));
+        let err = next_chunk(&mut rx, soon).await.unwrap_err();
+        assert!(matches!(err, PbError::Kv(KvError::Timeout)), "{err:?}");
+        tx.send(vec![b"k".to_vec()]).await.unwrap();
+        let later = Some(Instant::now() + Duration::from_secs(60));
+        assert_eq!(
+            next_chunk(&mut rx, later).await.unwrap(),
+            Some(vec![b"k".to_vec()])
+        );
+        drop(tx);
+        assert_eq!(next_chunk(&mut rx, later).await.unwrap(), None);
+    }
+}

@@ -2,7 +2,6 @@
 //! the n_val partitions holding a key, each with its owner. On one node all
 //! are primaries owned by this node.
 
-use eddy_kv::Node;
 use prost::Message;
 
 use super::codes;
@@ -17,19 +16,13 @@ pub(crate) fn handle(session: &Session, out: &mut Outbox, body: &[u8]) -> Result
     let req = RpbGetBucketKeyPreflistReq::decode(body)?;
     let bucket = bucket_ref(req.r#type, req.bucket)?;
     let key = key(req.key)?;
-    let node = &session.node;
-    let props = node
-        .registry()
-        .bucket_props(&bucket.bucket_type, &bucket.bucket)
-        .map_err(|e| PbError::Kv(e.into()))?;
-    let hash = Node::key_hash(&bucket, &key);
-    let preflist = node
-        .ring()
-        .preflist(hash, props.n_val)
+    let preflist = session
+        .node
+        .preflist(&bucket, &key)?
         .into_iter()
         .map(|(partition, owner)| RpbBucketKeyPreflistItem {
             partition: i64::from(partition.0),
-            node: owner.0.clone().into_bytes(),
+            node: owner.0.into_bytes(),
             primary: true,
         })
         .collect();
