@@ -78,12 +78,9 @@ pub struct EchoPlan {
     pub mix: Vec<(Vec<Trip>, u32)>,
 }
 
-/// What the baseline measured; latencies are of whole operations, in µs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Baseline {
-    pub duration_s: f64,
-    pub ops: u64,
-    pub ops_per_s: f64,
+/// Latency percentiles in microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
     pub p50_us: f64,
     pub p95_us: f64,
     pub p99_us: f64,
@@ -92,20 +89,41 @@ pub struct Baseline {
     pub mean_us: f64,
 }
 
-impl Baseline {
-    fn of(h: &Histogram<u64>, duration_s: f64) -> Baseline {
+impl Latency {
+    /// Percentiles of a nanosecond histogram (all zero when it is empty).
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self::default();
+        }
         let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-        let empty = h.is_empty();
-        Baseline {
-            duration_s,
-            ops: h.len(),
-            ops_per_s: h.len() as f64 / duration_s.max(f64::MIN_POSITIVE),
+        Latency {
             p50_us: us(0.50),
             p95_us: us(0.95),
             p99_us: us(0.99),
             p999_us: us(0.999),
-            max_us: if empty { 0.0 } else { h.max() as f64 / 1000.0 },
-            mean_us: if empty { 0.0 } else { h.mean() / 1000.0 },
+            max_us: h.max() as f64 / 1000.0,
+            mean_us: h.mean() / 1000.0,
+        }
+    }
+}
+
+/// What the baseline measured; latencies are of whole operations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub duration_s: f64,
+    pub ops: u64,
+    pub ops_per_s: f64,
+    #[serde(flatten)]
+    pub latency: Latency,
+}
+
+impl Baseline {
+    fn of(h: &Histogram<u64>, duration_s: f64) -> Baseline {
+        Baseline {
+            duration_s,
+            ops: h.len(),
+            ops_per_s: h.len() as f64 / duration_s.max(f64::MIN_POSITIVE),
+            latency: Latency::of(h),
         }
     }
 
@@ -116,7 +134,7 @@ impl Baseline {
 
     /// `p99_us` as a multiple of the echo's p99 (0 when the echo did none).
     pub fn p99_ratio(&self, p99_us: f64) -> f64 {
-        ratio(p99_us, self.p99_us)
+        ratio(p99_us, self.latency.p99_us)
     }
 
     /// One line for a text report.
@@ -124,8 +142,8 @@ impl Baseline {
         format!(
             "loopback echo: {:.0} ops/s, p50 {:.0} µs, p99 {:.0} µs over {:.1} s · this run: {:.1} % of its ops/s",
             self.ops_per_s,
-            self.p50_us,
-            self.p99_us,
+            self.latency.p50_us,
+            self.latency.p99_us,
             self.duration_s,
             self.share_of(ops_per_s)
         )
@@ -323,7 +341,8 @@ mod tests {
         ] {
             let b = measure(&plan(mix.clone())).await.unwrap();
             assert!(b.ops > 0, "{mix:?}: no round trips");
-            assert!(b.p50_us > 0.0 && b.p99_us >= b.p50_us && b.max_us >= b.p99_us);
+            let l = &b.latency;
+            assert!(l.p50_us > 0.0 && l.p99_us >= l.p50_us && l.max_us >= l.p99_us);
             assert!((b.ops as f64 / b.duration_s - b.ops_per_s).abs() < 1e-6);
         }
     }
@@ -379,12 +398,10 @@ mod tests {
             duration_s: 1.0,
             ops: 400,
             ops_per_s: 400.0,
-            p50_us: 100.0,
-            p95_us: 150.0,
-            p99_us: 200.0,
-            p999_us: 300.0,
-            max_us: 400.0,
-            mean_us: 110.0,
+            latency: Latency {
+                p99_us: 200.0,
+                ..Latency::default()
+            },
         };
         assert!((b.share_of(100.0) - 25.0).abs() < 1e-9);
         assert!((b.p99_ratio(500.0) - 2.5).abs() < 1e-9);

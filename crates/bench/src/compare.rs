@@ -184,7 +184,7 @@ fn echo_table(runs: &[Run]) -> String {
                 r.label,
                 total,
                 b.ops_per_s,
-                b.p99_us,
+                b.latency.p99_us,
                 b.share_of(total)
             ),
             None => writeln!(t, "{:<28} {:>9.0} (no echo measured)", r.label, total),

@@ -116,7 +116,7 @@ fn run_writes_csv_summary_and_charts_over_pb_and_http() {
         let s = summary(&out_dir);
         assert_eq!(s.baseline.is_some(), baseline != "0s", "{protocol}");
         if let Some(b) = &s.baseline {
-            assert!(b.ops > 0 && b.p99_us >= b.p50_us, "{b:?}");
+            assert!(b.ops > 0 && b.latency.p99_us >= b.latency.p50_us, "{b:?}");
             assert!(stdout.contains("loopback echo:"), "{stdout}");
         }
         for op in ["get", "put", "update", "delete"] {

@@ -202,34 +202,45 @@ fn an_address_in_use_is_a_clear_error() {
     );
 }
 
-#[test]
-fn the_python_riak_client_works_over_pb_and_http() {
-    let node = TestNode::start(&[]);
-    let run = |args: &[&str]| assert!(node.command(args).output().unwrap().status.success());
-    run(&[
-        "admin",
-        "bucket-type",
-        "create",
-        "smoke",
-        r#"{"props":{"allow_mult":true}}"#,
-    ]);
-    run(&["admin", "bucket-type", "activate", "smoke"]);
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/smoke.py");
-    let args = [
-        node.pb_port.to_string(),
-        node.http_port.to_string(),
-        "smoke".into(),
-    ];
-    let Some(out) = support::python(&script, &args) else {
-        return;
+/// Creates and activates bucket type `name` with `props` (JSON).
+fn create_active_type(node: &TestNode, name: &str, props: &str) {
+    for args in [
+        &["admin", "bucket-type", "create", name, props][..],
+        &["admin", "bucket-type", "activate", name],
+    ] {
+        assert!(node.command(args).output().unwrap().status.success());
+    }
+}
+
+/// Runs tests/python/`script` with `args` and asserts that it succeeded
+/// and printed OK; returns false when the client is not installed (and
+/// not required), so the caller can stop.
+fn python_ok(script: &str, args: &[String]) -> bool {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/python")
+        .join(script);
+    let Some(out) = support::python(&path, args) else {
+        return false;
     };
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && stdout.contains("OK"),
-        "python smoke failed:\n{stdout}\n{stderr}"
+        "{script} {args:?} failed:\n{stdout}\n{stderr}"
     );
+    true
+}
+
+#[test]
+fn the_python_riak_client_works_over_pb_and_http() {
+    let node = TestNode::start(&[]);
+    create_active_type(&node, "smoke", r#"{"props":{"allow_mult":true}}"#);
+    let args = [
+        node.pb_port.to_string(),
+        node.http_port.to_string(),
+        "smoke".into(),
+    ];
+    python_ok("smoke.py", &args);
 }
 
 /// The riak Python client's own integration tests (riak.tests, shipped
@@ -239,7 +250,6 @@ fn the_python_riak_client_works_over_pb_and_http() {
 fn the_python_riak_clients_own_tests_pass_over_pb_and_http() {
     // test_preflist expects the node names of Riak's own test setups.
     let node = TestNode::start(&[("EDDY_NODENAME", "riak@127.0.0.1")]);
-    let run = |args: &[&str]| assert!(node.command(args).output().unwrap().status.success());
     // The types riak.tests names, as client_suite.py's BUCKET_TYPES has them.
     for (name, props) in [
         ("no_siblings", r#"{"props":{"allow_mult":false}}"#),
@@ -247,26 +257,17 @@ fn the_python_riak_clients_own_tests_pass_over_pb_and_http() {
         ("pytest", r#"{"props":{"allow_mult":true}}"#),
         ("maps", r#"{"props":{"datatype":"map"}}"#),
     ] {
-        run(&["admin", "bucket-type", "create", name, props]);
-        run(&["admin", "bucket-type", "activate", name]);
+        create_active_type(&node, name, props);
     }
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/client_suite.py");
     for protocol in ["pbc", "http"] {
         let args = [
             protocol.to_string(),
             node.pb_port.to_string(),
             node.http_port.to_string(),
         ];
-        let Some(out) = support::python(&script, &args) else {
+        if !python_ok("client_suite.py", &args) {
             return;
-        };
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success() && stdout.contains("OK"),
-            "riak.tests over {protocol} failed:\n{stdout}\n{stderr}"
-        );
+        }
     }
 }
 

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::machine::MachineFacts;
 use crate::baseline::Baseline;
+#[cfg(test)]
+use crate::baseline::Latency;
 use crate::window::OpWindow;
 
 /// Why the measured phase ended.
@@ -225,12 +227,11 @@ mod tests {
                 duration_s: 1.0,
                 ops: 12,
                 ops_per_s: 12.0,
-                p50_us: 50.0,
-                p95_us: 60.0,
-                p99_us: 70.0,
-                p999_us: 80.0,
-                max_us: 90.0,
-                mean_us: 55.0,
+                latency: Latency {
+                    p50_us: 50.0,
+                    p99_us: 70.0,
+                    ..Latency::default()
+                },
             }),
         }
     }

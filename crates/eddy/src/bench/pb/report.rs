@@ -7,38 +7,11 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+pub use eddy_bench::baseline::Latency;
+
 use super::worker::WorkerStats;
 use crate::bench::report::{new_histogram, table, value_name};
 use crate::cli::PbArgs;
-
-/// Latency percentiles in microseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Latency {
-    pub p50_us: f64,
-    pub p95_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub max_us: f64,
-    pub mean_us: f64,
-}
-
-impl Latency {
-    /// Percentiles of a nanosecond histogram (all zero when it is empty).
-    pub fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Self::default();
-        }
-        let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-        Latency {
-            p50_us: us(0.50),
-            p95_us: us(0.95),
-            p99_us: us(0.99),
-            p999_us: us(0.999),
-            max_us: h.max() as f64 / 1000.0,
-            mean_us: h.mean() / 1000.0,
-        }
-    }
-}
 
 /// The figures of one kind of request.
 #[derive(Clone, Debug, Serialize)]
@@ -171,7 +144,7 @@ impl PbReport {
             ("echo ops/s".into(), format!("{:.0}", b.ops_per_s)),
             (
                 "echo p50 / p99".into(),
-                format!("{:.1} / {:.1} µs", b.p50_us, b.p99_us),
+                format!("{:.1} / {:.1} µs", b.latency.p50_us, b.latency.p99_us),
             ),
             (
                 "ops/s of echo".into(),
@@ -297,12 +270,10 @@ mod tests {
             duration_s: 1.0,
             ops: 404,
             ops_per_s: 404.0,
-            p50_us: 0.0,
-            p95_us: 0.0,
-            p99_us: 250.0,
-            p999_us: 0.0,
-            max_us: 0.0,
-            mean_us: 0.0,
+            latency: Latency {
+                p99_us: 250.0,
+                ..Latency::default()
+            },
         });
         let t = r.to_table();
         // 101 ops/s against 404; p99 100 µs against 250.
