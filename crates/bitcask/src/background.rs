@@ -36,7 +36,9 @@ pub struct Activity {
 }
 
 impl Activity {
-    /// Runs `job` on `inner` unless its stop was requested.
+    /// Runs `job` on `inner` unless its stop was requested. A job that
+    /// panics (a bug; the hook prints it) is counted as ended, and the
+    /// service thread goes on serving the other instances.
     fn run(inner: &Inner, job: impl FnOnce(&Inner)) {
         {
             let mut running = inner.activity.running.lock();
@@ -45,12 +47,8 @@ impl Activity {
             }
             *running += 1;
         }
-        job(inner);
-        let mut running = inner.activity.running.lock();
-        *running -= 1;
-        if *running == 0 {
-            inner.activity.idle.notify_all();
-        }
+        let _ended = Ended(&inner.activity);
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(inner)));
     }
 
     /// Returns once no job runs (call after requesting stop).
@@ -58,6 +56,19 @@ impl Activity {
         let mut running = self.running.lock();
         while *running > 0 {
             self.idle.wait(&mut running);
+        }
+    }
+}
+
+/// Counts a job as ended when dropped.
+struct Ended<'a>(&'a Activity);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        let mut running = self.0.running.lock();
+        *running -= 1;
+        if *running == 0 {
+            self.0.idle.notify_all();
         }
     }
 }
