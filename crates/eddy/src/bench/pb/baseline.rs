@@ -44,19 +44,11 @@ fn mix(args: &PbArgs) -> Vec<(Vec<Trip>, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn args(extra: &[&str]) -> PbArgs {
-        let mut argv = vec!["eddy", "bench", "pb", "--connections", "4"];
-        argv.extend_from_slice(extra);
-        let cli = crate::cli::Cli::parse_from(argv);
-        let crate::cli::Command::Bench(b) = cli.command else {
-            panic!("not a bench command");
-        };
-        let crate::cli::BenchTarget::Pb(a) = b.target else {
-            panic!("not a pb bench command");
-        };
-        a
+        let mut all = vec!["--connections", "4"];
+        all.extend_from_slice(extra);
+        crate::bench::pb::test_args(&all)
     }
 
     #[test]

@@ -161,3 +161,18 @@ async fn preload(plan: &Arc<Plan>, clients: Vec<PbClient>) -> Result<Vec<PbClien
     }
     Ok(loaded)
 }
+
+/// `eddy bench pb`'s options as the command line `extra` gives them (tests).
+#[cfg(test)]
+pub(crate) fn test_args(extra: &[&str]) -> PbArgs {
+    use clap::Parser;
+    let argv = ["eddy", "bench", "pb"].iter().chain(extra);
+    let cli = crate::cli::Cli::parse_from(argv);
+    let crate::cli::Command::Bench(b) = cli.command else {
+        panic!("not a bench command");
+    };
+    let crate::cli::BenchTarget::Pb(a) = b.target else {
+        panic!("not a pb bench command");
+    };
+    a
+}

@@ -68,20 +68,8 @@ pub fn value(size: usize, rng: &mut SmallRng) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::bench::pb::test_args as args;
     use rand::SeedableRng;
-
-    fn args(extra: &[&str]) -> PbArgs {
-        let argv = ["eddy", "bench", "pb"].iter().chain(extra);
-        let cli = crate::cli::Cli::parse_from(argv);
-        let crate::cli::Command::Bench(b) = cli.command else {
-            panic!("not a bench command");
-        };
-        let crate::cli::BenchTarget::Pb(a) = b.target else {
-            panic!("not a pb bench command");
-        };
-        a
-    }
 
     #[test]
     fn mixed_follows_the_read_percent() {

@@ -207,17 +207,9 @@ fn figure_rows(prefix: &str, ops: u64, rate: f64, l: &Latency) -> Vec<(String, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn args() -> PbArgs {
-        let cli = crate::cli::Cli::parse_from(["eddy", "bench", "pb", "--workload=mixed"]);
-        let crate::cli::Command::Bench(b) = cli.command else {
-            panic!("not a bench command");
-        };
-        let crate::cli::BenchTarget::Pb(a) = b.target else {
-            panic!("not a pb bench command");
-        };
-        a
+        crate::bench::pb::test_args(&["--workload=mixed"])
     }
 
     fn stats() -> WorkerStats {
