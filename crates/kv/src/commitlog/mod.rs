@@ -38,6 +38,7 @@
 
 pub mod record;
 pub mod recover;
+mod retire;
 pub mod segment;
 mod syncer;
 mod writer;

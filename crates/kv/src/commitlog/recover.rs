@@ -68,6 +68,7 @@ pub fn recover(
     if !dir.exists() {
         return Ok(out);
     }
+    super::retire::remove_leftovers(dir).map_err(io(dir))?;
     for seq in segment::list(dir).map_err(io(dir))? {
         let path = segment::path(dir, seq);
         let bytes = std::fs::read(&path).map_err(io(&path))?;

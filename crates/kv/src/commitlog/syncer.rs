@@ -4,17 +4,17 @@
 //! `o_sync`, the sync interval passed, a segment filled, the log stops)
 //! and creates the next segment ahead of time. A segment that filled is
 //! synced and goes to the checkpointer, which syncs every backend and then
-//! deletes it.
+//! retires it (renamed out of the log and freed a slice at a time:
+//! [`super::retire`]).
 
 use std::fs::File;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{Lsn, Shared, SyncAll, SyncStrategy, segment, writer};
+use super::{Lsn, Shared, SyncAll, SyncStrategy, retire, writer};
 
 /// How often the syncer looks at the clock when nothing wakes it.
 const TICK: Duration = Duration::from_millis(100);
@@ -28,8 +28,8 @@ pub(super) fn start(
     let checkpointer = std::thread::Builder::new()
         .name("commitlog-checkpoint".into())
         .spawn({
-            let dir = shared.dir.clone();
-            move || checkpoint_loop(&dir, closed_rx, sync_all)
+            let shared = shared.clone();
+            move || checkpoint_loop(&shared, closed_rx, sync_all)
         })?;
     let syncer = Syncer {
         shared,
@@ -205,10 +205,13 @@ impl Syncer {
     }
 }
 
-/// Syncs every backend for each batch of closed segments, then deletes
+/// Syncs every backend for each batch of closed segments, then retires
 /// them. A failed checkpoint keeps them (they replay at the next start)
-/// and is retried with the next closed segment.
-fn checkpoint_loop(dir: &Path, closed: Receiver<u64>, sync_all: SyncAll) {
+/// and is retried with the next closed segment. Once the log stops (or
+/// fails), what is left of a retired segment is unlinked at once.
+fn checkpoint_loop(shared: &Shared, closed: Receiver<u64>, sync_all: SyncAll) {
+    let dir = &shared.dir;
+    let hurry = || shared.refusing.load(Ordering::Acquire);
     let mut pending: Vec<u64> = Vec::new();
     while let Ok(seq) = closed.recv() {
         pending.push(seq);
@@ -218,7 +221,10 @@ fn checkpoint_loop(dir: &Path, closed: Receiver<u64>, sync_all: SyncAll) {
             continue;
         }
         for seq in pending.drain(..) {
-            if let Err(e) = std::fs::remove_file(segment::path(dir, seq)) {
+            let freed = retire::retire(dir, seq).and_then(|path| {
+                retire::shrink_away(&path, retire::SLICE_BYTES, retire::PAUSE, hurry)
+            });
+            if let Err(e) = freed {
                 tracing::warn!(seq, "removing checkpointed segment: {e}");
             }
         }
