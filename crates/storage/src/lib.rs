@@ -33,6 +33,7 @@ pub mod index;
 pub mod limits;
 pub mod memory;
 pub mod multi;
+pub mod retire;
 pub mod status;
 #[cfg(feature = "testkit")]
 pub mod testkit;

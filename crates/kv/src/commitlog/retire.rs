@@ -1,13 +1,10 @@
 //! Deleting checkpointed segments without stalling the log.
 //!
-//! On a file system mounted with `discard` (common on cloud disks, and on
-//! this project's machines), unlinking a 64 MiB segment makes the next
-//! journal commit trim all of its blocks, and every fdatasync waits for
-//! that commit: with `o_sync`, every writer stalled 60–90 ms after each
-//! checkpoint (design note 005). So a checkpointed segment is *retired*:
-//! renamed out of the log (`retired-<seq>.log`, a name replay never reads)
-//! and shrunk from its end a slice at a time, a pause between slices,
-//! then unlinked; each commit trims at most about a slice.
+//! On a file system mounted with `discard`, unlinking a 64 MiB segment
+//! made every `o_sync` writer wait 60–90 ms for the trim (design note
+//! 005). So a checkpointed segment is *retired*: renamed out of the log
+//! (`retired-<seq>.log`, a name replay never reads) and freed a slice at a
+//! time ([`eddy_storage::retire`]).
 //!
 //! Invariants: a segment is retired only after the checkpoint that covers
 //! it (its records are durable in the backends), so a retired file holds
@@ -16,14 +13,10 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use super::segment;
 
-/// Bytes freed at a time.
-pub const SLICE_BYTES: u64 = 1 << 20;
-/// The pause between two slices.
-pub const PAUSE: Duration = Duration::from_millis(2);
+pub use eddy_storage::retire::{PAUSE, SLICE_BYTES, shrink_away};
 
 /// The name segment `seq` has once retired.
 fn path(dir: &Path, seq: u64) -> PathBuf {
@@ -39,26 +32,6 @@ pub fn retire(dir: &Path, seq: u64) -> io::Result<PathBuf> {
     let to = path(dir, seq);
     std::fs::rename(segment::path(dir, seq), &to)?;
     Ok(to)
-}
-
-/// Frees `path` `slice` bytes at a time from its end, pausing `pause`
-/// between slices, then unlinks it; once `hurry` says so, unlinks the
-/// rest at once (the log is stopping).
-pub fn shrink_away(
-    path: &Path,
-    slice: u64,
-    pause: Duration,
-    hurry: impl Fn() -> bool,
-) -> io::Result<()> {
-    let file = std::fs::OpenOptions::new().write(true).open(path)?;
-    let mut len = file.metadata()?.len();
-    while len > slice && !hurry() {
-        len -= slice;
-        file.set_len(len)?;
-        std::thread::sleep(pause);
-    }
-    drop(file);
-    std::fs::remove_file(path)
 }
 
 /// Deletes the retired files a stop or a crash left behind (at start,
@@ -81,7 +54,6 @@ pub fn remove_leftovers(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::Cell;
 
     fn file_of(dir: &Path, seq: u64, len: u64) {
         std::fs::File::create(segment::path(dir, seq))
@@ -91,7 +63,7 @@ mod tests {
     }
 
     #[test]
-    fn a_retired_segment_leaves_the_log_and_shrinks_a_slice_at_a_time() {
+    fn a_retired_segment_leaves_the_log() {
         let dir = tempfile::tempdir().unwrap();
         file_of(dir.path(), 7, 10 * 4096 + 100);
         file_of(dir.path(), 8, 4096);
@@ -101,19 +73,7 @@ mod tests {
             vec![8],
             "replay no longer sees it"
         );
-        // The length seen at each pause: one slice less each time.
-        let seen = Cell::new(Vec::new());
-        shrink_away(&retired, 4096, Duration::ZERO, || {
-            let mut v = seen.take();
-            v.push(std::fs::metadata(&retired).unwrap().len());
-            seen.set(v);
-            false
-        })
-        .unwrap();
-        let seen = seen.take();
-        assert_eq!(seen.first(), Some(&(10 * 4096 + 100)));
-        assert!(seen.windows(2).all(|w| w[0] - w[1] == 4096), "{seen:?}");
-        assert_eq!(seen.last(), Some(&(4096 + 100)));
+        shrink_away(&retired, 4096, std::time::Duration::ZERO, || false).unwrap();
         assert!(!retired.exists());
         assert_eq!(segment::list(dir.path()).unwrap(), vec![8]);
     }
@@ -125,7 +85,7 @@ mod tests {
         file_of(dir.path(), 2, 64 << 20);
         file_of(dir.path(), 3, 4096);
         let one = retire(dir.path(), 1).unwrap();
-        shrink_away(&one, 4096, Duration::ZERO, || true).unwrap();
+        shrink_away(&one, 4096, std::time::Duration::ZERO, || true).unwrap();
         assert!(!one.exists());
         retire(dir.path(), 2).unwrap();
         remove_leftovers(dir.path()).unwrap();
