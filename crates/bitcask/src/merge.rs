@@ -20,8 +20,9 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use eddy_storage::StorageError;
+use eddy_storage::{StorageError, retire};
 
 use crate::datafile::{ActiveFile, DataFile, ID_STRIDE, data_path, hint_path, sync_dir, temp_path};
 use crate::engine::{Inner, tstamp};
@@ -156,11 +157,54 @@ struct Merger<'a> {
 
 /// Runs one merge; blocks until it is done. See the module docs.
 pub fn merge(inner: &Inner, force: bool) -> Result<MergeStats, StorageError> {
+    let (stats, retired) = merge_locked(inner, force)?;
+    for r in retired {
+        r.free(inner);
+    }
+    Ok(stats)
+}
+
+/// An input a merge made obsolete: out of the file table, renamed to a
+/// temporary name (which open deletes), to be freed once no reader holds
+/// it.
+struct Retired {
+    file: Arc<DataFile>,
+    path: std::path::PathBuf,
+}
+
+/// How long a retired input waits for its last reader before it is
+/// unlinked whole (then the trim comes when that reader lets go).
+const READERS_WAIT: Duration = Duration::from_secs(10);
+
+impl Retired {
+    /// Frees the file a slice at a time ([`eddy_storage::retire`]) once
+    /// this is its only use, so a `discard` mount trims it in small
+    /// pieces instead of stalling every fdatasync at once.
+    fn free(self, inner: &Inner) {
+        let Retired { file, path } = self;
+        let deadline = Instant::now() + READERS_WAIT;
+        while Arc::strong_count(&file) > 1 && Instant::now() < deadline && !inner.stop.requested() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let alone = Arc::strong_count(&file) == 1;
+        drop(file);
+        let freed = match alone {
+            true => retire::shrink_away(&path, retire::SLICE_BYTES, retire::PAUSE, || {
+                inner.stop.requested()
+            }),
+            false => std::fs::remove_file(&path),
+        };
+        // A leftover has a temporary name, which the next open deletes.
+        let _ = freed;
+    }
+}
+
+fn merge_locked(inner: &Inner, force: bool) -> Result<(MergeStats, Vec<Retired>), StorageError> {
     let _one_at_a_time = inner.merge_lock.lock();
     inner.check_open()?;
     let plan = select(inner, force);
     if plan.inputs.is_empty() {
-        return Ok(MergeStats::default());
+        return Ok((MergeStats::default(), Vec::new()));
     }
     let (next_id, id_limit) = output_ids(inner, plan.inputs.len())?;
     let mut m = Merger {
@@ -410,8 +454,9 @@ impl Merger<'_> {
         }
     }
 
-    /// Publishes outputs, moves keydir entries, and deletes the inputs.
-    fn commit(self) -> Result<MergeStats, StorageError> {
+    /// Publishes outputs, moves keydir entries, and retires the inputs
+    /// (their hints deleted, their data files renamed to be freed later).
+    fn commit(self) -> Result<(MergeStats, Vec<Retired>), StorageError> {
         let inner = self.inner;
         {
             let mut st = inner.state.write();
@@ -431,20 +476,26 @@ impl Merger<'_> {
             self.changes.apply(&mut inner.state.write(), start..end);
         }
         let removable = self.removable_inputs();
-        {
+        let removed: Vec<Arc<DataFile>> = {
             let mut st = inner.state.write();
-            for id in &removable {
-                st.files.remove(id);
-            }
-        }
-        for id in &removable {
-            let hint = hint_path(&inner.dir, *id);
-            let data = data_path(&inner.dir, *id);
-            let _ = std::fs::remove_file(&hint);
-            std::fs::remove_file(&data).map_err(|e| StorageError::io(&data, e))?;
+            removable
+                .iter()
+                .filter_map(|id| st.files.remove(id))
+                .map(|info| info.file)
+                .collect()
+        };
+        let mut retired = Vec::with_capacity(removed.len());
+        for file in removed {
+            let _ = std::fs::remove_file(hint_path(&inner.dir, file.id));
+            // Not `file.path`: a merge output keeps the temporary name it
+            // was written under there.
+            let data = data_path(&inner.dir, file.id);
+            let path = temp_path(&data);
+            std::fs::rename(&data, &path).map_err(|e| StorageError::io(&data, e))?;
+            retired.push(Retired { file, path });
         }
         sync_dir(&inner.dir)?;
-        Ok(self.stats)
+        Ok((self.stats, retired))
     }
 
     /// Inputs, oldest first, that may be deleted. A damaged input may still

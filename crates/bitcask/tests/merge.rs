@@ -253,3 +253,34 @@ fn merge_runs_beside_readers_and_writers() {
     b.merge(true).unwrap();
     assert!(b.is_empty().unwrap());
 }
+
+/// A merge's inputs go away whole: out of the directory once the merge
+/// returns (freed a slice at a time), with no temporary name left over.
+#[test]
+fn merged_inputs_leave_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0);
+    let b = open(dir.path(), &clock);
+    for _ in 0..6 {
+        churn(&b);
+    }
+    let names = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = names();
+    let stats = b.merge(true).unwrap();
+    assert!(stats.input_files >= 5, "{stats:?}");
+    let after = names();
+    assert!(after.iter().all(|n| !n.ends_with(".tmp")), "{after:?}");
+    let gone = before.iter().filter(|n| !after.contains(n)).count();
+    assert!(gone >= stats.input_files, "{before:?} -> {after:?}");
+    assert_eq!(b.get(b"b", b"churn").unwrap(), Some(vec![1u8; 100]));
+    drop(b);
+    let b = open(dir.path(), &clock);
+    assert_eq!(b.get(b"b", b"churn").unwrap(), Some(vec![1u8; 100]));
+}
