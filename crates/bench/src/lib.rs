@@ -24,6 +24,7 @@ pub mod config;
 pub mod driver;
 pub mod error;
 pub mod keygen;
+pub mod latency;
 pub mod ops;
 pub mod preload;
 pub mod probe;

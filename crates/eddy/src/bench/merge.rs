@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::backends::{MergeOutcome, Merger};
 use super::error::BenchError;
-use super::report::{LatencySummary, PhaseResult, Report};
+use super::report::{Latency, PhaseResult, Report};
 use super::runner::Limit;
 use super::workload::{Ctx, load, read_phase, write_phase};
 use crate::cli::SyncMode;
@@ -27,7 +27,7 @@ pub fn run(ctx: &Ctx<'_>, merger: &dyn Merger) -> Result<Report, BenchError> {
     let (outcome, merge_time, during) = merge_while_reading(ctx, merger)?;
     let mb = |bytes: u64| bytes as f64 / 1e6;
     let secs = merge_time.as_secs_f64().max(f64::MIN_POSITIVE);
-    let base = LatencySummary::of(&before.latency_ns);
+    let base = Latency::of(&before.latency_ns);
     // Engines that do not count what they read are charged everything stored.
     let input = outcome
         .input_bytes

@@ -35,32 +35,7 @@ pub struct PhaseResult {
     pub latency_ns: Histogram<u64>,
 }
 
-/// Latency percentiles in microseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct LatencySummary {
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub max_us: f64,
-    pub mean_us: f64,
-}
-
-impl LatencySummary {
-    /// Percentiles of a nanosecond histogram (all zero when it is empty).
-    pub fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Self::default();
-        }
-        let us = |ns: u64| ns as f64 / 1000.0;
-        LatencySummary {
-            p50_us: us(h.value_at_quantile(0.50)),
-            p99_us: us(h.value_at_quantile(0.99)),
-            p999_us: us(h.value_at_quantile(0.999)),
-            max_us: us(h.max()),
-            mean_us: h.mean() / 1000.0,
-        }
-    }
-}
+pub use eddy_bench::latency::Latency;
 
 /// The options a run used, echoed in its report.
 #[derive(Clone, Debug, Serialize)]
@@ -112,7 +87,7 @@ pub struct Report {
     pub ops_per_s: f64,
     pub mb_per_s: f64,
     #[serde(flatten)]
-    pub latency: LatencySummary,
+    pub latency: Latency,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, f64>,
 }
@@ -129,7 +104,7 @@ impl Report {
             elapsed_s: phase.elapsed.as_secs_f64(),
             ops_per_s: phase.ops as f64 / secs,
             mb_per_s: phase.bytes as f64 / secs / 1e6,
-            latency: LatencySummary::of(&phase.latency_ns),
+            latency: Latency::of(&phase.latency_ns),
             extra: BTreeMap::new(),
         }
     }
@@ -227,7 +202,7 @@ mod tests {
     #[test]
     fn summary_reads_percentiles_in_microseconds() {
         let ns: Vec<u64> = (1..=100).map(|i| i * 1000).collect();
-        let s = LatencySummary::of(&phase(&ns, 0, 1.0).latency_ns);
+        let s = Latency::of(&phase(&ns, 0, 1.0).latency_ns);
         assert!((s.p50_us - 50.0).abs() < 0.1, "{s:?}");
         assert!((s.p99_us - 99.0).abs() < 0.1, "{s:?}");
         assert!((s.max_us - 100.0).abs() < 0.1, "{s:?}");
@@ -236,10 +211,7 @@ mod tests {
 
     #[test]
     fn empty_histogram_gives_zeros() {
-        assert_eq!(
-            LatencySummary::of(&new_histogram()),
-            LatencySummary::default()
-        );
+        assert_eq!(Latency::of(&new_histogram()), Latency::default());
     }
 
     #[test]
