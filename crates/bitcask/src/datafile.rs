@@ -224,18 +224,38 @@ impl ActiveFile {
     /// Creates a new file `path` (which must not exist) for data file `id`,
     /// mapped with `map_len_bytes` reserved for its growth.
     pub fn create(path: PathBuf, id: u32, map_len_bytes: u64) -> Result<ActiveFile, StorageError> {
+        ActiveFile::create_at(&path, &path, id, map_len_bytes)
+    }
+
+    /// Like [`ActiveFile::create`], but written under `path`'s temporary
+    /// name ([`temp_path`]) until its writer renames it into place (a
+    /// merge's output); the file is known by `path` from the start.
+    pub fn create_staged(
+        path: PathBuf,
+        id: u32,
+        map_len_bytes: u64,
+    ) -> Result<ActiveFile, StorageError> {
+        ActiveFile::create_at(&temp_path(&path), &path, id, map_len_bytes)
+    }
+
+    fn create_at(
+        at: &Path,
+        path: &Path,
+        id: u32,
+        map_len_bytes: u64,
+    ) -> Result<ActiveFile, StorageError> {
         let write_handle = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
-            .open(&path)
-            .map_err(|e| StorageError::io(&path, e))?;
+            .open(at)
+            .map_err(|e| StorageError::io(at, e))?;
         let read = write_handle
             .try_clone()
-            .map_err(|e| StorageError::io(&path, e))?;
+            .map_err(|e| StorageError::io(at, e))?;
         let file = Arc::new(DataFile {
             id,
-            path,
+            path: path.to_path_buf(),
             file: read,
             flushed_len: AtomicU64::new(0),
             map: OnceLock::new(),

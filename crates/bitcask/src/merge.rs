@@ -188,14 +188,14 @@ impl Retired {
         }
         let alone = Arc::strong_count(&file) == 1;
         drop(file);
-        let freed = match alone {
-            true => retire::shrink_away(&path, retire::SLICE_BYTES, retire::PAUSE, || {
+        // A leftover keeps its temporary name, which the next open deletes.
+        let _ = if alone {
+            retire::shrink_away(&path, retire::SLICE_BYTES, retire::PAUSE, || {
                 inner.stop.requested()
-            }),
-            false => std::fs::remove_file(&path),
+            })
+        } else {
+            std::fs::remove_file(&path)
         };
-        // A leftover has a temporary name, which the next open deletes.
-        let _ = freed;
     }
 }
 
@@ -404,8 +404,8 @@ impl Merger<'_> {
         let id = self.next_id;
         self.next_id += 1;
         *self.inner.last_merge_id.lock() = id;
-        let path = temp_path(&data_path(&self.inner.dir, id));
-        let data = ActiveFile::create(path, id, self.inner.config.max_file_size_bytes)?;
+        let path = data_path(&self.inner.dir, id);
+        let data = ActiveFile::create_staged(path, id, self.inner.config.max_file_size_bytes)?;
         let hint = HintWriter::create(&self.inner.dir, id)?;
         let out = OutFile {
             data,
@@ -487,11 +487,8 @@ impl Merger<'_> {
         let mut retired = Vec::with_capacity(removed.len());
         for file in removed {
             let _ = std::fs::remove_file(hint_path(&inner.dir, file.id));
-            // Not `file.path`: a merge output keeps the temporary name it
-            // was written under there.
-            let data = data_path(&inner.dir, file.id);
-            let path = temp_path(&data);
-            std::fs::rename(&data, &path).map_err(|e| StorageError::io(&data, e))?;
+            let path = temp_path(&file.path);
+            std::fs::rename(&file.path, &path).map_err(|e| StorageError::io(&file.path, e))?;
             retired.push(Retired { file, path });
         }
         sync_dir(&inner.dir)?;
