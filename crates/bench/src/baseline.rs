@@ -156,7 +156,7 @@ pub async fn measure(plan: &EchoPlan) -> io::Result<Baseline> {
     let deadline = began + Duration::from_secs_f64(plan.secs);
     let mut loops = JoinSet::new();
     for (id, stream) in conns.into_iter().enumerate() {
-        let rng = SmallRng::seed_from_u64(plan.seed ^ (id as u64).wrapping_mul(0x9E37_79B9));
+        let rng = rng_of(plan.seed, id);
         loops.spawn(echo_loop(rng, plan.mix.clone(), stream, deadline));
     }
     let mut all = new_histogram();
@@ -167,6 +167,17 @@ pub async fn measure(plan: &EchoPlan) -> io::Result<Baseline> {
     let elapsed = began.elapsed().as_secs_f64();
     drop(server);
     Ok(Baseline::of(&all, elapsed))
+}
+
+/// The random source of connection `id` of a run seeded `seed`: its own,
+/// repeatable (the echo's connections and `eddy bench pb`'s draw alike).
+pub fn rng_of(seed: u64, id: usize) -> SmallRng {
+    SmallRng::seed_from_u64(seed ^ (id as u64).wrapping_mul(0x9E37_79B9))
+}
+
+/// Nanoseconds since `started`, at least 1 (a histogram's least value).
+pub fn nanos_since(started: Instant) -> u64 {
+    (started.elapsed().as_nanos() as u64).max(1)
 }
 
 fn new_histogram() -> Histogram<u64> {
@@ -227,7 +238,7 @@ async fn echo_loop(
                 return Err(io::Error::other("the echo server answered wrongly"));
             }
         }
-        hist.saturating_record((started.elapsed().as_nanos() as u64).max(1));
+        hist.saturating_record(nanos_since(started));
     }
     Ok(hist)
 }

@@ -12,8 +12,6 @@ use std::time::Duration;
 
 use eddy_client::pb::{PbClient, PbClientError};
 use hdrhistogram::Histogram;
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
 use tokio::time::Instant;
 
 use super::ops::{self, Op};
@@ -69,7 +67,7 @@ pub async fn run(
     deadline: Instant,
 ) -> WorkerStats {
     let args = &plan.args;
-    let mut rng = rng_of(args, id);
+    let mut rng = eddy_bench::baseline::rng_of(args.seed, id);
     let mut get = ops::get_template(args);
     let mut put = ops::put_template(args, plan.value.clone());
     let mut stats = WorkerStats::new();
@@ -92,7 +90,7 @@ pub async fn run(
                 c.put(&put).await.map(drop).map_err(Failure::Client)
             }
         };
-        let ns = nanos_since(started);
+        let ns = eddy_bench::baseline::nanos_since(started);
         match outcome {
             Ok(()) if op == Op::Get => stats.get_ns.saturating_record(ns),
             Ok(()) => stats.put_ns.saturating_record(ns),
@@ -105,16 +103,6 @@ pub async fn run(
         }
     }
     stats
-}
-
-/// The random source of connection `id`: its own, repeatable by `--seed`.
-pub fn rng_of(args: &PbArgs, id: usize) -> SmallRng {
-    SmallRng::seed_from_u64(args.seed ^ (id as u64).wrapping_mul(0x9E37_79B9))
-}
-
-/// Nanoseconds since `started`, at least 1 (a histogram's least value).
-pub fn nanos_since(started: Instant) -> u64 {
-    (started.elapsed().as_nanos() as u64).max(1)
 }
 
 /// A request that did not succeed.
