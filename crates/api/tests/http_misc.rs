@@ -90,6 +90,9 @@ async fn preflist_names_n_primary_partitions() {
     assert_eq!(preflist(&s, "/buckets/one/keys/k/preflist").await.len(), 1);
     let r = s.get("/types/nope/buckets/b/keys/k/preflist").await;
     assert_eq!(r.status(), 404);
+    let r = s.get("/buckets/b/keys//preflist").await;
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("key must not be empty"));
     let r = s
         .client
         .post(s.url("/buckets/b/keys/k/preflist"))

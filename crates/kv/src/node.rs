@@ -190,9 +190,8 @@ impl Node {
         bucket: &BucketRef,
         key: &[u8],
     ) -> Result<Vec<(Partition, NodeName)>, crate::KvError> {
-        let props = self
-            .registry
-            .bucket_props(&bucket.bucket_type, &bucket.bucket)?;
+        let props = self.props(bucket)?;
+        self.check_key(key)?;
         let hash = Node::key_hash(bucket, key);
         let list = self.ring.preflist(hash, props.n_val);
         Ok(list.into_iter().map(|(p, n)| (p, n.clone())).collect())

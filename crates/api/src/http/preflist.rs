@@ -4,7 +4,6 @@
 //! are primaries owned by this node.
 
 use axum::response::Response;
-use eddy_kv::KvError;
 use serde_json::{Value, json};
 
 use super::error::ApiError;
@@ -14,12 +13,6 @@ use super::server::App;
 
 /// Answers GET and HEAD of a key's preflist.
 pub fn get(app: &App, t: &Target, key: &[u8]) -> Result<Response, ApiError> {
-    if t.bucket.bucket.is_empty() {
-        return Err(KvError::Empty("bucket").into());
-    }
-    if key.is_empty() {
-        return Err(KvError::Empty("key").into());
-    }
     let list = app.node.preflist(&t.bucket, key)?;
     let items: Vec<Value> = list
         .into_iter()
