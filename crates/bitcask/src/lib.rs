@@ -243,6 +243,10 @@ impl Backend for Bitcask {
         self.inner.status()
     }
 
+    fn recovery_report(&self) -> eddy_storage::RecoveryReport {
+        self.inner.report.summary()
+    }
+
     fn close(&self) -> Result<(), StorageError> {
         self.shutdown()
     }

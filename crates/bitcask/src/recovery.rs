@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use eddy_storage::StorageError;
+use eddy_storage::{RecoveryReport, StorageError};
 
 use crate::datafile::{DataFile, FileKind, ID_STRIDE, classify, hint_path};
 use crate::format::{FILE_HEADER_BYTES, FLAG_DROP, FLAG_TOMBSTONE, KIND_DATA, check_file_header};
@@ -66,6 +66,35 @@ impl OpenReport {
             && self.truncated.is_empty()
             && self.rejected_hints.is_empty()
             && self.rejected_files.is_empty()
+    }
+
+    /// The engine-neutral summary the node logs and counts. A file cut to
+    /// nothing because a crash left it shorter than its header held no
+    /// record, so it is not counted as lost.
+    pub fn summary(&self) -> RecoveryReport {
+        let mut out = RecoveryReport::default();
+        let note = |out: &mut RecoveryReport, file: &PathBuf| {
+            if !out.files.contains(file) {
+                out.files.push(file.clone());
+            }
+        };
+        for d in &self.skipped {
+            out.ranges_skipped += 1;
+            out.bytes_skipped += d.len;
+            note(&mut out, &d.file);
+        }
+        let lost = |d: &&Damage| d.offset > 0 || d.len >= FILE_HEADER_BYTES as u64;
+        for d in self.truncated.iter().filter(lost) {
+            out.tails_truncated += 1;
+            out.bytes_truncated += d.len;
+            note(&mut out, &d.file);
+        }
+        for r in &self.rejected_files {
+            out.files_rejected += 1;
+            note(&mut out, &r.file);
+        }
+        out.hints_rejected = self.rejected_hints.len() as u64;
+        out
     }
 }
 

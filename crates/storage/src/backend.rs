@@ -105,6 +105,12 @@ pub trait Backend: Send + Sync {
     /// Keys, bytes and files, for `/stats` and operators.
     fn status(&self) -> Result<BackendStatus, StorageError>;
 
+    /// What the open of this instance found damaged and worked around;
+    /// clean for backends that do not rebuild state from files.
+    fn recovery_report(&self) -> crate::RecoveryReport {
+        crate::RecoveryReport::default()
+    }
+
     /// Closes the instance cleanly (syncs and releases files). Further calls
     /// fail with [`StorageError::Closed`].
     fn close(&self) -> Result<(), StorageError>;

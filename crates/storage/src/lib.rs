@@ -33,6 +33,7 @@ pub mod index;
 pub mod limits;
 pub mod memory;
 pub mod multi;
+pub mod recovery;
 pub mod retire;
 pub mod status;
 #[cfg(feature = "testkit")]
@@ -44,4 +45,5 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::StorageError;
 pub use fold::{FoldControl, FoldOptions, KeyVisitor, ObjectVisitor};
 pub use index::{IndexQuery, IndexSpec};
+pub use recovery::RecoveryReport;
 pub use status::BackendStatus;

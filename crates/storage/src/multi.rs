@@ -203,6 +203,14 @@ impl Backend for MultiBackend {
         Ok(total)
     }
 
+    fn recovery_report(&self) -> crate::RecoveryReport {
+        let mut total = crate::RecoveryReport::default();
+        for b in self.backends.values() {
+            total.absorb(b.recovery_report());
+        }
+        total
+    }
+
     fn close(&self) -> Result<(), StorageError> {
         self.each(|b| b.close())
     }
