@@ -57,6 +57,10 @@ pub enum KvError {
     /// failed (the write may or may not survive a crash).
     #[error("write applied but not made durable: {0}")]
     SyncFailed(String),
+    /// The replica's partition is marked damaged and its copy might bring
+    /// back lost history, so it is not used (design note 009).
+    #[error("partition {0} awaits repair; its copy was not used")]
+    Damaged(u32),
     /// The node is shutting down.
     #[error("node is shutting down")]
     ShuttingDown,

@@ -8,6 +8,7 @@
 //! - [`vnode`]: the owner of one partition's backend;
 //! - [`commitlog`]: the node-wide log that makes writes durable in groups;
 //! - [`coordinator`]: the async get/put/delete/list drivers;
+//! - [`repair`]: damaged partitions: marks, reads around them, repair;
 //! - [`node`]: the node that ties them together.
 
 pub mod commitlog;
@@ -17,6 +18,7 @@ pub mod error;
 pub mod node;
 pub mod props;
 pub mod quorum;
+pub mod repair;
 pub mod request;
 pub mod types;
 pub mod vnode;

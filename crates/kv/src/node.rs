@@ -56,6 +56,9 @@ pub struct NodeConfig {
     pub commit_log_dir: Option<PathBuf>,
     /// The commit log's sizes and intervals.
     pub commit_log: LogOptions,
+    /// Where each partition's repair marker lives (`P/repair-needed`
+    /// below it); `None` keeps marks in memory only (tests).
+    pub partitions_dir: Option<PathBuf>,
 }
 
 impl Default for NodeConfig {
@@ -72,6 +75,7 @@ impl Default for NodeConfig {
             default_timeout_ms: 60_000,
             commit_log_dir: None,
             commit_log: LogOptions::default(),
+            partitions_dir: None,
         }
     }
 }
@@ -115,6 +119,8 @@ pub struct Node {
     log: Option<Arc<CommitLog>>,
     pub(crate) registry: Arc<BucketRegistry>,
     pub counters: NodeCounters,
+    /// Partition repair's bookkeeping (design note 009).
+    pub(crate) repair: crate::repair::RepairState,
 }
 
 impl Node {
@@ -138,14 +144,17 @@ impl Node {
             .zip(opened)
             .map(|(p, (backend, actor))| crate::vnode::Vnode::new(p, actor, backend, log.clone()))
             .collect();
-        Ok(Arc::new(Node {
+        let node = Node {
             config,
             ring,
             handles,
             log,
             registry,
             counters: NodeCounters::default(),
-        }))
+            repair: Default::default(),
+        };
+        node.mark_damaged_at_start(node.config.partitions_dir.as_deref());
+        Ok(Arc::new(node))
     }
 
     /// The node's settings.

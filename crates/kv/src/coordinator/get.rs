@@ -14,6 +14,7 @@ use super::{quorum, storage_key};
 use crate::core::get::{GetCore, GetOutcome, GetReply};
 use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
+use crate::repair::around::{self, ReplicaRead, Verdict};
 use crate::request::{GetRequest, GetResponse};
 use crate::vnode::msg::{PutKind, StorageKey, VnodeRequest, WritePolicy};
 
@@ -32,15 +33,45 @@ impl Node {
         let key = storage_key(&req.bucket, &req.key);
         let mut core = GetCore::new(preflist.len() as u32, r, pr, notfound_ok, basic_quorum);
         let mut seen = Vec::with_capacity(preflist.len());
-        for (p, _) in &preflist {
-            NodeCounters::bump(&self.counters.vnode_gets);
-            let reply = self.vnode(*p).read(&key);
-            record(&mut core, &mut seen, (*p, reply));
+        for (p, reply) in self.read_replicas(&preflist, &key) {
+            record(&mut core, &mut seen, (p, reply));
         }
         if let Some(merged) = core.merged() {
             self.read_repair(merged, &seen, &key, self.write_policy(&props));
         }
         answer(core.response())
+    }
+
+    /// Reads every replica; a marked replica's object that might bring
+    /// back lost history reads as a failure (design note 009).
+    fn read_replicas(
+        &self,
+        preflist: &[(Partition, &eddy_ring::NodeName)],
+        key: &StorageKey,
+    ) -> Vec<(Partition, Result<Option<RiakObject>, KvError>)> {
+        let reads: Vec<ReplicaRead<_>> = preflist
+            .iter()
+            .map(|(p, _)| {
+                NodeCounters::bump(&self.counters.vnode_gets);
+                let v = self.vnode(*p);
+                ReplicaRead {
+                    reply: (*p, v.read(key)),
+                    marked: v.is_marked(),
+                }
+            })
+            .collect();
+        let verdicts = around::verdicts(&reads, |(_, r)| r.as_ref().ok().and_then(|o| o.as_ref()));
+        reads
+            .into_iter()
+            .zip(verdicts)
+            .map(|(read, verdict)| match verdict {
+                Verdict::Keep => read.reply,
+                Verdict::Distrust => {
+                    let e = KvError::Damaged(read.reply.0.0);
+                    (read.reply.0, Err(e))
+                }
+            })
+            .collect()
     }
 
     pub(crate) fn write_policy(&self, props: &crate::props::BucketProps) -> WritePolicy {
@@ -101,6 +132,10 @@ fn record(
         Ok(None) => {
             seen.push((p, None));
             core.add_result(GetReply::NotFound { primary });
+        }
+        Err(e @ KvError::Damaged(_)) => {
+            tracing::debug!(partition = p.0, "{e}");
+            core.add_result(GetReply::Failed { primary });
         }
         Err(e) => {
             tracing::warn!(partition = p.0, "vnode get failed: {e}");

@@ -28,7 +28,8 @@ impl Node {
         let w = quorum("w", req.options.w, props.w, n)?;
         let dw = quorum("dw", req.options.dw, props.dw, n)?;
         let pw = quorum("pw", req.options.pw, props.pw, n)?;
-        let preflist = self.ring.preflist(Node::key_hash(&req.bucket, &key), n);
+        let mut preflist = self.ring.preflist(Node::key_hash(&req.bucket, &key), n);
+        self.unmarked_first(&mut preflist);
         let mut content = req.content;
         content.meta.last_modified_us = now_us();
         content.meta.vtag = generate_vtag();
@@ -107,6 +108,18 @@ impl Node {
             key,
             object: object.filter(|_| wants_object),
         })
+    }
+
+    /// Moves the first replica not marked damaged to the front, so that it
+    /// coordinates: a marked vnode may have lost the key's latest version
+    /// (design note 009). With every replica marked the order stays.
+    fn unmarked_first<T>(&self, preflist: &mut [(Partition, T)]) {
+        if let Some(i) = preflist
+            .iter()
+            .position(|(p, _)| !self.vnode(*p).is_marked())
+        {
+            preflist[..=i].rotate_right(1);
+        }
     }
 
     fn warn_siblings(&self, object: &RiakObject) {

@@ -16,9 +16,11 @@
 //!
 //! Files: [`msg`] (requests and replies), [`apply`] (what a put or merge
 //! does to an object, pure), [`replay`] (commit-log records back into a
-//! backend), this file (the vnode and its writes).
+//! backend), [`damage`] (the repair mark and repair's writes), this file
+//! (the vnode and its writes).
 
 pub mod apply;
+pub mod damage;
 pub mod msg;
 pub mod replay;
 
@@ -48,6 +50,8 @@ pub struct Vnode {
     locks: Box<[Mutex<()>]>,
     log: Option<Arc<CommitLog>>,
     closed: AtomicBool,
+    /// Set while the partition needs repair (design note 009).
+    damage: damage::Damage,
 }
 
 /// What a put stored.
@@ -88,6 +92,7 @@ impl Vnode {
             locks: (0..KEY_LOCKS).map(|_| Mutex::new(())).collect(),
             log,
             closed: AtomicBool::new(false),
+            damage: damage::Damage::default(),
         })
     }
 

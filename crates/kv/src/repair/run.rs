@@ -1,0 +1,253 @@
+//! Partition repair: rebuild marked partitions from the other replicas.
+//!
+//! One pass folds the keys of every partition (on one node the replicas of
+//! a marked partition's keys are the partitions beside it; which ones
+//! depends on each bucket's n_val). For each key whose preflist includes a
+//! partition being repaired, the key is handled once, at the first
+//! partition of its preflist that holds it: each marked replica in the
+//! preflist is set, under its key lock, to the merge of the healthy
+//! replicas' copies, or loses the key if no healthy replica holds it
+//! (it may be a delete the damage undid). A key all of whose replicas are
+//! marked is merged from all of them, as a get would read it. Then each
+//! repaired backend is synced and its mark cleared.
+
+use std::sync::atomic::Ordering;
+
+use eddy_object::{RiakObject, merge};
+use eddy_ring::Partition;
+use eddy_storage::{FoldControl, FoldOptions};
+
+use super::RepairError;
+use crate::error::KvError;
+use crate::node::Node;
+use crate::request::BucketRef;
+use crate::vnode::damage::KeyRepair;
+use crate::vnode::msg::StorageKey;
+
+/// What one repair did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepairSummary {
+    /// The partitions repaired (their marks are cleared).
+    pub partitions: Vec<u32>,
+    /// Keys whose preflist includes a repaired partition.
+    pub keys: u64,
+    /// Copies replaced by the healthy replicas' value.
+    pub copied: u64,
+    /// Copies removed because no healthy replica held the key.
+    pub removed: u64,
+}
+
+/// Removes the claimed partitions from the running set when dropped.
+struct Claim<'a> {
+    node: &'a Node,
+    partitions: Vec<u32>,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut running = self.node.repair.running.lock();
+        for p in &self.partitions {
+            running.remove(p);
+        }
+        let n = self.partitions.len() as u64;
+        self.node
+            .repair
+            .counters
+            .running
+            .fetch_sub(n, Ordering::Relaxed);
+    }
+}
+
+impl Node {
+    /// Repairs the marked partitions among `targets` (all marked ones when
+    /// empty) and clears their marks. Blocking: run it on its own thread.
+    pub fn repair_partitions(&self, targets: &[Partition]) -> Result<RepairSummary, RepairError> {
+        let claim = self.claim(targets)?;
+        let targets: Vec<Partition> = claim.partitions.iter().map(|p| Partition(*p)).collect();
+        let mut summary = RepairSummary::default();
+        if targets.is_empty() {
+            return Ok(summary);
+        }
+        tracing::info!(partitions = ?claim.partitions, "partition repair started");
+        match self.repair_pass(&targets, &mut summary) {
+            Ok(()) => {
+                summary.partitions = claim.partitions.clone();
+                let c = &self.repair.counters;
+                c.completed_total
+                    .fetch_add(targets.len() as u64, Ordering::Relaxed);
+                tracing::info!(
+                    partitions = ?summary.partitions,
+                    keys = summary.keys,
+                    copied = summary.copied,
+                    removed = summary.removed,
+                    "partition repair finished"
+                );
+                Ok(summary)
+            }
+            Err(e) => {
+                self.repair
+                    .counters
+                    .failed_total
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::error!(partitions = ?claim.partitions, "partition repair failed: {e}");
+                Err(e)
+            }
+        }
+    }
+
+    /// Claims the marked partitions among `targets` (or all marked ones).
+    fn claim(&self, targets: &[Partition]) -> Result<Claim<'_>, RepairError> {
+        for p in targets {
+            self.handle_of(*p)?;
+        }
+        let wanted: Vec<u32> = match targets.is_empty() {
+            true => self.damaged_partitions().iter().map(|p| p.0).collect(),
+            false => targets
+                .iter()
+                .filter(|p| self.vnode(**p).is_marked())
+                .map(|p| p.0)
+                .collect(),
+        };
+        let mut running = self.repair.running.lock();
+        if let Some(busy) = wanted.iter().find(|p| running.contains(p)) {
+            return Err(RepairError::AlreadyRunning(*busy));
+        }
+        running.extend(wanted.iter().copied());
+        let c = &self.repair.counters;
+        c.running.fetch_add(wanted.len() as u64, Ordering::Relaxed);
+        Ok(Claim {
+            node: self,
+            partitions: wanted,
+        })
+    }
+
+    fn repair_pass(
+        &self,
+        targets: &[Partition],
+        summary: &mut RepairSummary,
+    ) -> Result<(), RepairError> {
+        for q in self.ring.partitions() {
+            let mut keys = Vec::new();
+            self.vnode(q)
+                .backend()
+                .fold_keys(&FoldOptions::all(), &mut |bucket, key| {
+                    keys.push(StorageKey {
+                        bucket: bucket.to_vec(),
+                        key: key.to_vec(),
+                    });
+                    FoldControl::Continue
+                })
+                .map_err(KvError::from)?;
+            for key in keys {
+                self.repair_key(q, &key, targets, summary)?;
+            }
+        }
+        for p in targets {
+            let v = self.vnode(*p);
+            v.backend().sync().map_err(KvError::from)?;
+            v.clear_damage().map_err(|source| RepairError::Marker {
+                partition: p.0,
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Repairs `key` (found at partition `q`) on the targets in its
+    /// preflist, if `q` is the first replica holding it.
+    fn repair_key(
+        &self,
+        q: Partition,
+        key: &StorageKey,
+        targets: &[Partition],
+        summary: &mut RepairSummary,
+    ) -> Result<(), RepairError> {
+        let Some(preflist) = self.preflist_of(key) else {
+            return Ok(());
+        };
+        let here: Vec<Partition> = preflist
+            .iter()
+            .copied()
+            .filter(|p| targets.contains(p))
+            .collect();
+        if here.is_empty() || self.first_holder(&preflist, key)? != Some(q) {
+            return Ok(());
+        }
+        summary.keys += 1;
+        let c = &self.repair.counters;
+        c.keys_total.fetch_add(1, Ordering::Relaxed);
+        for t in here {
+            let outcome = self
+                .vnode(t)
+                .repair_key(key, || self.healthy_value(&preflist, key))?;
+            match outcome {
+                KeyRepair::Unchanged => {}
+                KeyRepair::Copied => {
+                    summary.copied += 1;
+                    c.keys_copied_total.fetch_add(1, Ordering::Relaxed);
+                }
+                KeyRepair::Removed => {
+                    summary.removed += 1;
+                    c.keys_removed_total.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The partitions a stored key belongs on, by its bucket's n_val;
+    /// `None` for a bucket that is no longer valid.
+    fn preflist_of(&self, key: &StorageKey) -> Option<Vec<Partition>> {
+        let bucket = BucketRef::from_storage_bucket(&key.bucket)?;
+        let props = self
+            .registry
+            .bucket_props_shared(&bucket.bucket_type, &bucket.bucket)
+            .ok()?;
+        let hash = Node::key_hash(&bucket, &key.key);
+        let list = self.ring.preflist(hash, props.n_val);
+        Some(list.into_iter().map(|(p, _)| p).collect())
+    }
+
+    fn first_holder(
+        &self,
+        preflist: &[Partition],
+        key: &StorageKey,
+    ) -> Result<Option<Partition>, KvError> {
+        for p in preflist {
+            let bytes = self.vnode(*p).backend().get(&key.bucket, &key.key)?;
+            if bytes.is_some() {
+                return Ok(Some(*p));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The merge of the unmarked replicas' copies of `key`; of every
+    /// replica's copy when all are marked.
+    fn healthy_value(
+        &self,
+        preflist: &[Partition],
+        key: &StorageKey,
+    ) -> Result<Option<RiakObject>, KvError> {
+        let healthy: Vec<Partition> = preflist
+            .iter()
+            .copied()
+            .filter(|p| !self.vnode(*p).is_marked())
+            .collect();
+        let sources = match healthy.is_empty() {
+            true => preflist,
+            false => &healthy[..],
+        };
+        let mut merged: Option<RiakObject> = None;
+        for p in sources {
+            if let Some(o) = self.vnode(*p).read(key)? {
+                merged = Some(match merged {
+                    Some(m) if m == o => m,
+                    Some(m) => merge::merge(&m, &o),
+                    None => o,
+                });
+            }
+        }
+        Ok(merged)
+    }
+}

@@ -1,0 +1,92 @@
+//! A vnode's damage mark and the writes partition repair makes.
+//!
+//! A vnode is marked when its backend's recovery lost records (or a marker
+//! file from an earlier start says so). While marked, coordinators read
+//! around it and do not let it coordinate puts (design note 009). Repair
+//! replaces each of its keys with what the healthy replicas hold, under
+//! the key's lock, and then clears the mark.
+//!
+//! Invariant: repair syncs the backend before the marker file is removed,
+//! and the removal is made durable before the in-memory mark is cleared:
+//! once a vnode serves as healthy, its repaired data and the marker's
+//! absence both survive a crash.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use eddy_object::{RiakObject, codec};
+
+use super::Vnode;
+use super::msg::StorageKey;
+use crate::commitlog::Op;
+use crate::error::KvError;
+
+/// A vnode's mark: set while its partition needs repair.
+#[derive(Debug, Default)]
+pub struct Damage {
+    marked: std::sync::atomic::AtomicBool,
+    /// The durable marker, if the node keeps one on disk.
+    marker: parking_lot::Mutex<Option<PathBuf>>,
+}
+
+/// What repairing one key did at one vnode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyRepair {
+    /// The vnode already held the healthy replicas' value.
+    Unchanged,
+    /// The healthy replicas' value replaced the vnode's copy.
+    Copied,
+    /// No healthy replica holds the key: the vnode's copy was removed.
+    Removed,
+}
+
+impl Vnode {
+    /// Marks this vnode damaged; `marker` is its durable marker file.
+    pub fn mark_damaged(&self, marker: Option<PathBuf>) {
+        *self.damage.marker.lock() = marker;
+        self.damage.marked.store(true, Ordering::Release);
+    }
+
+    /// True while this vnode's partition needs repair.
+    pub fn is_marked(&self) -> bool {
+        self.damage.marked.load(Ordering::Acquire)
+    }
+
+    /// Removes the marker file (durably, noting the damage repaired),
+    /// then clears the mark.
+    pub fn clear_damage(&self) -> std::io::Result<()> {
+        let mut marker = self.damage.marker.lock();
+        if let Some(path) = marker.as_ref() {
+            crate::repair::marker::clear(path, &self.backend.recovery_report())?;
+        }
+        *marker = None;
+        self.damage.marked.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// Sets `key` to what `healthy()` says the healthy replicas hold
+    /// (`None`: none holds it), under the key's lock, so that a put racing
+    /// with the repair is either seen by `healthy()` or merged in after.
+    pub(crate) fn repair_key(
+        &self,
+        key: &StorageKey,
+        healthy: impl FnOnce() -> Result<Option<RiakObject>, KvError>,
+    ) -> Result<KeyRepair, KvError> {
+        let _locked = self.lock(key);
+        let current = self.read(key)?;
+        let wanted = healthy()?;
+        if current == wanted {
+            return Ok(KeyRepair::Unchanged);
+        }
+        let Some(object) = wanted else {
+            let target = self.checked_target(&key.bucket)?;
+            self.backend
+                .delete(&key.bucket, &key.key, eddy_storage::WriteOptions::NO_SYNC)?;
+            self.logged(target, key, Op::Delete, None)?;
+            return Ok(KeyRepair::Removed);
+        };
+        let bytes = codec::encode(&object);
+        self.write(key, current.as_ref(), &object, &bytes, None)?;
+        Ok(KeyRepair::Copied)
+    }
+}
