@@ -8,6 +8,8 @@
 //! | `POST /admin/bucket-types/T` with `{"props":{…}}` | create (status `created`), 201; 409 if it exists |
 //! | `PUT /admin/bucket-types/T` with `{"props":{…}}` | update, 204 |
 //! | `POST /admin/bucket-types/T/activate` | activate, 204 |
+//!
+//! `/admin/repair` (partition repair) is in [`super::repair`].
 
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
@@ -26,12 +28,15 @@ pub enum AdminRoute {
     Types,
     Type(String),
     Activate(String),
+    /// Partition repair: status and start (`super::repair`).
+    Repair,
 }
 
 /// Answers one admin request.
 pub async fn handle(app: &App, route: AdminRoute, req: Request) -> Result<Response, ApiError> {
     let registry = app.node.registry();
     match (route, req.method().clone()) {
+        (AdminRoute::Repair, _) => super::repair::handle(app, req).await,
         (AdminRoute::Types, Method::GET) => {
             let types: Vec<Value> = registry.list_types().iter().map(describe).collect();
             Ok(json_response(json!({ "types": types }).to_string().into()))

@@ -30,6 +30,7 @@ pub mod ping;
 pub mod preflist;
 pub mod props;
 pub mod render;
+pub mod repair;
 pub mod root;
 pub mod routes;
 pub mod server;

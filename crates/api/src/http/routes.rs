@@ -198,6 +198,7 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
         }
         [b"buckets", b, b"props"] => Route::Props(default(b, Api::Buckets)),
         [b"types", t, rest @ ..] => typed(type_name(t)?, rest)?,
+        [b"admin", b"repair"] => Route::Admin(AdminRoute::Repair),
         [b"admin", b"bucket-types"] => Route::Admin(AdminRoute::Types),
         [b"admin", b"bucket-types", t] => Route::Admin(AdminRoute::Type(type_name(t)?)),
         [b"admin", b"bucket-types", t, b"activate"] => {

@@ -158,6 +158,12 @@ pub const SETTINGS: &[Setting] = &[
         "When tombstones are reaped.",
     ),
     s(
+        "partition_repair",
+        "auto",
+        Kind::Choice(&["auto", "manual"]),
+        "Repair partitions whose files were found damaged at start (auto), or wait for `eddy admin repair` (manual).",
+    ),
+    s(
         "object.size.warning_threshold",
         "5MB",
         Kind::Bytes,

@@ -85,6 +85,16 @@ impl DataDir {
         {
             return Ok(Actor(id));
         }
+        self.renew_actor(partition_dir, p)
+    }
+
+    /// Gives partition `p` a fresh actor id and saves it: after its files
+    /// lost records, its old actor's counters may have been used for
+    /// writes it no longer holds (Riak's kv679), so they must not be
+    /// reused for new ones.
+    pub fn renew_actor(&self, partition_dir: &Path, p: Partition) -> Result<Actor, DataDirError> {
+        std::fs::create_dir_all(partition_dir).map_err(io(partition_dir))?;
+        let path = partition_dir.join("actor");
         let id = rand::random::<u64>() ^ u64::from(p.0);
         let mut file = File::create(&path).map_err(io(&path))?;
         write!(file, "{id:016x}").map_err(io(&path))?;

@@ -73,6 +73,10 @@ async fn run(config: &Config) -> Result<(), StartError> {
         registry = registry.with_backend_names(names);
     }
     let node = open_node(config, &datadir, Arc::new(registry))?;
+    let damaged = node.damaged_partitions();
+    if config.text("partition_repair") == "auto" && !damaged.is_empty() {
+        node.spawn_repair(damaged);
+    }
     let http_addr = addr(config, "listener.http.internal");
     let pb_addr = addr(config, "listener.protobuf.internal");
     let http = bind("listener.http.internal", http_addr).await?;
@@ -121,7 +125,14 @@ fn open_node(
     for p in 0..config.int("ring_size") as u32 {
         let p = Partition(p);
         let backend = storage.open(p)?;
-        let actor = datadir.actor(&storage.partition_dir(p), p)?;
+        let dir = storage.partition_dir(p);
+        let marker = eddy_kv::repair::marker::path(&storage.partitions_dir(), p);
+        let actor =
+            match eddy_kv::repair::marker::newly_damaged(Some(&marker), &backend.recovery_report())
+            {
+                true => datadir.renew_actor(&dir, p)?,
+                false => datadir.actor(&dir, p)?,
+            };
         opened.push((backend, actor));
     }
     Ok(Node::start(
@@ -202,6 +213,7 @@ fn node_config(c: &Config, root: &std::path::Path) -> NodeConfig {
         object_size_warn_bytes: c.bytes("object.size.warning_threshold") as usize,
         object_size_max_bytes: c.bytes("object.size.maximum") as usize,
         commit_log_dir: Some(root.join("commit_log")),
+        partitions_dir: Some(root.join("partitions")),
         commit_log: eddy_kv::commitlog::LogOptions {
             // Below 1 MiB a segment would roll (and checkpoint) every few writes.
             segment_bytes: c.bytes("commit_log.segment_size").max(1 << 20),

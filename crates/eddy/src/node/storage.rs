@@ -52,9 +52,14 @@ impl Storage {
         })
     }
 
+    /// The directory holding every partition's directory.
+    pub fn partitions_dir(&self) -> PathBuf {
+        self.root.join("partitions")
+    }
+
     /// The directory holding partition `p`'s own files (and actor id).
     pub fn partition_dir(&self, p: Partition) -> PathBuf {
-        self.root.join("partitions").join(p.0.to_string())
+        self.partitions_dir().join(p.0.to_string())
     }
 
     /// Opens partition `p`'s backend.

@@ -23,12 +23,12 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 
-use eddy_ring::Partition;
 use eddy_storage::RecoveryReport;
 
 use crate::error::KvError;
 use crate::node::Node;
 
+pub use eddy_ring::Partition;
 pub use run::RepairSummary;
 
 /// Repair counters for `/stats`.
@@ -149,6 +149,21 @@ impl Node {
             totals.report.absorb(r);
         }
         totals
+    }
+
+    /// Repairs `targets` (every marked partition when empty) on a thread
+    /// of its own; the outcome is logged and counted in `/stats`.
+    pub fn spawn_repair(self: &std::sync::Arc<Self>, targets: Vec<Partition>) {
+        let node = self.clone();
+        let started = std::thread::Builder::new()
+            .name("eddy-repair".into())
+            .spawn(move || {
+                // Logged and counted by the repair itself.
+                let _ = node.repair_partitions(&targets);
+            });
+        if let Err(e) = started {
+            tracing::error!("cannot start partition repair: {e}");
+        }
     }
 
     /// The repair counters.
