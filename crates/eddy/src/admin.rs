@@ -77,6 +77,7 @@ pub fn admin(config: &Config, action: &AdminAction) -> Result<String, CommandErr
     match action {
         AdminAction::Status => status(config),
         AdminAction::BucketType(action) => bucket_type(config, action),
+        AdminAction::Repair { partition, wait } => repair(config, partition, *wait),
     }
 }
 
@@ -153,6 +154,50 @@ fn bucket_type(config: &Config, action: &BucketTypeAction) -> Result<String, Com
             Ok(format!("{name} updated"))
         }
     }
+}
+
+/// `eddy admin repair [P|all] [--wait]`: starts repairing the marked
+/// partition (or every marked one); with `--wait`, polls until none of
+/// them is marked or being repaired any more.
+fn repair(config: &Config, partition: &str, wait: bool) -> Result<String, CommandError> {
+    let path = format!("/admin/repair?partition={}", encode(partition));
+    let failed_before = repair_status(config)?["failed_total"].as_u64();
+    let started = json(expect(call(config, "POST", &path, "")?, 202)?)?;
+    let ids: Vec<u64> = started["started"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    if ids.is_empty() {
+        return Ok("no partition needs repair".into());
+    }
+    let list = ids
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if !wait {
+        return Ok(format!("repair started: partitions {list}"));
+    }
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let s = repair_status(config)?;
+        let damaged: Vec<u64> = s["damaged"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        if !ids.iter().any(|p| damaged.contains(p)) {
+            return Ok(format!("repaired: partitions {list}"));
+        }
+        if s["failed_total"].as_u64() > failed_before {
+            return fail(format!(
+                "repair of partitions {list} failed; see the node's log"
+            ));
+        }
+    }
+}
+
+fn repair_status(config: &Config) -> Result<Value, CommandError> {
+    json(expect(call(config, "GET", "/admin/repair", "")?, 200)?)
 }
 
 /// The response if it has `status`, else its message as the error.

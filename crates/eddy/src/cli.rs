@@ -77,6 +77,15 @@ pub enum AdminAction {
     /// Manage bucket types.
     #[command(name = "bucket-type", subcommand)]
     BucketType(BucketTypeAction),
+    /// Repair a partition marked damaged (or all of them) from its replicas.
+    Repair {
+        /// A partition number, or `all`.
+        #[arg(default_value = "all")]
+        partition: String,
+        /// Wait until the repair finished.
+        #[arg(long)]
+        wait: bool,
+    },
 }
 
 /// `eddy admin bucket-type …`, as `riak-admin bucket-type`.
@@ -467,6 +476,13 @@ mod tests {
         ));
         assert!(Cli::try_parse_from(["eddy", "admin", "bucket-type", "update", "t"]).is_err());
         assert!(Cli::try_parse_from(["eddy", "config", "show"]).is_ok());
+        let cli = Cli::try_parse_from(["eddy", "admin", "repair", "5", "--wait"]).unwrap();
+        let Command::Admin(AdminArgs { action, .. }) = cli.command else {
+            panic!()
+        };
+        assert!(
+            matches!(action, AdminAction::Repair { partition, wait: true } if partition == "5")
+        );
     }
 
     #[test]

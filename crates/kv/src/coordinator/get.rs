@@ -33,22 +33,26 @@ impl Node {
         let key = storage_key(&req.bucket, &req.key);
         let mut core = GetCore::new(preflist.len() as u32, r, pr, notfound_ok, basic_quorum);
         let mut seen = Vec::with_capacity(preflist.len());
-        for (p, reply) in self.read_replicas(&preflist, &key) {
+        let (replies, all_marked) = self.read_replicas(&preflist, &key);
+        for (p, reply) in replies {
             record(&mut core, &mut seen, (p, reply));
         }
-        if let Some(merged) = core.merged() {
+        // With every replica damaged, the merge may hold what the damage
+        // brought back: it is answered, but not spread by read repair.
+        if let Some(merged) = core.merged().filter(|_| !all_marked) {
             self.read_repair(merged, &seen, &key, self.write_policy(&props));
         }
         answer(core.response())
     }
 
     /// Reads every replica; a marked replica's object that might bring
-    /// back lost history reads as a failure (design note 009).
+    /// back lost history reads as a failure (design note 009). Also says
+    /// whether every replica is marked.
     fn read_replicas(
         &self,
         preflist: &[(Partition, &eddy_ring::NodeName)],
         key: &StorageKey,
-    ) -> Vec<(Partition, Result<Option<RiakObject>, KvError>)> {
+    ) -> (Vec<ReplicaReply>, bool) {
         let reads: Vec<ReplicaRead<_>> = preflist
             .iter()
             .map(|(p, _)| {
@@ -61,7 +65,8 @@ impl Node {
             })
             .collect();
         let verdicts = around::verdicts(&reads, |(_, r)| r.as_ref().ok().and_then(|o| o.as_ref()));
-        reads
+        let all_marked = reads.iter().all(|r| r.marked);
+        let replies = reads
             .into_iter()
             .zip(verdicts)
             .map(|(read, verdict)| match verdict {
@@ -71,7 +76,8 @@ impl Node {
                     (read.reply.0, Err(e))
                 }
             })
-            .collect()
+            .collect();
+        (replies, all_marked)
     }
 
     pub(crate) fn write_policy(&self, props: &crate::props::BucketProps) -> WritePolicy {
@@ -117,6 +123,9 @@ impl Node {
         }
     }
 }
+
+/// One replica's answer to a read.
+type ReplicaReply = (Partition, Result<Option<RiakObject>, KvError>);
 
 fn record(
     core: &mut GetCore,

@@ -8,8 +8,9 @@
 //! preflist is set, under its key lock, to the merge of the healthy
 //! replicas' copies, or loses the key if no healthy replica holds it
 //! (it may be a delete the damage undid). A key all of whose replicas are
-//! marked is merged from all of them, as a get would read it. Then each
-//! repaired backend is synced and its mark cleared.
+//! marked is merged from the copies another replica corroborates (see
+//! [`corroborated`]). Then each repaired backend is synced and its mark
+//! cleared.
 
 use std::sync::atomic::Ordering;
 
@@ -222,8 +223,8 @@ impl Node {
         Ok(None)
     }
 
-    /// The merge of the unmarked replicas' copies of `key`; of every
-    /// replica's copy when all are marked.
+    /// The merge of the unmarked replicas' copies of `key`. When every
+    /// replica is marked, of the copies another replica corroborates.
     fn healthy_value(
         &self,
         preflist: &[Partition],
@@ -234,20 +235,78 @@ impl Node {
             .copied()
             .filter(|p| !self.vnode(*p).is_marked())
             .collect();
-        let sources = match healthy.is_empty() {
-            true => preflist,
-            false => &healthy[..],
-        };
-        let mut merged: Option<RiakObject> = None;
-        for p in sources {
-            if let Some(o) = self.vnode(*p).read(key)? {
-                merged = Some(match merged {
-                    Some(m) if m == o => m,
-                    Some(m) => merge::merge(&m, &o),
-                    None => o,
-                });
-            }
+        if healthy.is_empty() {
+            let copies = self.copies(preflist, key)?;
+            return Ok(merge_all(corroborated(&copies, preflist.len())));
         }
-        Ok(merged)
+        let copies = self.copies(&healthy, key)?;
+        Ok(merge_all(copies.iter().flatten()))
+    }
+
+    /// Each replica's copy of `key`, in preflist order.
+    fn copies(
+        &self,
+        replicas: &[Partition],
+        key: &StorageKey,
+    ) -> Result<Vec<Option<RiakObject>>, KvError> {
+        replicas.iter().map(|p| self.vnode(*p).read(key)).collect()
+    }
+}
+
+/// With every replica damaged, a copy is trusted only if another replica's
+/// copy has seen everything it holds: damage rarely hits one key in two
+/// partitions, so a value (or undone delete) that only one damaged replica
+/// shows is the damage's work. With a single replica there is no second
+/// opinion and its copy stands.
+fn corroborated(
+    copies: &[Option<RiakObject>],
+    replicas: usize,
+) -> impl Iterator<Item = &RiakObject> {
+    copies.iter().enumerate().filter_map(move |(i, c)| {
+        let c = c.as_ref()?;
+        let seen = copies
+            .iter()
+            .enumerate()
+            .any(|(j, o)| j != i && o.as_ref().is_some_and(|o| merge::descends(o, c)));
+        (seen || replicas == 1).then_some(c)
+    })
+}
+
+fn merge_all<'a>(copies: impl Iterator<Item = &'a RiakObject>) -> Option<RiakObject> {
+    copies.fold(None, |merged, o| {
+        Some(match merged {
+            Some(m) if m == *o => m,
+            Some(m) => merge::merge(&m, o),
+            None => o.clone(),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use eddy_object::{Actor, Content};
+
+    fn written(values: &[&str]) -> RiakObject {
+        let mut o = RiakObject::default();
+        for v in values {
+            let ctx = o.vv.clone();
+            merge::update(&mut o, &ctx, Actor(1), Content::new(v.as_bytes().to_vec()));
+        }
+        o
+    }
+
+    #[test]
+    fn with_every_replica_damaged_only_corroborated_copies_count() {
+        let (old, new) = (written(&["a"]), written(&["a", "b"]));
+        // One replica lost the latest value: the other two agree on it.
+        let copies = [Some(old.clone()), Some(new.clone()), Some(new.clone())];
+        assert_eq!(merge_all(corroborated(&copies, 3)), Some(new.clone()));
+        // One replica lost a reaped delete: nobody backs its value.
+        let copies = [Some(new.clone()), None, None];
+        assert_eq!(merge_all(corroborated(&copies, 3)), None);
+        // A single replica is its own witness.
+        let copies = [Some(old.clone())];
+        assert_eq!(merge_all(corroborated(&copies, 1)), Some(old));
     }
 }
