@@ -173,10 +173,11 @@ fn check_every_key(node: &TestNode) {
     }
 }
 
-#[test]
-fn damage_is_logged_counted_and_repaired() {
+/// A node that wrote, was killed and had its files damaged (not running);
+/// returns it and how many partitions were damaged.
+fn damaged_node(partition_repair: &str) -> (TestNode, usize) {
     let mut node = TestNode::start(&[
-        ("EDDY_PARTITION_REPAIR", "manual"),
+        ("EDDY_PARTITION_REPAIR", partition_repair),
         ("EDDY_DELETE_MODE", "immediate"),
         ("EDDY_COMMIT_LOG_SEGMENT_SIZE", "1MB"),
         ("EDDY_LOG_LEVEL", "info"),
@@ -189,6 +190,27 @@ fn damage_is_logged_counted_and_repaired() {
         .filter(|p| damage_partition(&node.data_dir(), *p, &primaries))
         .count();
     assert!(damaged > 0);
+    (node, damaged)
+}
+
+#[test]
+fn with_partition_repair_auto_the_node_repairs_itself() {
+    let (node, damaged) = damaged_node("auto");
+    let log = node.data_dir().join("..").join("start.log");
+    let child = start_logging(&node, &log);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while stats(&node)["repair_pending_partitions"] != 0 {
+        assert!(Instant::now() < deadline, "automatic repair did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(stats(&node)["repairs_completed_total"], damaged);
+    check_every_key(&node);
+    stop(child);
+}
+
+#[test]
+fn damage_is_logged_counted_and_repaired() {
+    let (node, damaged) = damaged_node("manual");
 
     let log = node.data_dir().join("..").join("start.log");
     let child = start_logging(&node, &log);

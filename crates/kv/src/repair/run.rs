@@ -73,9 +73,6 @@ impl Node {
         match self.repair_pass(&targets, &mut summary) {
             Ok(()) => {
                 summary.partitions = claim.partitions.clone();
-                let c = &self.repair.counters;
-                c.completed_total
-                    .fetch_add(targets.len() as u64, Ordering::Relaxed);
                 tracing::info!(
                     partitions = ?summary.partitions,
                     keys = summary.keys,
@@ -150,6 +147,8 @@ impl Node {
                 partition: p.0,
                 source,
             })?;
+            let c = &self.repair.counters;
+            c.completed_total.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
