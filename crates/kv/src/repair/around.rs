@@ -32,7 +32,9 @@ pub fn verdicts<R>(
     reads: &[ReplicaRead<R>],
     found: impl Fn(&R) -> Option<&RiakObject>,
 ) -> Vec<Verdict> {
-    if reads.iter().all(|r| r.marked) {
+    // Nothing marked (the usual case) or nothing healthy: nothing to judge.
+    let marked = reads.iter().filter(|r| r.marked).count();
+    if marked == 0 || marked == reads.len() {
         return reads.iter().map(|_| Verdict::Keep).collect();
     }
     let healthy = reads
