@@ -272,3 +272,57 @@ async fn an_unfinished_repair_is_remembered_across_restarts() {
     assert!(node.damaged_partitions().is_empty());
     stop(node);
 }
+
+/// A node over memory backends (marks kept in memory only).
+fn memory_node() -> Arc<Node> {
+    let config = NodeConfig {
+        ring_size: RING,
+        ..NodeConfig::default()
+    };
+    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    Node::start(config, registry, |p| {
+        let backend: Arc<dyn Backend> = Arc::new(eddy_storage::memory::MemoryBackend::new(
+            eddy_storage::memory::MemoryConfig::default(),
+        ));
+        (backend, Actor(1000 + u64::from(p.0)))
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn repair_replaces_copies_that_cannot_be_read() {
+    let node = memory_node();
+    put(&node, 1, "v").await;
+    let (marked, _) = node.preflist(&bucket(), &key(1)).unwrap()[1].clone();
+    node.mark_damaged(marked, None).unwrap();
+    let k = storage_key(1);
+    let garbage = eddy_storage::WriteOptions::NO_SYNC;
+    let backend = node.partition_backend(marked);
+    backend
+        .put(&k.bucket, &k.key, b"not an object", &[], garbage)
+        .unwrap();
+    // A stray unreadable copy of a key (one the marked partition is a
+    // replica of) that no healthy replica holds.
+    let stray_key = (0..)
+        .map(|n| format!("stray-{n}").into_bytes())
+        .find(|s| {
+            let list = node.preflist(&bucket(), s).unwrap();
+            list.iter().any(|(p, _)| *p == marked)
+        })
+        .unwrap();
+    let stray = StorageKey {
+        bucket: k.bucket.clone(),
+        key: stray_key,
+    };
+    backend
+        .put(&stray.bucket, &stray.key, b"junk", &[], garbage)
+        .unwrap();
+    assert_eq!(get(&node, 1).await, Some(b"v".to_vec()));
+
+    let summary = node.repair_partitions(&[marked]).unwrap();
+    assert_eq!(summary.failed, 0, "{summary:?}");
+    assert_eq!(stored(&node, marked, 1), Some(b"v".to_vec()));
+    assert_eq!(backend.get(&stray.bucket, &stray.key).unwrap(), None);
+    assert_eq!(summary.removed, 1, "{summary:?}");
+    assert!(node.damaged_partitions().is_empty());
+}

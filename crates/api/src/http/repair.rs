@@ -116,6 +116,7 @@ pub fn stats(node: &Node) -> Vec<(&'static str, Value)> {
         ("repair_keys_total", load(&c.keys_total)),
         ("repair_keys_copied_total", load(&c.keys_copied_total)),
         ("repair_keys_removed_total", load(&c.keys_removed_total)),
+        ("repair_keys_failed_total", load(&c.keys_failed_total)),
     ]
 }
 
@@ -125,6 +126,7 @@ fn describe(s: &RepairSummary) -> Value {
         "keys": s.keys,
         "copied": s.copied,
         "removed": s.removed,
+        "failed": s.failed,
     })
 }
 

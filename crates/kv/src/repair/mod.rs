@@ -46,6 +46,8 @@ pub struct RepairCounters {
     pub keys_copied_total: AtomicU64,
     /// Keys removed because no healthy replica held them.
     pub keys_removed_total: AtomicU64,
+    /// Keys a repair could not repair (a replica unreadable or unwritable).
+    pub keys_failed_total: AtomicU64,
 }
 
 /// The node's repair bookkeeping.
@@ -69,6 +71,9 @@ pub enum RepairError {
     /// Reading or writing a replica failed.
     #[error(transparent)]
     Kv(#[from] KvError),
+    /// Some keys could not be repaired; the partitions stay marked.
+    #[error("{0} keys could not be repaired (see the log); the partitions stay marked")]
+    KeysFailed(u64),
     /// The marker file could not be removed.
     #[error("removing the repair marker of partition {partition}: {source}")]
     Marker {

@@ -36,6 +36,9 @@ pub struct RepairSummary {
     pub copied: u64,
     /// Copies removed because no healthy replica held the key.
     pub removed: u64,
+    /// Keys left unrepaired because a replica could not be read or
+    /// written (their partitions stay marked).
+    pub failed: u64,
 }
 
 /// Removes the claimed partitions from the running set when dropped.
@@ -137,8 +140,11 @@ impl Node {
                 })
                 .map_err(KvError::from)?;
             for key in keys {
-                self.repair_key(q, &key, targets, summary)?;
+                self.repair_key(q, &key, targets, summary);
             }
+        }
+        if summary.failed > 0 {
+            return Err(RepairError::KeysFailed(summary.failed));
         }
         for p in targets {
             let v = self.vnode(*p);
@@ -154,24 +160,26 @@ impl Node {
     }
 
     /// Repairs `key` (found at partition `q`) on the targets in its
-    /// preflist, if `q` is the first replica holding it.
+    /// preflist, if `q` is the first replica holding it. A replica that
+    /// cannot be read or written leaves the key unrepaired (counted in
+    /// `summary.failed`); the pass goes on with the next key.
     fn repair_key(
         &self,
         q: Partition,
         key: &StorageKey,
         targets: &[Partition],
         summary: &mut RepairSummary,
-    ) -> Result<(), RepairError> {
+    ) {
         let Some(preflist) = self.preflist_of(key) else {
-            return Ok(());
+            return;
         };
         let here: Vec<Partition> = preflist
             .iter()
             .copied()
             .filter(|p| targets.contains(p))
             .collect();
-        if here.is_empty() || self.first_holder(&preflist, key)? != Some(q) {
-            return Ok(());
+        if here.is_empty() || self.first_holder(&preflist, key) != Some(q) {
+            return;
         }
         summary.keys += 1;
         let c = &self.repair.counters;
@@ -179,20 +187,24 @@ impl Node {
         for t in here {
             let outcome = self
                 .vnode(t)
-                .repair_key(key, || self.healthy_value(&preflist, key))?;
+                .repair_key(key, || self.healthy_value(&preflist, key));
             match outcome {
-                KeyRepair::Unchanged => {}
-                KeyRepair::Copied => {
+                Ok(KeyRepair::Unchanged) => {}
+                Ok(KeyRepair::Copied) => {
                     summary.copied += 1;
                     c.keys_copied_total.fetch_add(1, Ordering::Relaxed);
                 }
-                KeyRepair::Removed => {
+                Ok(KeyRepair::Removed) => {
                     summary.removed += 1;
                     c.keys_removed_total.fetch_add(1, Ordering::Relaxed);
                 }
+                Err(e) => {
+                    tracing::warn!(partition = t.0, "repairing a key failed: {e}");
+                    summary.failed += 1;
+                    c.keys_failed_total.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
-        Ok(())
     }
 
     /// The partitions a stored key belongs on, by its bucket's n_val;
@@ -208,18 +220,13 @@ impl Node {
         Some(list.into_iter().map(|(p, _)| p).collect())
     }
 
-    fn first_holder(
-        &self,
-        preflist: &[Partition],
-        key: &StorageKey,
-    ) -> Result<Option<Partition>, KvError> {
-        for p in preflist {
-            let bytes = self.vnode(*p).backend().get(&key.bucket, &key.key)?;
-            if bytes.is_some() {
-                return Ok(Some(*p));
-            }
-        }
-        Ok(None)
+    /// The first replica holding `key`; one whose copy cannot be read
+    /// holds something (it was folded), so it counts.
+    fn first_holder(&self, preflist: &[Partition], key: &StorageKey) -> Option<Partition> {
+        preflist.iter().copied().find(|p| {
+            let got = self.vnode(*p).backend().get(&key.bucket, &key.key);
+            !matches!(got, Ok(None))
+        })
     }
 
     /// The merge of the unmarked replicas' copies of `key`. When every

@@ -73,20 +73,52 @@ impl Vnode {
         healthy: impl FnOnce() -> Result<Option<RiakObject>, KvError>,
     ) -> Result<KeyRepair, KvError> {
         let _locked = self.lock(key);
-        let current = self.read(key)?;
         let wanted = healthy()?;
-        if current == wanted {
-            return Ok(KeyRepair::Unchanged);
-        }
-        let Some(object) = wanted else {
-            let target = self.checked_target(&key.bucket)?;
-            self.backend
-                .delete(&key.bucket, &key.key, eddy_storage::WriteOptions::NO_SYNC)?;
-            self.logged(target, key, Op::Delete, None)?;
-            return Ok(KeyRepair::Removed);
+        let current = match self.read(key) {
+            Ok(current) => current,
+            // The damaged copy itself cannot be read: it goes, with its
+            // index entries, and the healthy value (if any) is written anew.
+            Err(e) => {
+                tracing::debug!(
+                    partition = self.partition.0,
+                    "unreadable copy replaced: {e}"
+                );
+                self.remove_copy(key)?;
+                return match wanted {
+                    Some(object) => self.copy(key, None, &object),
+                    None => Ok(KeyRepair::Removed),
+                };
+            }
         };
-        let bytes = codec::encode(&object);
-        self.write(key, current.as_ref(), &object, &bytes, None)?;
+        match wanted {
+            _ if current == wanted => Ok(KeyRepair::Unchanged),
+            Some(object) => self.copy(key, current.as_ref(), &object),
+            None => {
+                self.remove_copy(key)?;
+                Ok(KeyRepair::Removed)
+            }
+        }
+    }
+
+    /// Writes the healthy replicas' `object` over `current`. Caller holds
+    /// the key's lock.
+    fn copy(
+        &self,
+        key: &StorageKey,
+        current: Option<&RiakObject>,
+        object: &RiakObject,
+    ) -> Result<KeyRepair, KvError> {
+        let bytes = codec::encode(object);
+        self.write(key, current, object, &bytes, None)?;
         Ok(KeyRepair::Copied)
+    }
+
+    /// Deletes this vnode's copy of `key`. Caller holds the key's lock.
+    fn remove_copy(&self, key: &StorageKey) -> Result<(), KvError> {
+        let target = self.checked_target(&key.bucket)?;
+        self.backend
+            .delete(&key.bucket, &key.key, eddy_storage::WriteOptions::NO_SYNC)?;
+        self.logged(target, key, Op::Delete, None)?;
+        Ok(())
     }
 }
