@@ -326,3 +326,45 @@ async fn repair_replaces_copies_that_cannot_be_read() {
     assert_eq!(summary.removed, 1, "{summary:?}");
     assert!(node.damaged_partitions().is_empty());
 }
+
+/// Keys of `bucket()` as the node lists them.
+async fn listed(node: &Arc<Node>) -> Vec<Vec<u8>> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let lister = node.clone();
+    tokio::task::spawn_blocking(move || lister.list_keys_blocking(&bucket(), &tx))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut keys = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        keys.extend(chunk);
+    }
+    keys.sort();
+    keys
+}
+
+#[tokio::test]
+async fn key_listing_goes_around_a_marked_primary() {
+    let node = memory_node();
+    // Two keys whose primary partition is the same.
+    let primary = |i: u32| node.preflist(&bucket(), &key(i)).unwrap()[0].0;
+    let lost = 0;
+    let ghost = (1..).find(|i| primary(*i) == primary(lost)).unwrap();
+    put(&node, lost, "v").await;
+    put(&node, ghost, "v").await;
+    // Damage: the primary lost `lost`; only it still holds `ghost`, whose
+    // delete the others reaped.
+    let marked = primary(lost);
+    node.mark_damaged(marked, None).unwrap();
+    let (kl, kg) = (storage_key(lost), storage_key(ghost));
+    let opts = eddy_storage::WriteOptions::NO_SYNC;
+    node.partition_backend(marked)
+        .delete(&kl.bucket, &kl.key, opts)
+        .unwrap();
+    for (p, _) in &node.preflist(&bucket(), &key(ghost)).unwrap()[1..] {
+        node.partition_backend(*p)
+            .delete(&kg.bucket, &kg.key, opts)
+            .unwrap();
+    }
+    assert_eq!(listed(&node).await, vec![key(lost)]);
+}

@@ -1,5 +1,6 @@
 //! Listing keys and buckets: a coverage fold over every partition. On one
-//! node each key is taken from its first partition only, so it is listed
+//! node each key is taken from its first partition only (its first
+//! unmarked one while partitions are marked damaged), so it is listed
 //! once. Tombstones are not listed.
 
 use std::collections::BTreeSet;
@@ -23,15 +24,20 @@ impl Node {
         bucket: &BucketRef,
         out: &Sender<Vec<Vec<u8>>>,
     ) -> Result<(), KvError> {
-        self.props(bucket)?;
+        let n_val = self.props(bucket)?.n_val;
+        let around_damage = !self.damaged_partitions().is_empty();
         let opts = FoldOptions::bucket(&bucket.storage_bucket());
         let mut chunk = Vec::new();
         let mut closed = false;
         for handle in &self.handles {
             let mut visit = |_: &[u8], key: &[u8], value: &[u8]| {
-                let primary = self.ring.partition_of(Node::key_hash(bucket, key));
+                let hash = Node::key_hash(bucket, key);
+                let lister = match around_damage {
+                    false => self.ring.partition_of(hash),
+                    true => self.first_unmarked(hash, n_val),
+                };
                 let live = codec::decode(value).is_ok_and(|o| !o.is_deleted());
-                if primary == handle.partition && live {
+                if lister == handle.partition && live {
                     chunk.push(key.to_vec());
                 }
                 if chunk.len() >= KEY_CHUNK_LEN {
@@ -51,6 +57,19 @@ impl Node {
             let _ = out.blocking_send(chunk);
         }
         Ok(())
+    }
+
+    /// The replica a key is listed from while partitions are marked
+    /// damaged: the first unmarked one of its preflist, so that a key a
+    /// damaged primary lost is still listed and one only a damaged replica
+    /// holds is not (design note 009); the primary if all are marked.
+    fn first_unmarked(&self, hash: u64, n_val: u32) -> eddy_ring::Partition {
+        let preflist = self.ring.preflist(hash, n_val);
+        preflist
+            .iter()
+            .map(|(p, _)| *p)
+            .find(|p| !self.vnode(*p).is_marked())
+            .unwrap_or_else(|| self.ring.partition_of(hash))
     }
 
     /// The buckets of `bucket_type` holding at least one key. Blocking.
