@@ -140,7 +140,7 @@ impl Node {
                 })
                 .map_err(KvError::from)?;
             for key in keys {
-                self.repair_key(q, &key, targets, summary);
+                self.repair_key(q, &key, targets, summary)?;
             }
         }
         if summary.failed > 0 {
@@ -162,16 +162,17 @@ impl Node {
     /// Repairs `key` (found at partition `q`) on the targets in its
     /// preflist, if `q` is the first replica holding it. A replica that
     /// cannot be read or written leaves the key unrepaired (counted in
-    /// `summary.failed`); the pass goes on with the next key.
+    /// `summary.failed`) and the pass goes on with the next key; only a
+    /// node shutting down stops it.
     fn repair_key(
         &self,
         q: Partition,
         key: &StorageKey,
         targets: &[Partition],
         summary: &mut RepairSummary,
-    ) {
+    ) -> Result<(), RepairError> {
         let Some(preflist) = self.preflist_of(key) else {
-            return;
+            return Ok(());
         };
         let here: Vec<Partition> = preflist
             .iter()
@@ -179,7 +180,7 @@ impl Node {
             .filter(|p| targets.contains(p))
             .collect();
         if here.is_empty() || self.first_holder(&preflist, key) != Some(q) {
-            return;
+            return Ok(());
         }
         summary.keys += 1;
         let c = &self.repair.counters;
@@ -198,6 +199,7 @@ impl Node {
                     summary.removed += 1;
                     c.keys_removed_total.fetch_add(1, Ordering::Relaxed);
                 }
+                Err(KvError::ShuttingDown) => return Err(KvError::ShuttingDown.into()),
                 Err(e) => {
                     tracing::warn!(partition = t.0, "repairing a key failed: {e}");
                     summary.failed += 1;
@@ -205,6 +207,7 @@ impl Node {
                 }
             }
         }
+        Ok(())
     }
 
     /// The partitions a stored key belongs on, by its bucket's n_val;

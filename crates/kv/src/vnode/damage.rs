@@ -72,6 +72,9 @@ impl Vnode {
         key: &StorageKey,
         healthy: impl FnOnce() -> Result<Option<RiakObject>, KvError>,
     ) -> Result<KeyRepair, KvError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(KvError::ShuttingDown);
+        }
         let _locked = self.lock(key);
         let wanted = healthy()?;
         let current = match self.read(key) {
