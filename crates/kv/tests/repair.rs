@@ -368,3 +368,36 @@ async fn key_listing_goes_around_a_marked_primary() {
     }
     assert_eq!(listed(&node).await, vec![key(lost)]);
 }
+
+#[tokio::test]
+async fn a_marked_replica_does_not_coordinate_puts() {
+    let node = memory_node();
+    let primary = node.preflist(&bucket(), &key(1)).unwrap()[0].0;
+    let k = storage_key(1);
+    let opts = eddy_storage::WriteOptions::NO_SYNC;
+    put(&node, 1, "v1").await;
+    let v1 = node
+        .partition_backend(primary)
+        .get(&k.bucket, &k.key)
+        .unwrap()
+        .unwrap();
+    put(&node, 1, "v2").await;
+    // The primary lost v2 (and kept its actor, whose next counter v2 used).
+    node.partition_backend(primary)
+        .put(&k.bucket, &k.key, &v1, &[], opts)
+        .unwrap();
+    node.mark_damaged(primary, None).unwrap();
+    // (No get first: its read repair would hand v2 back to the primary.)
+    // Coordinated by the damaged primary, v3 would reuse v2's dot and the
+    // healthy replicas would keep v2.
+    put(&node, 1, "v3").await;
+    assert_eq!(get(&node, 1).await, Some(b"v3".to_vec()));
+    for (p, _) in node.preflist(&bucket(), &key(1)).unwrap() {
+        assert_eq!(
+            stored(&node, p, 1),
+            Some(b"v3".to_vec()),
+            "partition {}",
+            p.0
+        );
+    }
+}
