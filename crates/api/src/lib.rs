@@ -4,5 +4,6 @@
 //! protobuf.
 
 pub mod http;
+pub mod net;
 pub mod pb;
 pub mod version;

@@ -172,6 +172,10 @@ async fn connections_over_the_limit_are_refused() {
     let mut a = Client::connect(&server).await;
     let mut b = Client::connect(&server).await;
     assert!(a.ping().await && b.ping().await);
+    // Started frames make both busy, so neither can be evicted.
+    a.stream.write_all(&[0, 0]).await.unwrap();
+    b.stream.write_all(&[0, 0]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let mut third = Client::connect(&server).await;
     let err = error_text(third.recv().await);
     assert!(err.contains("Too many connections"), "{err}");

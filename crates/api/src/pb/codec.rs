@@ -39,6 +39,9 @@ pub enum FrameError {
     /// The peer sent nothing for the read timeout.
     #[error("read timed out")]
     Timeout,
+    /// A started frame did not fully arrive within the request timeout.
+    #[error("request not received within {0} ms")]
+    RequestTimeout(u128),
     /// The socket failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -47,7 +50,10 @@ pub enum FrameError {
 impl FrameError {
     /// Whether the peer should be told before the connection is closed.
     pub fn is_protocol_error(&self) -> bool {
-        matches!(self, FrameError::Empty | FrameError::TooLarge { .. })
+        matches!(
+            self,
+            FrameError::Empty | FrameError::TooLarge { .. } | FrameError::RequestTimeout(_)
+        )
     }
 }
 

@@ -32,6 +32,9 @@ pub const GET_BUCKET_KEY_PREFLIST_RESP: u8 = 34;
 pub const AUTH_REQ: u8 = 253;
 pub const AUTH_RESP: u8 = 254;
 pub const START_TLS: u8 = 255;
+/// Not Riak's: a request whose handler panics, to test the panic net.
+#[cfg(feature = "test-hooks")]
+pub const TEST_PANIC_REQ: u8 = 250;
 
 /// Riak's special quorum values in `uint32` fields.
 pub mod quorum {

@@ -56,6 +56,9 @@ pub enum PbError {
     /// The blocking task serving the request failed.
     #[error("Internal error: the request's worker failed")]
     WorkerFailed,
+    /// The request's handler panicked; the connection stays usable.
+    #[error("Internal error: the request failed unexpectedly")]
+    Panicked,
     /// Too many connections are open.
     #[error("Too many connections: the limit is {0}")]
     ConnectionLimit(usize),

@@ -1,21 +1,25 @@
 //! The PB listener: the accept loop, one task per connection, and dispatch
 //! of each frame to its operation.
 //!
-//! Invariants: a connection's failure (bad frame, slow peer, panic-free
-//! error) ends only that connection; the accept loop never waits on a
-//! client; at most `connections_max` connections are served, and one over
-//! the limit is told so and closed; on shutdown the listener stops
-//! accepting, idle connections close, and requests in flight finish.
+//! Invariants: a connection's failure (bad frame, slow peer, error) ends
+//! only that connection, and a panic in a handler ends only its request
+//! (answered with an error); the accept loop never waits on a client; at
+//! most `connections_max` connections are served: when full, the longest
+//! idle one is closed for a newcomer, and a newcomer finding all busy is
+//! told so and closed; a connection waits at most `read_timeout` for its
+//! next request to start and `request_timeout` for a started frame to
+//! arrive whole; on shutdown the listener stops accepting, idle
+//! connections close, and requests in flight finish.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use eddy_kv::Node;
 use prost::Message;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::codec::{self, FrameError};
@@ -26,6 +30,7 @@ use super::{
     bucket_props, bucket_type, client_id, delete, get, list_buckets, list_keys, ping, preflist,
     put, server_info,
 };
+use crate::net::{AcceptBackoff, ConnectionTable, Slot, catch_panic};
 
 /// Settings of the PB listener.
 #[derive(Clone, Debug)]
@@ -33,11 +38,18 @@ pub struct PbConfig {
     /// Largest frame accepted (code byte and message). Riak clients send
     /// whole objects in one frame, so this bounds the object size over PB.
     pub frame_bytes_max: usize,
-    /// Connections served at once; more are refused with an error.
+    /// Connections served at once; when full, the longest idle one is
+    /// closed for a newcomer, and a newcomer finding all busy is refused.
     pub connections_max: usize,
-    /// How long a connection may stay silent (between or inside frames)
-    /// before it is closed; `None` waits forever, as Riak does.
+    /// The idle timeout: how long a connection may wait for its next
+    /// request to start before it is closed; `None` waits forever.
     pub read_timeout: Option<Duration>,
+    /// How long a started frame may take to arrive whole (one deadline per
+    /// frame, so a client trickling bytes is cut off); `None` waits forever.
+    pub request_timeout: Option<Duration>,
+    /// The connection table to use (so `/stats` can see it); `None` builds
+    /// one of `connections_max` places.
+    pub table: Option<Arc<ConnectionTable>>,
 }
 
 impl Default for PbConfig {
@@ -45,7 +57,9 @@ impl Default for PbConfig {
         PbConfig {
             frame_bytes_max: 64 * 1024 * 1024,
             connections_max: 4096,
-            read_timeout: None,
+            read_timeout: Some(Duration::from_secs(600)),
+            request_timeout: Some(Duration::from_secs(60)),
+            table: None,
         }
     }
 }
@@ -59,8 +73,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let permits = Arc::new(Semaphore::new(config.connections_max));
+    let table =
+        (config.table.clone()).unwrap_or_else(|| ConnectionTable::new(config.connections_max));
     let config = Arc::new(config);
+    let mut backoff = AcceptBackoff::new("pb");
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
@@ -69,9 +85,9 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let conn = Connection::new(node.clone(), config.clone(), stop_rx.clone());
-                    connections.spawn(admit(stream, conn, permits.clone()));
+                    connections.spawn(admit(stream, conn, table.clone()));
                 }
-                Err(e) => accept_failed(e).await,
+                Err(e) => backoff.failed(e).await,
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
@@ -81,19 +97,12 @@ pub async fn serve(
     Ok(())
 }
 
-/// Accepting fails when the process is out of file descriptors and the
-/// like; back off instead of spinning, and keep serving.
-async fn accept_failed(e: std::io::Error) {
-    tracing::warn!("pb accept failed: {e}");
-    tokio::time::sleep(Duration::from_millis(50)).await;
-}
-
-/// Serves a connection if a permit is free, otherwise refuses it.
-async fn admit(stream: TcpStream, conn: Connection, permits: Arc<Semaphore>) {
+/// Serves a connection if the table admits it, otherwise refuses it.
+async fn admit(stream: TcpStream, conn: Connection, table: Arc<ConnectionTable>) {
     let _ = stream.set_nodelay(true);
-    match permits.try_acquire_owned() {
-        Ok(_permit) => conn.run(stream).await,
-        Err(_) => refuse(stream, conn.config.connections_max).await,
+    match table.admit() {
+        Some(slot) => conn.run(stream, slot).await,
+        None => refuse(stream, table.limit()).await,
     }
 }
 
@@ -164,7 +173,7 @@ impl Connection {
         Connection { node, config, stop }
     }
 
-    async fn run(mut self, stream: TcpStream) {
+    async fn run(mut self, stream: TcpStream, slot: Slot) {
         let (read, write) = stream.into_split();
         let mut reader = BufReader::new(read);
         let mut out = Outbox {
@@ -175,9 +184,9 @@ impl Connection {
             node: self.node.clone(),
             client_id: vec![0; 4],
         };
-        while let Some(frame) = self.next_frame(&mut reader).await {
+        while let Some(frame) = self.next_frame(&mut reader, &slot).await {
             let result = match frame {
-                Ok(frame) => dispatch(&mut session, &mut out, frame).await,
+                Ok(frame) => serve_frame(&mut session, &mut out, frame).await,
                 Err(e) => Err(PbError::Frame(e)),
             };
             if let Err(e) = &result
@@ -203,16 +212,26 @@ impl Connection {
     async fn next_frame(
         &mut self,
         reader: &mut BufReader<OwnedReadHalf>,
+        slot: &Slot,
     ) -> Option<Result<codec::Frame, FrameError>> {
         if *self.stop.borrow() {
             return None;
         }
-        let max = self.config.frame_bytes_max;
-        let read = codec::read_frame(reader, max, self.config.read_timeout);
-        let result = tokio::select! {
-            r = read => r,
+        slot.idle();
+        let started = tokio::select! {
+            r = request_started(reader, self.config.read_timeout) => r,
             _ = self.stop.changed() => return None,
+            _ = slot.evicted() => {
+                tracing::debug!("pb connection evicted for a newer one");
+                return None;
+            }
         };
+        slot.busy();
+        if let Err(e) = started {
+            tracing::debug!("pb connection closed: {e}");
+            return None;
+        }
+        let result = self.read_started_frame(reader).await;
         match result {
             Ok(frame) => Some(Ok(frame)),
             Err(e) if e.is_protocol_error() => Some(Err(e)),
@@ -222,6 +241,70 @@ impl Connection {
             }
         }
     }
+}
+
+impl Connection {
+    /// Reads the frame whose first byte has arrived, within the request
+    /// timeout (one deadline for the whole frame).
+    async fn read_started_frame(
+        &mut self,
+        reader: &mut BufReader<OwnedReadHalf>,
+    ) -> Result<codec::Frame, FrameError> {
+        let max = self.config.frame_bytes_max;
+        let read = codec::read_frame(reader, max, None);
+        let Some(limit) = self.config.request_timeout else {
+            return tokio::select! {
+                r = read => r,
+                _ = self.stop.changed() => Err(FrameError::Closed),
+            };
+        };
+        tokio::select! {
+            r = tokio::time::timeout(limit, read) => {
+                r.unwrap_or(Err(FrameError::RequestTimeout(limit.as_millis())))
+            }
+            _ = self.stop.changed() => Err(FrameError::Closed),
+        }
+    }
+}
+
+/// Waits, up to the idle timeout, for the first byte of the next request
+/// (without consuming it). Fails when the peer closed or stayed silent.
+async fn request_started(
+    reader: &mut BufReader<OwnedReadHalf>,
+    idle: Option<Duration>,
+) -> Result<(), FrameError> {
+    let wait = async {
+        match reader.fill_buf().await {
+            Ok([]) => Err(FrameError::Closed),
+            Ok(_) => Ok(()),
+            Err(e) => Err(FrameError::Io(e)),
+        }
+    };
+    match idle {
+        Some(t) => tokio::time::timeout(t, wait)
+            .await
+            .unwrap_or(Err(FrameError::Timeout)),
+        None => wait.await,
+    }
+}
+
+/// Runs one frame's operation under the panic net: a panicking handler's
+/// half-built answer is dropped and the client gets an error instead.
+async fn serve_frame(
+    session: &mut Session,
+    out: &mut Outbox,
+    frame: codec::Frame,
+) -> Result<(), PbError> {
+    let code = frame.code;
+    let handled = {
+        let fut = std::pin::pin!(dispatch(session, out, frame));
+        catch_panic(fut).await
+    };
+    handled.unwrap_or_else(|panic| {
+        tracing::error!("pb request (code {code}) panicked: {panic}");
+        out.buf.clear();
+        Err(PbError::Panicked)
+    })
 }
 
 /// After refusing a frame, reads (and drops) what the peer still sends for
@@ -270,6 +353,8 @@ async fn dispatch(
         codes::GET_BUCKET_KEY_PREFLIST_REQ => preflist::handle(session, out, body),
         codes::START_TLS => Err(PbError::StartTls),
         codes::AUTH_REQ => Err(PbError::Auth),
+        #[cfg(feature = "test-hooks")]
+        codes::TEST_PANIC_REQ => panic!("test hook: a handler panicked"),
         other => Err(PbError::UnknownCode(other)),
     }
 }

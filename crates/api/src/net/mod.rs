@@ -1,0 +1,14 @@
+//! What both listeners (HTTP and PB) share about connections: binding with
+//! a listen backlog, the connection table with its cap and idle-first
+//! eviction, the node-wide budget of request bytes being received, the
+//! rate limit on accept-failure warnings, and the per-request panic net.
+
+mod listen;
+mod panic_net;
+mod table;
+mod warn_limit;
+
+pub use listen::{BACKLOG_DEFAULT, listen};
+pub use panic_net::{CatchPanic, catch_panic};
+pub use table::{ConnectionTable, Slot};
+pub use warn_limit::{AcceptBackoff, WarnLimiter};
