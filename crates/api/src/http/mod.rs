@@ -21,6 +21,7 @@ pub mod conditional;
 pub mod error;
 pub mod headers;
 pub mod keys;
+mod listener;
 pub mod multipart;
 pub mod object_delete;
 pub mod object_get;
@@ -35,6 +36,7 @@ pub mod root;
 pub mod routes;
 pub mod server;
 pub mod stats;
+mod timed_body;
 pub mod types;
 
 pub use server::{HttpConfig, router, serve};

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -14,8 +15,9 @@ use eddy_kv::Node;
 use tokio_stream::StreamExt;
 
 use super::error::ApiError;
-use super::routes;
 use super::stats::HttpStats;
+use super::{listener, routes};
+use crate::net::ConnectionTable;
 
 /// Settings of the HTTP front end.
 #[derive(Clone, Debug)]
@@ -24,6 +26,16 @@ pub struct HttpConfig {
     pub body_bytes_max: usize,
     /// The backend name `/stats` reports as `storage_backend`.
     pub storage_backend: String,
+    /// Connections served at once; when full, the longest idle one is
+    /// closed for a newcomer, and a newcomer finding all busy gets 503.
+    pub connections_max: usize,
+    /// How long a request's head (including the wait for it on a kept-alive
+    /// connection) and, separately, its body may take to arrive; `None`
+    /// waits forever.
+    pub request_timeout: Option<Duration>,
+    /// The connection table to use (so `/stats` can see it); `None` builds
+    /// one of `connections_max` places.
+    pub table: Option<Arc<ConnectionTable>>,
 }
 
 impl Default for HttpConfig {
@@ -31,6 +43,9 @@ impl Default for HttpConfig {
         HttpConfig {
             body_bytes_max: 64 * 1024 * 1024,
             storage_backend: "memory".to_string(),
+            connections_max: 4096,
+            request_timeout: Some(Duration::from_secs(60)),
+            table: None,
         }
     }
 }
@@ -62,18 +77,30 @@ pub async fn serve(
     config: HttpConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(node, config);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    let table =
+        (config.table.clone()).unwrap_or_else(|| ConnectionTable::new(config.connections_max));
+    let shared = listener::Shared {
+        request_timeout: config.request_timeout,
+        router: router(node, config),
+        table,
+    };
+    listener::run(listener, shared, shutdown).await
 }
 
 async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
+    #[cfg(feature = "test-hooks")]
+    if req.uri().path() == TEST_PANIC_PATH {
+        panic!("test hook: a handler panicked");
+    }
     match routes::handle(app, req).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }
 }
+
+/// Not Riak's: a path whose handler panics, to test the panic net.
+#[cfg(feature = "test-hooks")]
+pub const TEST_PANIC_PATH: &str = "/eddy-test/panic";
 
 /// Reads a request body, refusing one over `max` bytes with 413 (early,
 /// from Content-Length, when the client declared it).

@@ -1,0 +1,146 @@
+//! The HTTP listener: the accept loop and one hyper HTTP/1 connection per
+//! socket, with the axum router as the service.
+//!
+//! Invariants: at most `connections_max` connections are served; when
+//! full, the longest idle one (no request in progress) is closed for a
+//! newcomer, and a newcomer finding all busy gets 503 and is closed; the
+//! head of each request (and the wait for it on a kept-alive connection)
+//! must arrive within `request_timeout`, and its body within the same
+//! time from the head, else the request fails and the connection closes; a
+//! panic in a handler answers 500 and ends only that request; on shutdown
+//! the listener stops accepting, idle connections close, and requests in
+//! flight finish.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::response::Response;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::Service as _;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::timed_body::TimedBody;
+use crate::net::{AcceptBackoff, ConnectionTable, Slot, catch_panic};
+
+/// What every connection of a listener shares.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub router: Router,
+    pub table: Arc<ConnectionTable>,
+    pub request_timeout: Option<Duration>,
+}
+
+/// Serves `shared.router` on `listener` until `shutdown` completes, then
+/// waits for the connections to finish their requests in flight.
+pub(crate) async fn run(
+    listener: TcpListener,
+    shared: Shared,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    let mut backoff = AcceptBackoff::new("http");
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(admit(stream, shared.clone(), stop_rx.clone()));
+                }
+                Err(e) => backoff.failed(e).await,
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    let _ = stop_tx.send(true);
+    while connections.join_next().await.is_some() {}
+    Ok(())
+}
+
+async fn admit(stream: TcpStream, shared: Shared, stop: watch::Receiver<bool>) {
+    let _ = stream.set_nodelay(true);
+    match shared.table.admit() {
+        Some(slot) => serve_connection(stream, shared, Arc::new(slot), stop).await,
+        None => refuse(stream, shared.table.limit()).await,
+    }
+}
+
+/// Answers 503 to a connection over the limit, without reading its request.
+async fn refuse(mut stream: TcpStream, limit: usize) {
+    let body = format!("Too many connections: the limit is {limit}\n");
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all((head + &body).as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    shared: Shared,
+    slot: Arc<Slot>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let service_slot = slot.clone();
+    let router = TowerToHyperService::new(shared.router.clone());
+    let timeout = shared.request_timeout;
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let slot = service_slot.clone();
+        let call = router.call(req.map(|b| TimedBody::new(b, timeout)));
+        async move {
+            slot.busy();
+            let answered = catch_panic(std::pin::pin!(call)).await;
+            slot.idle();
+            Ok::<_, Infallible>(match answered {
+                Ok(Ok(resp)) => resp,
+                Ok(Err(never)) => match never {},
+                Err(panic) => panicked(&panic),
+            })
+        }
+    });
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new());
+    builder.header_read_timeout(shared.request_timeout);
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    let stopping = *stop.borrow();
+    if stopping {
+        conn.as_mut().graceful_shutdown();
+    }
+    tokio::select! {
+        r = conn.as_mut() => return finished(r),
+        _ = stop.wait_for(|s| *s) => {}
+        _ = slot.evicted() => tracing::debug!("http connection evicted for a newer one"),
+    }
+    conn.as_mut().graceful_shutdown();
+    finished(conn.await);
+}
+
+fn finished(r: Result<(), hyper::Error>) {
+    if let Err(e) = r {
+        tracing::debug!("http connection closed: {e}");
+    }
+}
+
+/// The answer of a request whose handler panicked.
+fn panicked(panic: &str) -> Response {
+    tracing::error!("http request panicked: {panic}");
+    let mut resp = Response::new(Body::from(
+        "Internal error: the request failed unexpectedly\n",
+    ));
+    *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    resp
+}
