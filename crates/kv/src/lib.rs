@@ -8,12 +8,14 @@
 //! - [`vnode`]: the owner of one partition's backend;
 //! - [`commitlog`]: the node-wide log that makes writes durable in groups;
 //! - [`coordinator`]: the async get/put/delete/list drivers;
+//! - [`limits`]: per-object limits on usermeta, links and index entries;
 //! - [`node`]: the node that ties them together.
 
 pub mod commitlog;
 pub mod coordinator;
 pub mod core;
 pub mod error;
+pub mod limits;
 pub mod node;
 pub mod props;
 pub mod quorum;
