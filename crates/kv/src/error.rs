@@ -41,6 +41,14 @@ pub enum KvError {
         size: usize,
         max: usize,
     },
+    /// The object carries more entries of a kind (usermeta, links, index
+    /// entries) than allowed.
+    #[error("too many {what}: {count} exceeds the limit of {max}")]
+    TooMany {
+        what: &'static str,
+        count: usize,
+        max: usize,
+    },
     /// The write would leave more siblings than allowed.
     #[error("too many siblings: {count} exceeds the limit of {max}")]
     TooManySiblings { count: usize, max: usize },

@@ -9,12 +9,14 @@
 //! - [`commitlog`]: the node-wide log that makes writes durable in groups;
 //! - [`coordinator`]: the async get/put/delete/list drivers;
 //! - [`repair`]: damaged partitions: marks, reads around them, repair;
+//! - [`limits`]: per-object limits on usermeta, links and index entries;
 //! - [`node`]: the node that ties them together.
 
 pub mod commitlog;
 pub mod coordinator;
 pub mod core;
 pub mod error;
+pub mod limits;
 pub mod node;
 pub mod props;
 pub mod quorum;

@@ -49,6 +49,8 @@ pub struct NodeConfig {
     pub object_size_max_bytes: usize,
     /// Longest key accepted.
     pub key_bytes_max: usize,
+    /// Per-object limits on usermeta, links and index entries.
+    pub meta_limits: crate::limits::MetaLimits,
     /// Timeout when a request names none (Riak's is 60 s).
     pub default_timeout_ms: u64,
     /// Where the node's commit log lives; `None` makes `dw` writes sync
@@ -72,6 +74,7 @@ impl Default for NodeConfig {
             object_size_warn_bytes: 5 * 1024 * 1024,
             object_size_max_bytes: 50 * 1024 * 1024,
             key_bytes_max: eddy_storage::limits::KEY_BYTES_MAX,
+            meta_limits: crate::limits::MetaLimits::default(),
             default_timeout_ms: 60_000,
             commit_log_dir: None,
             commit_log: LogOptions::default(),

@@ -100,6 +100,9 @@ impl From<KvError> for ApiError {
                 "conflict: the object was modified since the given context\n",
             ),
             KvError::TooLarge { what, size, max } => too_large(what, size, max),
+            KvError::TooMany { what, count, max } => ApiError::bad_request(format!(
+                "too many {what}: {count} exceeds the limit of {max}\n"
+            )),
             KvError::TooManySiblings { count, max } => ApiError::new(
                 StatusCode::CONFLICT,
                 format!("too many siblings: {count} exceeds the limit of {max}; resolve them\n"),

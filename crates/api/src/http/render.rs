@@ -62,7 +62,7 @@ pub fn object_response(
     status: StatusCode,
 ) -> Result<Response, ApiError> {
     let mut resp = match sel {
-        Selection::One(c) => one(target, c, status),
+        Selection::One(c) => one(target, c, status)?,
         Selection::Siblings => siblings(target, obj, accept_header)?,
     };
     set(
@@ -73,13 +73,30 @@ pub fn object_response(
     Ok(resp)
 }
 
-fn one(target: &Target, c: &Content, status: StatusCode) -> Response {
+/// The most header fields an object answer carries. An object stored
+/// within the metadata limits never comes near it; one stored before them
+/// (or merged from many siblings) is refused with a 500 rather than
+/// overflowing the header map.
+pub const HEADER_FIELDS_MAX: usize = 16_384;
+
+fn one(target: &Target, c: &Content, status: StatusCode) -> Result<Response, ApiError> {
+    let headers = content_headers(target.api, &target.bucket, c);
+    if headers.len() > HEADER_FIELDS_MAX {
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "the object's metadata needs {} header fields, more than the {HEADER_FIELDS_MAX} \
+                 an HTTP answer may carry; read it over PB\n",
+                headers.len()
+            ),
+        ));
+    }
     let mut resp = Response::new(Body::from(c.value.clone()));
     *resp.status_mut() = status;
-    for (name, value) in content_headers(target.api, &target.bucket, c) {
+    for (name, value) in headers {
         set(resp.headers_mut(), &name, &value);
     }
-    resp
+    Ok(resp)
 }
 
 fn siblings(
@@ -139,7 +156,8 @@ pub fn not_found(tombstone: Option<&VersionVector>) -> Response {
 }
 
 /// Sets a header, skipping (with a log line) a value HTTP cannot carry,
-/// such as user metadata written over PB with a newline in it.
+/// such as user metadata written over PB with a newline in it, or one past
+/// the header map's capacity (never a panic).
 pub fn set(headers: &mut HeaderMap, name: &str, value: &[u8]) {
     let (Ok(n), Ok(v)) = (
         HeaderName::from_bytes(name.as_bytes()),
@@ -148,7 +166,9 @@ pub fn set(headers: &mut HeaderMap, name: &str, value: &[u8]) {
         tracing::debug!(name, "header not representable in HTTP; skipped");
         return;
     };
-    headers.insert(n, v);
+    if headers.try_insert(n, v).is_err() {
+        tracing::warn!(name, "header map full; header skipped");
+    }
 }
 
 /// The `Accept` header as text, if present and readable.

@@ -176,6 +176,42 @@ pub const SETTINGS: &[Setting] = &[
         "Refuse larger objects.",
     ),
     s(
+        "object.usermeta.entries.maximum",
+        "1000",
+        Kind::Int,
+        "Refuse objects with more usermeta (X-Riak-Meta-*) pairs.",
+    ),
+    s(
+        "object.usermeta.size.maximum",
+        "64KB",
+        Kind::Bytes,
+        "Refuse objects whose usermeta (X-Riak-Meta-*) pairs total more bytes.",
+    ),
+    s(
+        "object.links.entries.maximum",
+        "1000",
+        Kind::Int,
+        "Refuse objects with more links.",
+    ),
+    s(
+        "object.links.size.maximum",
+        "64KB",
+        Kind::Bytes,
+        "Refuse objects whose links total more bytes.",
+    ),
+    s(
+        "object.index.entries.maximum",
+        "1000",
+        Kind::Int,
+        "Refuse objects with more secondary-index entries.",
+    ),
+    s(
+        "object.index.size.maximum",
+        "64KB",
+        Kind::Bytes,
+        "Refuse objects whose secondary-index entries total more bytes.",
+    ),
+    s(
         "object.siblings.warning_threshold",
         "25",
         Kind::Int,

@@ -212,6 +212,7 @@ fn node_config(c: &Config, root: &std::path::Path) -> NodeConfig {
         siblings_max: c.int("object.siblings.maximum") as usize,
         object_size_warn_bytes: c.bytes("object.size.warning_threshold") as usize,
         object_size_max_bytes: c.bytes("object.size.maximum") as usize,
+        meta_limits: meta_limits(c),
         commit_log_dir: Some(root.join("commit_log")),
         partitions_dir: Some(root.join("partitions")),
         commit_log: eddy_kv::commitlog::LogOptions {
@@ -230,6 +231,18 @@ fn node_config(c: &Config, root: &std::path::Path) -> NodeConfig {
             ..Default::default()
         },
         ..NodeConfig::default()
+    }
+}
+
+fn meta_limits(c: &Config) -> eddy_kv::limits::MetaLimits {
+    let limit = |kind: &str| eddy_kv::limits::Limit {
+        entries: c.int(&format!("object.{kind}.entries.maximum")) as usize,
+        bytes: c.bytes(&format!("object.{kind}.size.maximum")) as usize,
+    };
+    eddy_kv::limits::MetaLimits {
+        usermeta: limit("usermeta"),
+        links: limit("links"),
+        index: limit("index"),
     }
 }
 

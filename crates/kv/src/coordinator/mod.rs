@@ -60,6 +60,7 @@ impl Node {
     }
 
     pub(crate) fn check_content(&self, content: &Content) -> Result<(), KvError> {
+        self.config.meta_limits.check(&content.meta)?;
         let size = content.value.len()
             + content
                 .meta
