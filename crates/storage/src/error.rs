@@ -73,9 +73,6 @@ impl StorageError {
             let detail = format!("{}: {source}", path.display());
             return StorageError::Exhausted { resource, detail };
         }
-        StorageError::Io {
-            path,
-            source,
-        }
+        StorageError::Io { path, source }
     }
 }

@@ -234,6 +234,9 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
     for (k, v) in node_info(app) {
         m.insert(k, v);
     }
+    for (k, v) in super::health::stats(app) {
+        m.insert(k.to_string(), v);
+    }
     m
 }
 
