@@ -178,7 +178,10 @@ impl Inner {
 
     /// Refuses all further writes, remembering why.
     pub fn poison(&self, err: StorageError) -> StorageError {
-        let reason = err.to_string();
+        let reason = match err {
+            StorageError::Poisoned(reason) => reason,
+            other => other.to_string(),
+        };
         *self.poison_reason.lock() = reason.clone();
         self.poisoned.store(true, Ordering::Release);
         StorageError::Poisoned(reason)
@@ -200,7 +203,8 @@ impl Inner {
             let e = std::io::Error::other("injected fsync failure");
             return Err(self.poison(StorageError::io(&file.path, e)));
         }
-        file.sync_data().map_err(|e| self.poison(e))
+        file.sync_data()
+            .map_err(|e| self.poison(StorageError::Poisoned(format!("fdatasync failed: {e}"))))
     }
 
     fn flush(&self, w: &mut Writer) -> Result<(), StorageError> {

@@ -28,10 +28,20 @@ pub enum StorageError {
         offset: u64,
         reason: &'static str,
     },
-    /// An earlier fsync failed, so the instance refuses writes rather than
-    /// pretend they are durable.
-    #[error("backend refuses writes after a failed fsync: {0}")]
+    /// An earlier fsync (or a write of data already handed to the kernel)
+    /// failed, so the instance refuses writes rather than pretend they are
+    /// durable; the message names that failure.
+    #[error("backend refuses writes until restarted: {0}")]
     Poisoned(String),
+    /// A resource the write needs (descriptors, disk space, memory) ran
+    /// out. Transient: the write was refused whole, and writes succeed
+    /// again once the resource is back (design note 008).
+    #[error("{resource} exhausted: {detail}")]
+    Exhausted {
+        resource: crate::exhausted::Resource,
+        /// What was being done, and the OS error.
+        detail: String,
+    },
     /// The instance was closed.
     #[error("backend is closed")]
     Closed,
@@ -55,10 +65,14 @@ pub enum StorageError {
 
 impl StorageError {
     /// Wraps an I/O error with the path it concerns.
+    /// An exhausted resource ([`crate::exhausted::Resource::of`]) becomes
+    /// [`StorageError::Exhausted`].
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        StorageError::Io {
-            path: path.into(),
-            source,
+        let path = path.into();
+        if let Some(resource) = crate::exhausted::Resource::of(&source) {
+            let detail = format!("{}: {source}", path.display());
+            return StorageError::Exhausted { resource, detail };
         }
+        StorageError::Io { path, source }
     }
 }

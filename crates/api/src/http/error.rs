@@ -9,6 +9,7 @@ use eddy_kv::KvError;
 use eddy_kv::core::put::PutFailure;
 use eddy_kv::quorum::QuorumError;
 use eddy_kv::types::RegistryError;
+use eddy_storage::{Resource, StorageError};
 
 /// A failed request: the status and the plain-text body to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,12 +112,25 @@ impl From<KvError> for ApiError {
             KvError::ShuttingDown => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "node is shutting down\n")
             }
+            KvError::Storage(StorageError::Exhausted { resource, detail }) => {
+                exhausted(resource, &detail)
+            }
             other => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("Error:\n{other}\n"),
             ),
         }
     }
+}
+
+/// A write refused because a resource ran out: 507 for disk space, 503
+/// for the rest (both pass once it is back: design note 008).
+fn exhausted(resource: Resource, detail: &str) -> ApiError {
+    let status = match resource {
+        Resource::Disk => StatusCode::INSUFFICIENT_STORAGE,
+        Resource::Descriptors | Resource::Memory => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    ApiError::new(status, format!("{resource} exhausted: {detail}\n"))
 }
 
 fn registry_error(e: RegistryError) -> ApiError {
@@ -191,5 +205,25 @@ mod tests {
         assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE);
         let e: ApiError = KvError::MatchFound.into();
         assert_eq!(e.status, StatusCode::PRECONDITION_FAILED);
+    }
+
+    #[test]
+    fn exhaustion_answers_507_for_disk_and_503_for_descriptors() {
+        let refused = |resource| -> ApiError {
+            KvError::Storage(StorageError::Exhausted {
+                resource,
+                detail: "the commit log cannot create segment 4".into(),
+            })
+            .into()
+        };
+        let e = refused(Resource::Disk);
+        assert_eq!(e.status, StatusCode::INSUFFICIENT_STORAGE);
+        assert!(
+            e.message
+                .starts_with("disk space exhausted: the commit log")
+        );
+        let e = refused(Resource::Descriptors);
+        assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(e.message.starts_with("file descriptors exhausted"), "{e:?}");
     }
 }

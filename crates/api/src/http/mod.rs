@@ -20,6 +20,7 @@ pub mod buckets;
 pub mod conditional;
 pub mod error;
 pub mod headers;
+pub mod health;
 pub mod keys;
 mod listener;
 pub mod multipart;

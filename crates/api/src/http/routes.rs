@@ -4,6 +4,7 @@
 //! | path | resource |
 //! |---|---|
 //! | `/` , `/ping`, `/stats` | [`root`], [`ping`], [`stats`] |
+//! | `/health` | [`health`] (Eddy's own) |
 //! | `/buckets`, `/types/T/buckets`, `/riak` | [`buckets`] (list) |
 //! | `/buckets/B/keys`, `/types/T/buckets/B/keys` | [`keys`] (GET), new object (POST) |
 //! | `/buckets/B/keys/K`, `/types/T/buckets/B/keys/K`, `/riak/B/K` | the object |
@@ -20,6 +21,7 @@
 //! [`root`]: super::root
 //! [`ping`]: super::ping
 //! [`stats`]: super::stats
+//! [`health`]: super::health
 //! [`buckets`]: super::buckets
 //! [`keys`]: super::keys
 //! [`props`]: super::props
@@ -40,7 +42,8 @@ use super::error::ApiError;
 use super::params::{Query, unquote_plus};
 use super::server::App;
 use super::{
-    buckets, keys, object_delete, object_get, object_put, ping, preflist, props, root, stats, types,
+    buckets, health, keys, object_delete, object_get, object_put, ping, preflist, props, root,
+    stats, types,
 };
 
 /// Riak's URL styles (its `api_version`), which shape `Link` and
@@ -68,6 +71,8 @@ pub enum Route {
     Root,
     Ping,
     Stats,
+    /// Whether the node accepts writes.
+    Health,
     /// The buckets of a type.
     Buckets {
         bucket_type: String,
@@ -100,6 +105,10 @@ pub async fn handle(app: Arc<App>, req: Request) -> Result<Response, ApiError> {
         Route::Stats => {
             only_get(&method, "GET, HEAD")?;
             Ok(stats::get(&app))
+        }
+        Route::Health => {
+            only_get(&method, "GET, HEAD")?;
+            Ok(health::get(&app))
         }
         Route::Buckets { bucket_type, .. } => {
             only_get(&method, "GET, HEAD")?;
@@ -187,6 +196,7 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
         [b""] => Route::Root,
         [b"ping"] => Route::Ping,
         [b"stats"] => Route::Stats,
+        [b"health"] => Route::Health,
         [b"riak"] => buckets_of(DEFAULT_TYPE, Api::Legacy),
         [b"buckets"] => buckets_of(DEFAULT_TYPE, Api::Buckets),
         [b"riak", b] => Route::LegacyBucket(default(b, Api::Legacy)),

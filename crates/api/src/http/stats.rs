@@ -237,6 +237,9 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
     for (k, v) in super::repair::stats(node) {
         m.insert(k.to_string(), v);
     }
+    for (k, v) in super::health::stats(app) {
+        m.insert(k.to_string(), v);
+    }
     m
 }
 

@@ -27,8 +27,14 @@
 //! - records reach the files in log order, each whole before the next:
 //!   they are copied under the state lock;
 //! - a waiter is answered `Ok` only once its record is appended (and, with
-//!   `o_sync`, synced); after a failed sync the log is poisoned and every
+//!   `o_sync`, synced); after a failed sync (or a failed copy into a
+//!   segment, which may leave a torn record) the log is poisoned and every
 //!   waiter and append fails;
+//! - failing to create a segment poisons nothing: the syncer retries (with
+//!   backoff), and while there is no spare segment and the current one has
+//!   less than half its room left, [`CommitLog::check`] refuses writes with
+//!   [`eddy_storage::StorageError::Exhausted`] before any backend is touched; they resume
+//!   by themselves once a segment can be created (design note 008);
 //! - a segment is deleted only after every backend synced, and every record
 //!   in it was applied to its backend before it was appended.
 //!
@@ -40,6 +46,7 @@ pub mod record;
 pub mod recover;
 mod retire;
 pub mod segment;
+mod spare;
 mod syncer;
 mod writer;
 
@@ -54,6 +61,7 @@ pub use record::{Op, Record};
 pub use recover::{Recovered, recover};
 
 use crate::error::KvError;
+pub use spare::Refusals;
 
 /// A position in the log: the number of record bytes appended before it.
 pub type Lsn = u64;
@@ -144,6 +152,9 @@ struct State {
     waiters: Vec<(Lsn, Waiter)>,
     stopping: bool,
     failed: Option<String>,
+    /// Why the last attempt to create a segment failed, until one is
+    /// created: writes are refused while the current segment runs low.
+    spare_failed: Option<spare::CreateFailure>,
 }
 
 struct Shared {
@@ -158,6 +169,9 @@ struct Shared {
     durable: std::sync::atomic::AtomicU64,
     /// Fault injection: the next fdatasync fails (tests of the poisoned log).
     fail_next_sync: std::sync::atomic::AtomicBool,
+    /// Writes refused for exhaustion, and the fault injection of segment
+    /// creation.
+    spare: spare::Spare,
     /// Wakes the syncer.
     work: Condvar,
     opts: LogOptions,
@@ -197,9 +211,11 @@ impl CommitLog {
                 waiters: Vec::new(),
                 stopping: false,
                 failed: None,
+                spare_failed: None,
             }),
             work: Condvar::new(),
             fail_next_sync: std::sync::atomic::AtomicBool::new(false),
+            spare: spare::Spare::default(),
             opts,
         });
         let threads = syncer::start(shared.clone(), sync_all)?;
@@ -209,8 +225,9 @@ impl CommitLog {
         })
     }
 
-    /// Fails if the log can take no more records (poisoned or stopping).
-    /// Vnodes call this before writing their backend.
+    /// Fails if the log can take no more records (poisoned, stopping, or
+    /// out of segments for now). Vnodes call this before writing their
+    /// backend.
     pub fn check(&self) -> Result<(), KvError> {
         if !self
             .shared
@@ -219,7 +236,9 @@ impl CommitLog {
         {
             return Ok(());
         }
-        refusal(&self.shared.state.lock()).map_or(Ok(()), Err)
+        self.shared
+            .refusal(&self.shared.state.lock())
+            .map_or(Ok(()), Err)
     }
 
     /// Appends a record (copies it into the current segment, so it is in
@@ -230,7 +249,7 @@ impl CommitLog {
     /// record when both land in one segment ([`Op::PutSame`]).
     pub fn append(&self, record: &Record<'_>, same_as: Option<Lsn>) -> Result<Appended, KvError> {
         let mut st = self.shared.state.lock();
-        if let Some(e) = refusal(&st) {
+        if let Some(e) = self.shared.refusal(&st) {
             return Err(e);
         }
         let start = st.appended;
@@ -240,7 +259,8 @@ impl CommitLog {
         st.scratch = frame;
         let moved = match copied {
             Ok(moved) => moved,
-            Err(e) => {
+            Err(AppendError::Refused(e)) => return Err(e),
+            Err(AppendError::Torn(e)) => {
                 drop(st);
                 self.shared.poison(e.clone());
                 return Err(poisoned(&e));
@@ -270,6 +290,30 @@ impl CommitLog {
         self.shared
             .fail_next_sync
             .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Makes every segment creation fail with the OS error `errno` until
+    /// called with `None`, as running out of descriptors or disk would.
+    /// For tests of that path; nothing else calls it.
+    #[doc(hidden)]
+    pub fn inject_create_failure(&self, errno: Option<i32>) {
+        self.shared.spare.inject(errno);
+    }
+
+    /// Why the log refuses writes now, if it does: poisoned, or out of a
+    /// resource (then the reason names it).
+    pub fn refusing(&self) -> Option<String> {
+        let st = self.shared.state.lock();
+        match (&st.failed, st.stopping) {
+            (Some(e), _) => Some(poisoned(e).to_string()),
+            (None, true) => None,
+            (None, false) => self.shared.exhausted(&st).map(|e| e.to_string()),
+        }
+    }
+
+    /// Writes refused because a resource ran out, by resource.
+    pub fn refusals(&self) -> Refusals {
+        self.shared.spare.refusals()
     }
 
     /// The position after the last append.
@@ -412,7 +456,7 @@ impl Shared {
         frame: &mut Vec<u8>,
         record: &Record<'_>,
         same_as: Option<Lsn>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, AppendError> {
         let start = st.appended;
         encode(frame, record, same_as, st.segment_start, start);
         if frame.len() > st.current.room() {
@@ -422,13 +466,13 @@ impl Shared {
         }
         st.current
             .put(frame)
-            .map_err(|e| format!("appending to segment {}: {e}", st.current.seq))
+            .map_err(|e| AppendError::Torn(format!("copying into segment {}: {e}", st.current.seq)))
     }
 
     /// Closes the current segment and starts the next (the one created
     /// ahead, if it has room for a frame of `frame_bytes`; else a new one).
     /// Slow only when the syncer has not created the next one yet.
-    fn roll(&self, st: &mut State, frame_bytes: usize) -> Result<(), String> {
+    fn roll(&self, st: &mut State, frame_bytes: usize) -> Result<(), AppendError> {
         let need = segment::HEADER.len() + frame_bytes;
         let next = match st.next.take() {
             Some(next) if next.room() >= frame_bytes => next,
@@ -441,8 +485,16 @@ impl Shared {
                     .next_seq
                     .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let capacity = need.max(self.opts.segment_bytes as usize);
-                writer::Segment::create(&self.dir, seq, capacity, self.opts.mapped())
-                    .map_err(|e| format!("create segment {seq}: {e}"))?
+                match self.create_segment(seq, capacity) {
+                    Ok(segment) => segment,
+                    Err(e) => {
+                        // Nothing was copied: refuse this record, poison
+                        // nothing, and let the syncer retry.
+                        let refused = self.create_failed(st, seq, &e).error();
+                        self.spare.count(&refused);
+                        return Err(AppendError::Refused(refused));
+                    }
+                }
             }
         };
         let full = std::mem::replace(&mut st.current, next);
@@ -474,11 +526,12 @@ fn encode(
     }
 }
 
-fn refusal(st: &State) -> Option<KvError> {
-    if let Some(e) = &st.failed {
-        return Some(poisoned(e));
-    }
-    st.stopping.then_some(KvError::ShuttingDown)
+/// Why an append failed.
+enum AppendError {
+    /// Refused before anything was copied; the log is fine.
+    Refused(KvError),
+    /// The copy failed part-way: the log must take no more records.
+    Torn(String),
 }
 
 /// The error a write gets from a log that failed with `e`.

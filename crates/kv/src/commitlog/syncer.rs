@@ -2,7 +2,8 @@
 //!
 //! The syncer fdatasyncs when the strategy asks (someone waits with
 //! `o_sync`, the sync interval passed, a segment filled, the log stops)
-//! and creates the next segment ahead of time. A segment that filled is
+//! and creates the next segment ahead of time (retrying with backoff while
+//! creation fails: [`super::spare`]). A segment that filled is
 //! synced and goes to the checkpointer, which syncs every backend and then
 //! retires it (renamed out of the log and freed a slice at a time:
 //! [`super::retire`]).
@@ -14,6 +15,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::spare::{RETRY_FIRST, RETRY_MAX};
 use super::{Lsn, Shared, SyncAll, SyncStrategy, retire, writer};
 
 /// How often the syncer looks at the clock when nothing wakes it.
@@ -37,6 +39,7 @@ pub(super) fn start(
         last_sync: Instant::now(),
         closed: closed_tx,
         ahead_failed: None,
+        retry: None,
     };
     let syncer = std::thread::Builder::new()
         .name("commitlog-sync".into())
@@ -52,6 +55,9 @@ struct Syncer {
     closed: Sender<u64>,
     /// A window that could not be mapped ahead (it is not tried again).
     ahead_failed: Option<(u64, usize)>,
+    /// After a failed segment creation: when to try again, and the pause
+    /// that led there (doubled at each failure, up to [`RETRY_MAX`]).
+    retry: Option<(Instant, Duration)>,
 }
 
 /// One round's work, taken from the shared state at once.
@@ -65,6 +71,8 @@ struct Round {
     appended: Lsn,
     waited: bool,
     stopping: bool,
+    /// There is no spare segment and it is time to create one.
+    spare_due: bool,
 }
 
 impl Syncer {
@@ -91,10 +99,15 @@ impl Syncer {
         };
         let sync_due = st.appended > self.synced && self.sync_due();
         let ahead_due = self.ahead(&st).is_some();
-        if !(st.stopping || waited(&st) || !st.closed.is_empty() || sync_due || ahead_due) {
+        let spare_due = st.next.is_none() && self.retry_due();
+        let due = sync_due || ahead_due || spare_due;
+        if !(st.stopping || waited(&st) || !st.closed.is_empty() || due) {
+            let retry_in = self
+                .retry
+                .map_or(TICK, |(at, _)| at.saturating_duration_since(Instant::now()));
             self.shared
                 .work
-                .wait_for(&mut st, TICK.min(opts.sync_interval));
+                .wait_for(&mut st, TICK.min(opts.sync_interval).min(retry_in));
         }
         Round {
             closed: std::mem::take(&mut st.closed),
@@ -104,7 +117,13 @@ impl Syncer {
             appended: st.appended,
             waited: waited(&st),
             stopping: st.stopping || st.failed.is_some(),
+            spare_due: st.next.is_none() && self.retry_due(),
         }
+    }
+
+    /// Whether a failed segment creation may be retried now.
+    fn retry_due(&self) -> bool {
+        self.retry.is_none_or(|(at, _)| Instant::now() >= at)
     }
 
     /// The window to map ahead of appends, unless it could not be mapped
@@ -143,7 +162,7 @@ impl Syncer {
         for c in &round.closed {
             let _ = self.closed.send(c.seq);
         }
-        if !round.closed.is_empty() && !round.stopping {
+        if round.spare_due && !round.stopping {
             self.prepare_next();
         }
         Ok(())
@@ -183,25 +202,33 @@ impl Syncer {
     /// file creation under the state lock. An append that rolled meanwhile
     /// may have created one itself (sequence numbers come from one counter,
     /// so the two never collide); then this one is dropped unless it still
-    /// comes after. A failure is left for the roll to meet and report.
-    fn prepare_next(&self) {
+    /// comes after. A failure is remembered (writes are refused once the
+    /// current segment runs low) and retried after a pause.
+    fn prepare_next(&mut self) {
         if self.shared.state.lock().next.is_some() {
             return;
         }
         let seq = self.shared.next_seq.fetch_add(1, Ordering::SeqCst);
         let capacity = self.shared.opts.segment_bytes as usize;
-        let dir = &self.shared.dir;
-        let segment = match writer::Segment::create(dir, seq, capacity, self.shared.opts.mapped()) {
-            Ok(segment) => segment,
-            Err(e) => return tracing::warn!(seq, "creating the next commit log segment: {e}"),
-        };
+        let created = self.shared.create_segment(seq, capacity);
         let mut st = self.shared.state.lock();
-        if st.next.is_none() && seq > st.current.seq {
-            st.next = Some(segment);
-            return;
+        match created {
+            Ok(segment) => {
+                self.retry = None;
+                let unused = self.shared.install_spare(&mut st, segment);
+                drop(st);
+                if let Some(segment) = unused {
+                    segment.discard(&self.shared.dir);
+                }
+            }
+            Err(e) => {
+                self.shared.create_failed(&mut st, seq, &e);
+                let pause = self
+                    .retry
+                    .map_or(RETRY_FIRST, |(_, p)| (p * 2).min(RETRY_MAX));
+                self.retry = Some((Instant::now() + pause, pause));
+            }
         }
-        drop(st);
-        segment.discard(dir);
     }
 }
 

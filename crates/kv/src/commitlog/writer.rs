@@ -101,13 +101,15 @@ impl Segment {
             .read(true)
             .write(true)
             .open(&path)?;
-        allocate(&file, capacity as u64)?;
-        file.write_all_at(segment::HEADER, 0)?;
-        file.sync_all()?;
-        File::open(dir)?.sync_all()?;
-        let map = match mapped {
-            true => Some(map_window(&file, 0, capacity)?),
-            false => None,
+        let map = match prepare(dir, &file, capacity, mapped) {
+            Ok(map) => map,
+            Err(e) => {
+                // Out of disk or descriptors part-way: leave no file
+                // behind for recovery to meet (best effort).
+                drop(file);
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
         };
         Ok(Segment {
             seq,
@@ -216,6 +218,19 @@ impl Segment {
             rest = &rest[n..];
         }
         Ok(moved)
+    }
+}
+
+/// Allocates a new segment file, writes its header, syncs it with `dir`
+/// and maps its first window if `mapped`.
+fn prepare(dir: &Path, file: &File, capacity: usize, mapped: bool) -> io::Result<Option<MmapMut>> {
+    allocate(file, capacity as u64)?;
+    file.write_all_at(segment::HEADER, 0)?;
+    file.sync_all()?;
+    File::open(dir)?.sync_all()?;
+    match mapped {
+        true => Ok(Some(map_window(file, 0, capacity)?)),
+        false => Ok(None),
     }
 }
 
