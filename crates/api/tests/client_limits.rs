@@ -5,7 +5,8 @@
 mod http_support;
 mod pb_support;
 
-use eddy_api::pb::proto::{RpbLink, RpbPair};
+use eddy_api::pb::codes;
+use eddy_api::pb::proto::{RpbBucketProps, RpbLink, RpbPair, RpbSetBucketReq};
 use eddy_kv::limits::{Limit, MetaLimits};
 use eddy_kv::{BucketRef, NodeConfig, PutOptions, PutRequest};
 use eddy_object::Content;
@@ -122,4 +123,81 @@ async fn http_get_of_an_object_with_24570_usermeta_answers_500() {
     let text = r.text().await.unwrap();
     assert!(text.contains("header fields"), "{text}");
     server.assert_serving().await;
+}
+
+fn set_bucket(bucket: Vec<u8>, n_val: u32) -> RpbSetBucketReq {
+    RpbSetBucketReq {
+        bucket,
+        props: RpbBucketProps {
+            n_val: Some(n_val),
+            ..Default::default()
+        },
+        r#type: None,
+    }
+}
+
+async fn set_bucket_props(c: &mut pb_support::Client, req: &RpbSetBucketReq) -> Result<(), String> {
+    c.call::<()>(codes::SET_BUCKET_REQ, req, codes::SET_BUCKET_RESP)
+        .await
+}
+
+#[tokio::test]
+async fn pb_set_bucket_with_a_5_mib_name_is_refused() {
+    let server = pb_support::start().await;
+    let mut c = pb_support::Client::connect(&server).await;
+    let err = set_bucket_props(&mut c, &set_bucket(vec![b'b'; 5 << 20], 2))
+        .await
+        .unwrap_err();
+    assert!(err.contains("exceeds the limit of 4096"), "{err}");
+    assert!(c.ping().await);
+}
+
+#[tokio::test]
+async fn pb_set_bucket_n_val_beyond_the_ring_is_refused() {
+    let server = pb_support::start().await;
+    let mut c = pb_support::Client::connect(&server).await;
+    let err = set_bucket_props(&mut c, &set_bucket(b"b".to_vec(), u32::MAX))
+        .await
+        .unwrap_err();
+    assert!(err.contains("n_val"), "{err}");
+    set_bucket_props(&mut c, &set_bucket(b"b".to_vec(), 8))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn http_props_n_val_beyond_the_ring_and_many_unknown_props_are_400() {
+    let server = http_support::start().await;
+    let put = |body: String| {
+        server
+            .client
+            .put(server.url("/buckets/b/props"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let r = put(r#"{"props":{"n_val":4294967295}}"#.to_string())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let unknown: Vec<String> = (0..65).map(|i| format!("\"x{i}\":1")).collect();
+    let r = put(format!("{{\"props\":{{{}}}}}", unknown.join(",")))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let text = r.text().await.unwrap();
+    assert!(text.contains("unknown props"), "{text}");
+    let big = format!("{{\"props\":{{\"x\":\"{}\"}}}}", "v".repeat(70 * 1024));
+    let r = put(big).await.unwrap();
+    assert_eq!(r.status(), 400);
+    let props = server.get("/buckets/b/props").await.text().await.unwrap();
+    assert!(!props.contains("x0") && !props.contains("vvvv"), "{props}");
+}
+
+#[tokio::test]
+async fn http_props_of_a_bucket_name_over_the_limit_is_400() {
+    let server = http_support::start().await;
+    let name = "b".repeat(5000);
+    let r = server.get(&format!("/buckets/{name}/props")).await;
+    assert_eq!(r.status(), 400);
 }

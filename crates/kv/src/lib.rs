@@ -5,6 +5,7 @@
 //! - [`props`], [`quorum`], [`types`]: bucket properties, quorum values and
 //!   the bucket-type registry;
 //! - [`core`]: the pure quorum cores;
+//! - [`bucket_props`]: bucket props requests, with their names and changes checked;
 //! - [`vnode`]: the owner of one partition's backend;
 //! - [`commitlog`]: the node-wide log that makes writes durable in groups;
 //! - [`coordinator`]: the async get/put/delete/list drivers;
@@ -12,6 +13,7 @@
 //! - [`limits`]: per-object limits on usermeta, links and index entries;
 //! - [`node`]: the node that ties them together.
 
+pub mod bucket_props;
 pub mod commitlog;
 pub mod coordinator;
 pub mod core;

@@ -123,7 +123,7 @@ pub type PropsPatch = Map<String, Value>;
 pub struct PropsError(pub Vec<(String, String)>);
 
 impl PropsError {
-    fn one(field: &str, reason: impl Into<String>) -> Self {
+    pub fn one(field: &str, reason: impl Into<String>) -> Self {
         PropsError(vec![(field.to_string(), reason.into())])
     }
 }

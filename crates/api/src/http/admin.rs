@@ -49,6 +49,9 @@ pub async fn handle(app: &App, route: AdminRoute, req: Request) -> Result<Respon
             let (parts, body) = req.into_parts();
             let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
             let patch = parse_props_body(&parts.headers, &body, "bucket type")?;
+            app.node
+                .check_patch(&patch)
+                .map_err(|p| admin_error(RegistryError::Props(p)))?;
             if m == Method::POST {
                 registry.create_type(&name, &patch).map_err(admin_error)?;
                 let mut resp = no_content();

@@ -20,14 +20,7 @@ use super::server::{App, read_body};
 
 /// A bucket's effective props as Riak's JSON, with `name` and `active`.
 pub fn props_json(app: &App, bucket: &BucketRef) -> Result<Value, ApiError> {
-    if bucket.bucket.is_empty() {
-        return Err(KvError::Empty("bucket").into());
-    }
-    let props = app
-        .node
-        .registry()
-        .bucket_props(&bucket.bucket_type, &bucket.bucket)
-        .map_err(KvError::from)?;
+    let props = app.node.bucket_props(bucket)?;
     let mut json = props.to_json();
     let name = String::from_utf8_lossy(&bucket.bucket).into_owned();
     json.insert("name".into(), Value::String(name));
@@ -49,18 +42,14 @@ pub async fn handle(app: &App, t: Target, req: Request) -> Result<Response, ApiE
             let patch = parse_props_body(&parts.headers, &body, "bucket")?;
             let b = &t.bucket;
             app.node
-                .registry()
-                .set_bucket_props(&b.bucket_type, &b.bucket, &patch)
-                .map_err(registry_error)?;
+                .set_bucket_props(b, &patch)
+                .map_err(kv_props_error)?;
             Ok(no_content())
         }
         Method::DELETE => {
             props_json(app, &t.bucket)?;
             let b = &t.bucket;
-            app.node
-                .registry()
-                .reset_bucket_props(&b.bucket_type, &b.bucket)
-                .map_err(registry_error)?;
+            app.node.reset_bucket_props(b).map_err(kv_props_error)?;
             Ok(no_content())
         }
         _ => Err(ApiError::method_not_allowed("GET, HEAD, PUT, DELETE")),
@@ -107,6 +96,14 @@ pub fn parse_props_body(
 
 /// Maps a registry error; refused props become a JSON object of
 /// `field: reason`, as Riak answers.
+/// A props change's error: the registry's as JSON details, others as usual.
+fn kv_props_error(e: KvError) -> ApiError {
+    match e {
+        KvError::Registry(r) => registry_error(r),
+        other => other.into(),
+    }
+}
+
 pub fn registry_error(e: RegistryError) -> ApiError {
     match e {
         RegistryError::Props(PropsError(fields)) => {

@@ -37,6 +37,9 @@ pub async fn handle(app: &App, name: &str, req: Request) -> Result<Response, Api
             let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
             let patch = parse_props_body(&parts.headers, &body, "bucket type")?;
             app.node
+                .check_patch(&patch)
+                .map_err(|p| registry_error(eddy_kv::types::RegistryError::Props(p)))?;
+            app.node
                 .registry()
                 .update_type(name, &patch)
                 .map_err(registry_error)?;

@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use eddy_kv::Node;
 use eddy_kv::types::RegistryError;
+use eddy_kv::{KvError, Node};
 use prost::Message;
 
 use super::codes;
@@ -22,11 +22,7 @@ use super::server::{Outbox, Session};
 pub(crate) fn get(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<(), PbError> {
     let req = RpbGetBucketReq::decode(body)?;
     let b = bucket_ref(req.r#type, req.bucket)?;
-    let props = session
-        .node
-        .registry()
-        .bucket_props(&b.bucket_type, &b.bucket)
-        .map_err(PbError::Bucket)?;
+    let props = session.node.bucket_props(&b).map_err(props_error)?;
     let resp = RpbGetBucketResp {
         props: from_json(&props.to_json()),
     };
@@ -39,13 +35,11 @@ pub(crate) async fn set(session: &Session, out: &mut Outbox, body: &[u8]) -> Res
     let req = RpbSetBucketReq::decode(body)?;
     let b = bucket_ref(req.r#type, req.bucket)?;
     let patch = to_patch(req.props)?;
-    blocking(&session.node, move |node| {
-        let registry = node.registry();
-        registry
-            .set_bucket_props(&b.bucket_type, &b.bucket, &patch)
-            .map(drop)
-    })
-    .await?;
+    let node = session.node.clone();
+    match tokio::task::spawn_blocking(move || node.set_bucket_props(&b, &patch)).await {
+        Ok(result) => result.map_err(props_error)?,
+        Err(_) => return Err(PbError::WorkerFailed),
+    }
     out.push_empty(codes::SET_BUCKET_RESP);
     Ok(())
 }
@@ -54,13 +48,21 @@ pub(crate) async fn set(session: &Session, out: &mut Outbox, body: &[u8]) -> Res
 pub(crate) async fn reset(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<(), PbError> {
     let req = RpbResetBucketReq::decode(body)?;
     let b = bucket_ref(req.r#type, req.bucket)?;
-    blocking(&session.node, move |node| {
-        node.registry()
-            .reset_bucket_props(&b.bucket_type, &b.bucket)
-    })
-    .await?;
+    let node = session.node.clone();
+    match tokio::task::spawn_blocking(move || node.reset_bucket_props(&b)).await {
+        Ok(result) => result.map_err(props_error)?,
+        Err(_) => return Err(PbError::WorkerFailed),
+    }
     out.push_empty(codes::RESET_BUCKET_RESP);
     Ok(())
+}
+
+/// A props request's error: the registry's in the bucket requests' words.
+fn props_error(e: KvError) -> PbError {
+    match e {
+        KvError::Registry(r) => PbError::Bucket(r),
+        other => other.into(),
+    }
 }
 
 /// Runs a registry change on a blocking thread (it syncs a file).
