@@ -178,3 +178,26 @@ async fn a_panicking_handler_answers_500_and_the_connection_stays_usable() {
         "the same connection serves the next request"
     );
 }
+
+#[tokio::test]
+async fn stats_report_connections_and_evictions() {
+    let table = ConnectionTable::new(1);
+    let http = HttpConfig {
+        table: Some(table.clone()),
+        ..HttpConfig::default()
+    };
+    let server = start_with_http(http).await;
+    let mut idle = connect(&server).await;
+    assert!(ping(&mut idle).await);
+    let mut s = connect(&server).await;
+    s.write_all(b"GET /stats HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = response(&mut s).await.expect("an answer");
+    let body = &answer[answer.find("\r\n\r\n").unwrap() + 4..];
+    let stats: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(stats["http_connections"], 1);
+    assert_eq!(stats["pb_connections"], 0);
+    assert_eq!(stats["connections_evicted_total"], 1);
+    assert_eq!(stats["connections_refused_total"], 0);
+}

@@ -36,6 +36,8 @@ pub struct HttpConfig {
     /// The connection table to use (so `/stats` can see it); `None` builds
     /// one of `connections_max` places.
     pub table: Option<Arc<ConnectionTable>>,
+    /// The PB listener's connection table, for `/stats`.
+    pub pb_table: Option<Arc<ConnectionTable>>,
 }
 
 impl Default for HttpConfig {
@@ -46,6 +48,7 @@ impl Default for HttpConfig {
             connections_max: 4096,
             request_timeout: Some(Duration::from_secs(60)),
             table: None,
+            pb_table: None,
         }
     }
 }
@@ -74,11 +77,12 @@ pub fn router(node: Arc<Node>, config: HttpConfig) -> Router {
 pub async fn serve(
     listener: tokio::net::TcpListener,
     node: Arc<Node>,
-    config: HttpConfig,
+    mut config: HttpConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let table =
         (config.table.clone()).unwrap_or_else(|| ConnectionTable::new(config.connections_max));
+    config.table = Some(table.clone());
     let shared = listener::Shared {
         request_timeout: config.request_timeout,
         router: router(node, config),

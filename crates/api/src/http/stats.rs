@@ -234,6 +234,10 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
     for (k, v) in node_info(app) {
         m.insert(k, v);
     }
+    let (http, pb) = (app.config.table.as_deref(), app.config.pb_table.as_deref());
+    for (k, v) in crate::net::connection_stats(http, pb) {
+        m.insert(k, v);
+    }
     m
 }
 

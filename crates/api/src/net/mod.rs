@@ -5,10 +5,12 @@
 
 mod listen;
 mod panic_net;
+mod stats;
 mod table;
 mod warn_limit;
 
 pub use listen::{BACKLOG_DEFAULT, listen};
 pub use panic_net::{CatchPanic, catch_panic};
+pub use stats::connection_stats;
 pub use table::{ConnectionTable, Slot};
 pub use warn_limit::{AcceptBackoff, WarnLimiter};

@@ -326,6 +326,48 @@ pub const SETTINGS: &[Setting] = &[
         "Refuse larger HTTP bodies.",
     ),
     s(
+        "protobuf.connections_maximum",
+        "4096",
+        Kind::Int,
+        "PB connections served at once; when full the longest idle one is closed for a newcomer.",
+    ),
+    s(
+        "protobuf.idle_timeout",
+        "10m",
+        Kind::DurationOr(&["off"]),
+        "Close a PB connection waiting this long for its next request.",
+    ),
+    s(
+        "protobuf.request_timeout",
+        "60s",
+        Kind::DurationOr(&["off"]),
+        "Cut off a PB frame not received whole within this time.",
+    ),
+    s(
+        "protobuf.backlog",
+        "1024",
+        Kind::Int,
+        "Listen backlog of the PB listener.",
+    ),
+    s(
+        "http.connections_maximum",
+        "4096",
+        Kind::Int,
+        "HTTP connections served at once; when full the longest idle one is closed for a newcomer.",
+    ),
+    s(
+        "http.request_timeout",
+        "60s",
+        Kind::DurationOr(&["off"]),
+        "Cut off an HTTP request whose head (or kept-alive wait for it), or body, takes longer.",
+    ),
+    s(
+        "http.backlog",
+        "1024",
+        Kind::Int,
+        "Listen backlog of the HTTP listener.",
+    ),
+    s(
         "log.level",
         "info",
         Kind::Choice(&["error", "warn", "info", "debug", "trace"]),
