@@ -17,7 +17,7 @@ use tokio_stream::StreamExt;
 use super::error::ApiError;
 use super::stats::HttpStats;
 use super::{listener, routes};
-use crate::net::ConnectionTable;
+use crate::net::{ConnectionTable, RequestBudget};
 
 /// Settings of the HTTP front end.
 #[derive(Clone, Debug)]
@@ -38,6 +38,9 @@ pub struct HttpConfig {
     pub table: Option<Arc<ConnectionTable>>,
     /// The PB listener's connection table, for `/stats`.
     pub pb_table: Option<Arc<ConnectionTable>>,
+    /// The node-wide budget of request bytes being received (shared with
+    /// PB); `None` bounds each body only by `body_bytes_max`.
+    pub budget: Option<Arc<RequestBudget>>,
 }
 
 impl Default for HttpConfig {
@@ -49,6 +52,7 @@ impl Default for HttpConfig {
             request_timeout: Some(Duration::from_secs(60)),
             table: None,
             pb_table: None,
+            budget: None,
         }
     }
 }
@@ -85,6 +89,7 @@ pub async fn serve(
     config.table = Some(table.clone());
     let shared = listener::Shared {
         request_timeout: config.request_timeout,
+        budget: config.budget.clone(),
         router: router(node, config),
         table,
     };

@@ -238,6 +238,9 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
     for (k, v) in crate::net::connection_stats(http, pb) {
         m.insert(k, v);
     }
+    for (k, v) in crate::net::budget_stats(app.config.budget.as_deref()) {
+        m.insert(k, v);
+    }
     m
 }
 

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::ConnectionTable;
+use super::{ConnectionTable, RequestBudget};
 
 /// `http_connections`, `pb_connections` (open now) and the evictions and
 /// refusals of both listeners; a missing table counts as empty.
@@ -22,6 +22,25 @@ pub fn connection_stats(
         (
             "connections_refused_total".into(),
             json!(sum(ConnectionTable::refused)),
+        ),
+    ]
+}
+
+/// `request_budget_in_use`, `request_budget_maximum` and
+/// `request_budget_refused_total` (zeros without a budget).
+pub fn budget_stats(budget: Option<&RequestBudget>) -> Vec<(String, Value)> {
+    vec![
+        (
+            "request_budget_in_use".into(),
+            json!(budget.map_or(0, RequestBudget::in_use)),
+        ),
+        (
+            "request_budget_maximum".into(),
+            json!(budget.map_or(0, RequestBudget::maximum)),
+        ),
+        (
+            "request_budget_refused_total".into(),
+            json!(budget.map_or(0, RequestBudget::refused)),
         ),
     ]
 }

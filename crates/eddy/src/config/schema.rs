@@ -368,6 +368,18 @@ pub const SETTINGS: &[Setting] = &[
         "Listen backlog of the HTTP listener.",
     ),
     s(
+        "request_budget.maximum",
+        "256MB",
+        Kind::Bytes,
+        "Node-wide bytes of PB frames and HTTP bodies over 8KB being received at once.",
+    ),
+    s(
+        "request_budget.wait",
+        "5s",
+        Kind::Duration,
+        "How long a request waits for room in the request budget before it is refused.",
+    ),
+    s(
         "log.level",
         "info",
         Kind::Choice(&["error", "warn", "info", "debug", "trace"]),

@@ -85,9 +85,15 @@ async fn run(config: &Config) -> Result<(), StartError> {
         pb_addr,
         backlog(config, "protobuf.backlog"),
     )?;
-    let pb_config = pb_config(config);
+    let budget = eddy_api::net::RequestBudget::new(
+        config.bytes("request_budget.maximum") as usize,
+        std::time::Duration::from_millis(config.duration_ms("request_budget.wait").unwrap_or(0)),
+    );
+    let mut pb_config = pb_config(config);
+    pb_config.budget = Some(budget.clone());
     let mut http_config = http_config(config);
     http_config.pb_table = pb_config.table.clone();
+    http_config.budget = Some(budget);
     let (stop_tx, stop_rx) = watch::channel(false);
     let servers = [
         tokio::spawn(eddy_api::http::serve(
@@ -249,6 +255,7 @@ fn pb_config(c: &Config) -> eddy_api::pb::PbConfig {
         read_timeout: timeout(c, "protobuf.idle_timeout"),
         request_timeout: timeout(c, "protobuf.request_timeout"),
         table: Some(eddy_api::net::ConnectionTable::new(connections_max)),
+        budget: None,
     }
 }
 
