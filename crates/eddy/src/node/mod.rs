@@ -7,6 +7,7 @@
 pub mod datadir;
 pub mod storage;
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -114,7 +115,9 @@ async fn run(config: &Config) -> Result<(), StartError> {
         )),
     ];
     tracing::info!(nodename = config.text("nodename"), %http_addr, %pb_addr, "eddy started");
-    println!(
+    // Not println!: it panics when stdout cannot be written (a full disk).
+    let _ = writeln!(
+        std::io::stdout(),
         "eddy {} started: http {http_addr}, pb {pb_addr}, data {}",
         env!("CARGO_PKG_VERSION"),
         root.display()
@@ -128,7 +131,7 @@ async fn run(config: &Config) -> Result<(), StartError> {
     let stopping = node.clone();
     let _ = tokio::task::spawn_blocking(move || stopping.shutdown()).await;
     drop(datadir);
-    println!("eddy stopped");
+    let _ = writeln!(std::io::stdout(), "eddy stopped");
     Ok(())
 }
 
