@@ -44,6 +44,10 @@ pub const ID_STRIDE: u32 = 4096;
 /// that put was a visible part of the node's p99), large enough that the
 /// syscall is a small share of the copy.
 const FLUSH_THRESHOLD_BYTES: usize = 32 * 1024;
+/// The most a write buffer may hold that could not be flushed (disk full)
+/// before writes are refused: bounds the memory and the records a crash
+/// could lose while the disk is full.
+pub const MAX_UNFLUSHED_BYTES: usize = 4 * FLUSH_THRESHOLD_BYTES;
 
 /// What a file in the data directory is, by its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,9 +254,15 @@ impl ActiveFile {
             .create_new(true)
             .open(at)
             .map_err(|e| StorageError::io(at, e))?;
-        let read = write_handle
-            .try_clone()
-            .map_err(|e| StorageError::io(at, e))?;
+        let read = match write_handle.try_clone() {
+            Ok(read) => read,
+            Err(e) => {
+                // Out of descriptors: leave nothing a retry would trip on.
+                drop(write_handle);
+                let _ = std::fs::remove_file(at);
+                return Err(StorageError::io(at, e));
+            }
+        };
         let file = Arc::new(DataFile {
             id,
             path: path.to_path_buf(),
@@ -294,12 +304,18 @@ impl ActiveFile {
         offset
     }
 
+    /// Bytes in the buffer, not yet handed to the kernel.
+    pub fn buffered_len(&self) -> usize {
+        self.buf.len()
+    }
+
     /// True once the buffer is worth a write syscall.
     pub fn wants_flush(&self) -> bool {
         self.buf.len() >= FLUSH_THRESHOLD_BYTES
     }
 
-    /// Hands the buffered bytes to the kernel.
+    /// Hands the buffered bytes to the kernel. On failure the buffer is
+    /// kept whole and a retry rewrites it at the same offset.
     pub fn flush(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());

@@ -19,14 +19,27 @@
 //! leaves the queue only after its fdatasync and the directory's succeeded.
 //! Every fdatasync of a data file made for durability runs under
 //! `fsync_lock`, so no two race on one file (on a writeback error only one
-//! of two concurrent callers would be told). A failed write or fsync
-//! poisons the instance: every later write fails with
-//! `StorageError::Poisoned`, and no later fsync is trusted.
+//! of two concurrent callers would be told). A failed fsync (or a write
+//! that fails for another reason than an exhausted resource) poisons the
+//! instance: every later write fails with `StorageError::Poisoned`, and no
+//! later fsync is trusted.
+//!
+//! Out of disk or descriptors (docs/design/008-transient-failures.md): a
+//! flush that fails with `StorageError::Exhausted` keeps the buffer (a
+//! retry rewrites it whole at the same offset) and does not poison. No
+//! write is half-applied and reported failed: a write is refused before
+//! anything is appended while the buffer holds more than
+//! [`MAX_UNFLUSHED_BYTES`] that cannot be flushed, and a durable write
+//! flushes the buffer before it appends; the flush after an applied record
+//! is opportunistic and its failure is only counted (the next write, sync
+//! or the background sync retries it). Rollover that cannot create the
+//! next file removes what it created and refuses the write the same way.
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use eddy_storage::clock::effective_expiry;
@@ -37,7 +50,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 
 use crate::background::{Activity, Membership};
 use crate::config::{BitcaskConfig, SyncStrategy};
-use crate::datafile::{ActiveFile, DataFile, ID_STRIDE, data_path, sync_dir};
+use crate::datafile::{ActiveFile, DataFile, ID_STRIDE, MAX_UNFLUSHED_BYTES, data_path, sync_dir};
 use crate::format::{FLAG_DROP, FLAG_LZ4, FLAG_TOMBSTONE, NewRecord, TermSet};
 use crate::format::{compress_value, encode_drop_position, encode_record};
 use crate::keydir::{Entry, expiry_to_u32};
@@ -116,6 +129,11 @@ pub struct Inner {
     poisoned: AtomicBool,
     poison_reason: Mutex<String>,
     fail_next_sync: AtomicBool,
+    /// Flushes of the write buffer that failed for lack of a resource.
+    pub flush_failures: AtomicU64,
+    /// Test hook: while non-zero, every write of buffered bytes to a data
+    /// file fails with this errno.
+    flush_errno: AtomicI32,
 }
 
 /// The on-disk form of an expiry: 0 = none, and never 0 for a real one.
@@ -153,6 +171,8 @@ impl Inner {
             poisoned: AtomicBool::new(false),
             poison_reason: Mutex::new(String::new()),
             fail_next_sync: AtomicBool::new(false),
+            flush_failures: AtomicU64::new(0),
+            flush_errno: AtomicI32::new(0),
         }
     }
 
@@ -168,12 +188,29 @@ impl Inner {
         Ok(())
     }
 
-    fn check_writable(&self) -> Result<(), StorageError> {
+    fn check_not_poisoned(&self) -> Result<(), StorageError> {
         self.check_open()?;
         if self.poisoned.load(Ordering::Acquire) {
             return Err(StorageError::Poisoned(self.poison_reason.lock().clone()));
         }
         Ok(())
+    }
+
+    /// Refuses a write before anything is appended: once poisoned, or while
+    /// the buffer holds more than [`MAX_UNFLUSHED_BYTES`] and a flush fails
+    /// (`Exhausted`). With `durable`, the buffer is flushed first whatever
+    /// its size, so the write's own wait for durability has only its own
+    /// bytes left to flush.
+    fn check_writable(&self, w: &mut Writer, durable: bool) -> Result<(), StorageError> {
+        self.check_not_poisoned()?;
+        if durable || w.active.buffered_len() > MAX_UNFLUSHED_BYTES {
+            self.flush(w)?;
+        }
+        Ok(())
+    }
+
+    fn wants_durable(&self, opts: WriteOptions) -> bool {
+        opts.sync || self.config.sync == SyncStrategy::OSync
     }
 
     /// Refuses all further writes, remembering why.
@@ -207,18 +244,49 @@ impl Inner {
             .map_err(|e| self.poison(StorageError::Poisoned(format!("fdatasync failed: {e}"))))
     }
 
+    /// Makes every later write of buffered bytes to a data file fail with
+    /// `errno` until called with `None` (fault injection for tests).
+    pub fn fail_flushes(&self, errno: Option<i32>) {
+        self.flush_errno.store(errno.unwrap_or(0), Ordering::SeqCst);
+    }
+
+    /// Runs `write` (one write of buffered bytes), unless a test injected
+    /// a failure.
+    fn io_write(&self, write: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+        match self.flush_errno.load(Ordering::SeqCst) {
+            0 => write(),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+
+    /// Hands the buffer to the kernel. Out of a resource, the buffer stays
+    /// (a later flush rewrites it whole) and the instance stays writable;
+    /// any other failure poisons.
     fn flush(&self, w: &mut Writer) -> Result<(), StorageError> {
-        w.active
-            .flush()
-            .map_err(|e| self.poison(StorageError::io(&w.active.file.path, e)))
+        if w.active.buffered_len() == 0 {
+            return Ok(());
+        }
+        let result = self.io_write(|| w.active.flush());
+        result.map_err(|e| self.flush_failed(&w.active.file.path, e))
+    }
+
+    fn flush_failed(&self, path: &Path, e: io::Error) -> StorageError {
+        match StorageError::io(path, e) {
+            exhausted @ StorageError::Exhausted { .. } => {
+                self.flush_failures.fetch_add(1, Ordering::Relaxed);
+                exhausted
+            }
+            other => self.poison(other),
+        }
     }
 
     /// Applies a batch; with `opts.sync` (or `OSync`) returns once durable.
     pub fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<(), StorageError> {
         batch.ops.iter().try_for_each(limits::check_op)?;
+        let durable = self.wants_durable(opts);
         let lsn = {
             let mut w = self.writer.lock();
-            self.check_writable()?;
+            self.check_writable(&mut w, durable)?;
             for op in batch.ops {
                 match op {
                     BatchOp::Put {
@@ -235,7 +303,7 @@ impl Inner {
             }
             w.appended
         };
-        if opts.sync || self.config.sync == SyncStrategy::OSync {
+        if durable {
             self.wait_durable(lsn)?;
         }
         Ok(())
@@ -250,13 +318,14 @@ impl Inner {
         opts: WriteOptions,
     ) -> Result<(), StorageError> {
         let (bucket, key, value) = op;
+        let durable = self.wants_durable(opts);
         let lsn = {
             let mut w = self.writer.lock();
-            self.check_writable()?;
+            self.check_writable(&mut w, durable)?;
             self.put_locked(&mut w, bucket, key, value, indexes, expires_at_secs)?;
             w.appended
         };
-        if opts.sync || self.config.sync == SyncStrategy::OSync {
+        if durable {
             self.wait_durable(lsn)?;
         }
         Ok(())
@@ -352,7 +421,7 @@ impl Inner {
         })?;
         let lsn = {
             let mut w = self.writer.lock();
-            self.check_writable()?;
+            self.check_writable(&mut w, true)?;
             let size = 29 + bucket.len() as u64 + 8;
             self.roll_if_full(&mut w, size)?;
             let position = (w.active.id(), offset_u32(w.active.len())?);
@@ -406,11 +475,17 @@ impl Inner {
         Ok((w.active.id(), offset, size))
     }
 
+    /// The flush after a record was applied: out of a resource, the record
+    /// stays buffered (readable, flushed by a later flush) and the write
+    /// succeeds; the failure is counted in `flush_failures`.
     fn maybe_flush(&self, w: &mut Writer) -> Result<(), StorageError> {
-        if w.active.wants_flush() {
-            self.flush(w)?;
+        if !w.active.wants_flush() {
+            return Ok(());
         }
-        Ok(())
+        match self.flush(w) {
+            Err(StorageError::Exhausted { .. }) => Ok(()),
+            other => other,
+        }
     }
 
     fn roll_if_full(&self, w: &mut Writer, size: u64) -> Result<(), StorageError> {
@@ -428,11 +503,7 @@ impl Inner {
         let new_id = (old_id / ID_STRIDE + 1)
             .checked_mul(ID_STRIDE)
             .ok_or_else(|| StorageError::Config("data file ids exhausted".into()))?;
-        let path = data_path(&self.dir, new_id);
-        let mut active = ActiveFile::create(path, new_id, self.config.max_file_size_bytes)?;
-        active
-            .flush()
-            .map_err(|e| StorageError::io(&active.file.path, e))?;
+        let active = self.create_active(new_id)?;
         let info = FileInfo::new(active.file.clone());
         self.state.write().files.insert(new_id, info);
         let old = std::mem::replace(&mut w.active, active);
@@ -441,6 +512,20 @@ impl Inner {
         self.unsynced.lock().push_back(old.file.clone());
         self.queue_hint(old_id);
         Ok(())
+    }
+
+    /// Creates data file `id` with its header written. On failure nothing
+    /// is left behind, so a later rollover can create the same file; the
+    /// instance stays writable.
+    fn create_active(&self, id: u32) -> Result<ActiveFile, StorageError> {
+        let path = data_path(&self.dir, id);
+        let mut active = ActiveFile::create(path.clone(), id, self.config.max_file_size_bytes)?;
+        if let Err(e) = self.io_write(|| active.flush()) {
+            drop(active);
+            let _ = std::fs::remove_file(&path);
+            return Err(self.flush_failed(&path, e));
+        }
+        Ok(active)
     }
 
     /// Syncs the files rollover closed that are still unsynced, then the
@@ -513,7 +598,7 @@ impl Inner {
             if p.durable >= lsn {
                 return Ok(());
             }
-            self.check_writable()?;
+            self.check_not_poisoned()?;
             if p.syncing {
                 self.progress_cv.wait(&mut p);
                 continue;

@@ -106,6 +106,20 @@ impl Bitcask {
         self.inner.fail_next_sync();
     }
 
+    /// While `Some(errno)`, every write of buffered bytes to a data file
+    /// fails with that OS error (ENOSPC: a full disk), until `None`. Not for
+    /// production.
+    #[doc(hidden)]
+    pub fn inject_flush_failure(&self, errno: Option<i32>) {
+        self.inner.fail_flushes(errno);
+    }
+
+    /// Flushes of the write buffer that failed for lack of disk space or
+    /// descriptors (their records stayed buffered).
+    pub fn flush_failures(&self) -> u64 {
+        self.inner.flush_failures.load(Ordering::Relaxed)
+    }
+
     /// Stops (or resumes) the background syncs of files closed by rollover,
     /// leaving them to the next durable write. Not for production.
     #[doc(hidden)]

@@ -227,6 +227,10 @@ impl Inner {
                 "syncs".into(),
                 self.syncs.load(Ordering::Relaxed).to_string(),
             ),
+            (
+                "flush_failures".into(),
+                self.flush_failures.load(Ordering::Relaxed).to_string(),
+            ),
         ];
         Ok(BackendStatus {
             keys: st.keydir.len() as u64,
