@@ -7,6 +7,7 @@ mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -148,5 +149,161 @@ fn out_of_descriptors_writes_get_503_and_resume_once_connections_close() {
         assert!(body == value(*i), "k{i} holds its acknowledged value");
     }
     drop(conn);
+    node.stop();
+}
+
+/// A small tmpfs mounted for one test; unmounted when dropped, also when
+/// the test fails (declare it before the node, so the node stops first).
+struct SmallDisk {
+    _parent: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl SmallDisk {
+    /// Mounts a tmpfs of `size` (a `mount -o size=` value); `None`, with
+    /// the reason printed, when this process cannot.
+    fn mount(size: &str) -> Option<SmallDisk> {
+        // SAFETY: geteuid(2) has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: mounting a small tmpfs needs root");
+            return None;
+        }
+        let parent = tempfile::tempdir().unwrap();
+        let path = parent.path().join("disk");
+        std::fs::create_dir(&path).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .status();
+        if !mounted.as_ref().is_ok_and(|s| s.success()) {
+            eprintln!("skipping: mount -t tmpfs failed ({mounted:?})");
+            return None;
+        }
+        Some(SmallDisk {
+            _parent: parent,
+            path,
+        })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let unmounted = Command::new("umount").arg(&self.path).status();
+        if !unmounted.is_ok_and(|s| s.success()) {
+            let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+        }
+    }
+}
+
+/// Writes 1 MiB blocks to `path` until the disk is full.
+fn fill_disk(path: &Path) -> std::fs::File {
+    let mut ballast = std::fs::File::create(path).unwrap();
+    let block = vec![0xa5u8; 1 << 20];
+    loop {
+        match ballast.write_all(&block) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => return ballast,
+            Err(e) => panic!("filling the disk: {e}"),
+        }
+    }
+}
+
+fn small_value(i: usize) -> Vec<u8> {
+    format!("value {i} ").repeat(2000).into_bytes()
+}
+
+fn put_small(node: &TestNode, i: usize) -> (u16, String) {
+    let headers = [("Content-Type", "application/octet-stream")];
+    let r = node.http(
+        "PUT",
+        &format!("/buckets/d/keys/k{i}"),
+        &headers,
+        &small_value(i),
+    );
+    (r.status, String::from_utf8_lossy(&r.body).into_owned())
+}
+
+fn assert_read_back(node: &TestNode, acked: &[usize]) {
+    for i in acked {
+        let r = node.http("GET", &format!("/buckets/d/keys/k{i}"), &[], b"");
+        assert_eq!(r.status, 200, "k{i}");
+        assert!(
+            r.body == small_value(*i),
+            "k{i} holds its acknowledged value"
+        );
+    }
+}
+
+/// Retries `put` of key `i` until it is acknowledged; panics after 20 s.
+fn put_until_accepted(node: &TestNode, i: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, message) = put_small(node, i);
+        if status == 204 || status == 200 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "writes did not resume: {status} {message}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn on_a_full_disk_writes_get_507_and_resume_once_space_is_back() {
+    let Some(disk) = SmallDisk::mount("96m") else {
+        return;
+    };
+    let data = disk.path.join("data");
+    let mut node = TestNode::start(&[
+        ("EDDY_PLATFORM_DATA_DIR", data.to_str().unwrap()),
+        ("EDDY_COMMIT_LOG_SEGMENT_SIZE", "1MB"),
+        ("EDDY_BITCASK_MAX_FILE_SIZE", "1MB"),
+    ]);
+    let mut acked: Vec<usize> = (0..20).collect();
+    for i in &acked {
+        assert_eq!(put_small(&node, *i).0, 204, "k{i} before the disk fills");
+    }
+
+    let ballast_path = disk.path.join("ballast");
+    let ballast = fill_disk(&ballast_path);
+    let mut next = acked.len();
+    let refused = loop {
+        let (status, message) = put_small(&node, next);
+        if status != 204 && status != 200 {
+            break (status, message);
+        }
+        acked.push(next);
+        next += 1;
+        assert!(next < 2000, "no write refused on a full disk");
+    };
+    let (status, message) = refused;
+    assert_eq!(status, 507, "{message}");
+    assert!(message.contains("disk space"), "{message}");
+    let health = node.http("GET", "/health", &[], b"");
+    let reason = String::from_utf8_lossy(&health.body).into_owned();
+    assert_eq!(health.status, 503, "{reason}");
+    assert!(reason.contains("disk space"), "{reason}");
+    assert_read_back(&node, &acked);
+
+    // Space comes back: writes resume by themselves.
+    drop(ballast);
+    std::fs::remove_file(&ballast_path).unwrap();
+    next += 1;
+    put_until_accepted(&node, next);
+    acked.push(next);
+    for _ in 0..20 {
+        next += 1;
+        let (status, message) = put_small(&node, next);
+        assert!(status == 204 || status == 200, "{status} {message}");
+        acked.push(next);
+    }
+    assert_eq!(node.http("GET", "/health", &[], b"").status, 200);
+    assert_read_back(&node, &acked);
+
+    node.stop();
+    node.restart();
+    assert_read_back(&node, &acked);
     node.stop();
 }

@@ -22,6 +22,7 @@ pub mod limits;
 pub mod node;
 pub mod props;
 pub mod quorum;
+pub mod refusal;
 pub mod repair;
 pub mod request;
 pub mod types;

@@ -124,6 +124,8 @@ pub struct Node {
     pub counters: NodeCounters,
     /// Partition repair's bookkeeping (design note 009).
     pub(crate) repair: crate::repair::RepairState,
+    /// The last write refused for lack of a resource (design note 008).
+    pub(crate) write_refusal: crate::refusal::WriteRefusal,
 }
 
 impl Node {
@@ -155,6 +157,7 @@ impl Node {
             registry,
             counters: NodeCounters::default(),
             repair: Default::default(),
+            write_refusal: Default::default(),
         };
         node.mark_damaged_at_start(node.config.partitions_dir.as_deref());
         Ok(Arc::new(node))
@@ -168,6 +171,12 @@ impl Node {
     /// The bucket registry.
     pub fn registry(&self) -> &Arc<BucketRegistry> {
         &self.registry
+    }
+
+    /// Why the last write was refused because a resource (disk space,
+    /// descriptors) ran out, until a write is acknowledged again.
+    pub fn write_refusal(&self) -> Option<String> {
+        self.write_refusal.reason()
     }
 
     /// The node's commit log, if it has one.

@@ -2,8 +2,9 @@
 //! writes, and if not, why. `/ping` says the node answers; this says it
 //! can store. 200 with `{"status":"ok"}` while writes are accepted; 503
 //! with `{"status":"refusing_writes","reason":...}` while the commit log
-//! is poisoned (a failed fdatasync) or out of descriptors or disk space
-//! (design note 008). Also the write-refusal keys of `/stats`.
+//! is poisoned (a failed fdatasync) or out of descriptors or disk space,
+//! or since a backend refused a write for that reason (until a write is
+//! acknowledged again; design note 008). Also the write-refusal keys of `/stats`.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -11,9 +12,14 @@ use serde_json::{Value, json};
 
 use super::server::App;
 
-/// Why the node refuses writes now, if it does.
+/// Why the node refuses writes now, if it does: the commit log's state,
+/// else the last write a backend refused for lack of a resource (until a
+/// write is acknowledged again).
 pub fn refusing(app: &App) -> Option<String> {
-    app.node.commit_log().and_then(|log| log.refusing())
+    app.node
+        .commit_log()
+        .and_then(|log| log.refusing())
+        .or_else(|| app.node.write_refusal())
 }
 
 /// Answers `/health`.

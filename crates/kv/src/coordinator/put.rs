@@ -75,6 +75,9 @@ impl Node {
             .vnode_puts
             .fetch_add(issued, std::sync::atomic::Ordering::Relaxed);
         let mut object = None;
+        // Why replicas refused for lack of a resource, if they did: a
+        // quorum they missed is answered with it (507 naming the disk).
+        let mut exhausted = None;
         while !core.enough() {
             let (p, result) = match timeout_at(deadline, rx.recv()).await {
                 Ok(Some(reply)) => reply,
@@ -93,9 +96,15 @@ impl Node {
                 }
                 // The coordinating vnode refused or failed before writing:
                 // nothing was forwarded, so this is the answer.
-                Err(e) if p == first && !is_sync_failure(&e) => return Err(e),
+                Err(e) if p == first && !is_sync_failure(&e) => {
+                    self.write_refusal.refused(&e);
+                    return Err(e);
+                }
                 Err(e) => {
                     tracing::warn!(partition = p.0, "vnode put failed: {e}");
+                    if is_exhausted(&e) {
+                        exhausted = Some(e);
+                    }
                     core.add_result(PutReply::Failed { primary: true });
                 }
             }
@@ -103,7 +112,12 @@ impl Node {
         if let Some(o) = &object {
             self.warn_siblings(o);
         }
-        core.response().map_err(KvError::WriteQuorum)?;
+        if let Err(failure) = core.response() {
+            let e = exhausted.unwrap_or(KvError::WriteQuorum(failure));
+            self.write_refusal.refused(&e);
+            return Err(e);
+        }
+        self.write_refusal.accepted();
         Ok(PutResponse {
             key,
             object: object.filter(|_| wants_object),
@@ -133,6 +147,13 @@ impl Node {
 /// A vnode that wrote (and so forwarded) but whose sync then failed.
 fn is_sync_failure(e: &KvError) -> bool {
     matches!(e, KvError::SyncFailed(_))
+}
+
+fn is_exhausted(e: &KvError) -> bool {
+    matches!(
+        e,
+        KvError::Storage(eddy_storage::StorageError::Exhausted { .. })
+    )
 }
 
 /// Microseconds since the Unix epoch.
