@@ -49,6 +49,7 @@ impl Node {
         let sync = dw > 0;
         let policy = self.write_policy(&props);
         let skey = storage_key(&req.bucket, &key);
+        self.vnode(preflist[0].0).check_writable(&skey.bucket)?;
         let deadline = self.deadline(req.options.timeout_ms);
         let mut core = PutCore::new(preflist.len() as u32, w, dw, pw);
         let (tx, mut rx) = unbounded_channel::<(Partition, PutResult)>();
@@ -75,6 +76,7 @@ impl Node {
             .vnode_puts
             .fetch_add(issued, std::sync::atomic::Ordering::Relaxed);
         let mut object = None;
+        let mut exhausted = None;
         while !core.enough() {
             let (p, result) = match timeout_at(deadline, rx.recv()).await {
                 Ok(Some(reply)) => reply,
@@ -97,13 +99,19 @@ impl Node {
                 Err(e) => {
                     tracing::warn!(partition = p.0, "vnode put failed: {e}");
                     core.add_result(PutReply::Failed { primary: true });
+                    if is_exhaustion(&e) {
+                        exhausted.get_or_insert(e);
+                    }
                 }
             }
         }
         if let Some(o) = &object {
             self.warn_siblings(o);
         }
-        core.response().map_err(KvError::WriteQuorum)?;
+        // A quorum missed for want of disk or descriptors is answered with
+        // that cause, so the client hears it is transient.
+        core.response()
+            .map_err(|q| exhausted.unwrap_or(KvError::WriteQuorum(q)))?;
         Ok(PutResponse {
             key,
             object: object.filter(|_| wants_object),
@@ -133,6 +141,14 @@ impl Node {
 /// A vnode that wrote (and so forwarded) but whose sync then failed.
 fn is_sync_failure(e: &KvError) -> bool {
     matches!(e, KvError::SyncFailed(_))
+}
+
+/// A replica refused for want of a resource (disk, descriptors, memory).
+fn is_exhaustion(e: &KvError) -> bool {
+    matches!(
+        e,
+        KvError::Storage(eddy_storage::StorageError::Exhausted { .. })
+    )
 }
 
 /// Microseconds since the Unix epoch.
