@@ -49,6 +49,7 @@ impl Node {
         let sync = dw > 0;
         let policy = self.write_policy(&props);
         let skey = storage_key(&req.bucket, &key);
+        self.vnode(preflist[0].0).check_writable(&skey.bucket)?;
         let deadline = self.deadline(req.options.timeout_ms);
         let mut core = PutCore::new(preflist.len() as u32, w, dw, pw);
         let (tx, mut rx) = unbounded_channel::<(Partition, PutResult)>();
@@ -75,8 +76,6 @@ impl Node {
             .vnode_puts
             .fetch_add(issued, std::sync::atomic::Ordering::Relaxed);
         let mut object = None;
-        // Why replicas refused for lack of a resource, if they did: a
-        // quorum they missed is answered with it (507 naming the disk).
         let mut exhausted = None;
         while !core.enough() {
             let (p, result) = match timeout_at(deadline, rx.recv()).await {
@@ -102,18 +101,21 @@ impl Node {
                 }
                 Err(e) => {
                     tracing::warn!(partition = p.0, "vnode put failed: {e}");
-                    if is_exhausted(&e) {
-                        exhausted = Some(e);
-                    }
                     core.add_result(PutReply::Failed { primary: true });
+                    if is_exhaustion(&e) {
+                        exhausted.get_or_insert(e);
+                    }
                 }
             }
         }
         if let Some(o) = &object {
             self.warn_siblings(o);
         }
-        if let Err(failure) = core.response() {
-            let e = exhausted.unwrap_or(KvError::WriteQuorum(failure));
+        // A quorum missed for want of disk or descriptors is answered with
+        // that cause, so the client hears it is transient; /health reports
+        // it until a write is acknowledged again.
+        if let Err(q) = core.response() {
+            let e = exhausted.unwrap_or(KvError::WriteQuorum(q));
             self.write_refusal.refused(&e);
             return Err(e);
         }
@@ -149,7 +151,8 @@ fn is_sync_failure(e: &KvError) -> bool {
     matches!(e, KvError::SyncFailed(_))
 }
 
-fn is_exhausted(e: &KvError) -> bool {
+/// A replica refused for want of a resource (disk, descriptors, memory).
+fn is_exhaustion(e: &KvError) -> bool {
     matches!(
         e,
         KvError::Storage(eddy_storage::StorageError::Exhausted { .. })

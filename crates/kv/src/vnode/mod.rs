@@ -293,6 +293,13 @@ impl Vnode {
         Ok(target)
     }
 
+    /// Refuses a write to `bucket` while the commit log it would go to
+    /// refuses records, before anything is touched (the coordinator asks
+    /// first, so that a put is refused whole rather than by some replicas).
+    pub fn check_writable(&self, bucket: &[u8]) -> Result<(), KvError> {
+        self.checked_target(bucket).map(|_| ())
+    }
+
     /// Appends the record of a write to the log, if the write goes to one;
     /// returns how the write becomes durable and where its record starts.
     fn logged(
