@@ -35,12 +35,19 @@ use super::server::App;
 /// list default: 5 minutes).
 pub const LIST_TIMEOUT_MS: u64 = 5 * 60 * 1000;
 
+/// A listing's timeout from `timeout`: 0, like no value, means the
+/// default, as Riak (and Eddy's PB API) treat a zero timeout as not given.
+pub fn list_timeout_ms(query: &Query) -> Result<u64, ApiError> {
+    let given = query.timeout_ms()?.filter(|ms| *ms > 0);
+    Ok(given.unwrap_or(LIST_TIMEOUT_MS))
+}
+
 type Batches = mpsc::Receiver<Vec<Vec<u8>>>;
 type Fold = JoinHandle<Result<(), KvError>>;
 
 /// Answers a key list request.
 pub async fn get(app: Arc<App>, t: Target, query: &Query) -> Result<Response, ApiError> {
-    let timeout_ms = query.timeout_ms()?.unwrap_or(LIST_TIMEOUT_MS);
+    let timeout_ms = list_timeout_ms(query)?;
     let props = props_json(&app, &t.bucket)?;
     let with_props = t.api == Api::Legacy && query.get("props") != Some("false");
     let mut head = serde_json::Map::new();

@@ -1,0 +1,73 @@
+//! Finding 6's HTTP answers, as Riak gives them: list `timeout=0` means no
+//! timeout (as over PB), `If-Unmodified-Since` in the past is 412, a body
+//! in a transfer coding other than chunked is 501 (never stored coded),
+//! and keys that are not UTF-8 are listed percent-encoded.
+
+mod http_support;
+
+use eddy_api::http::HttpConfig;
+
+const PAST: &str = "Sat, 01 Jan 2000 00:00:00 GMT";
+const FUTURE: &str = "Fri, 01 Jan 2100 00:00:00 GMT";
+
+/// With the clock paused, time jumps ahead whenever the runtime waits, so
+/// a listing under a deadline of "now" times out while its fold runs.
+#[tokio::test(start_paused = true)]
+async fn list_timeout_zero_means_no_timeout_as_over_pb() {
+    let http = HttpConfig {
+        request_timeout: None,
+        ..HttpConfig::default()
+    };
+    let server = http_support::start_with(http_support::node_config(), http).await;
+    assert_eq!(server.put("/buckets/t0/keys/k1", "v").await.status(), 204);
+    let r = server.get("/buckets/t0/keys?keys=true&timeout=0").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().await.unwrap(), r#"{"keys":["k1"]}"#);
+    let r = server.get("/buckets/t0/keys?keys=stream&timeout=0").await;
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains(r#""k1""#) && !text.contains("error"),
+        "{text}"
+    );
+    let r = server.get("/buckets?buckets=true&timeout=0").await;
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains(r#""t0""#));
+}
+
+#[tokio::test]
+async fn if_unmodified_since_in_the_past_is_412() {
+    let server = http_support::start().await;
+    let path = "/buckets/ius/keys/k";
+    assert_eq!(server.put(path, "one").await.status(), 204);
+    let get = |date: &'static str| {
+        server
+            .client
+            .get(server.url(path))
+            .header("if-unmodified-since", date)
+            .send()
+    };
+    assert_eq!(get(PAST).await.unwrap().status(), 412);
+    assert_eq!(get(FUTURE).await.unwrap().status(), 200);
+    let put = server
+        .client
+        .put(server.url(path))
+        .header("content-type", "text/plain")
+        .header("if-unmodified-since", PAST)
+        .body("two")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 412);
+    let delete = server
+        .client
+        .delete(server.url(path))
+        .header("if-unmodified-since", PAST)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(delete.status(), 412);
+    let r = server.get(path).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().await.unwrap(), "one");
+}
