@@ -5,10 +5,29 @@
 
 mod http_support;
 
+use std::time::Duration;
+
 use eddy_api::http::HttpConfig;
+use http_support::Server;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 const PAST: &str = "Sat, 01 Jan 2000 00:00:00 GMT";
 const FUTURE: &str = "Fri, 01 Jan 2100 00:00:00 GMT";
+
+/// Sends raw request bytes and returns the whole answer as text.
+async fn raw(server: &Server, req: &[u8]) -> String {
+    let addr = server.base.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(req).await.unwrap();
+    let mut answer = Vec::new();
+    let read = stream.read_to_end(&mut answer);
+    tokio::time::timeout(Duration::from_secs(20), read)
+        .await
+        .expect("answered in time")
+        .unwrap();
+    String::from_utf8_lossy(&answer).into_owned()
+}
 
 /// With the clock paused, time jumps ahead whenever the runtime waits, so
 /// a listing under a deadline of "now" times out while its fold runs.
@@ -70,4 +89,28 @@ async fn if_unmodified_since_in_the_past_is_412() {
     let r = server.get(path).await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.text().await.unwrap(), "one");
+}
+
+#[tokio::test]
+async fn a_coded_transfer_is_501_and_not_stored() {
+    let server = http_support::start().await;
+    let answer = raw(
+        &server,
+        b"PUT /buckets/te/keys/gz HTTP/1.1\r\nHost: eddy\r\nContent-Type: text/plain\r\n\
+          Transfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n\
+          5\r\nhello\r\n0\r\n\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 501"), "{answer}");
+    assert_eq!(server.get("/buckets/te/keys/gz").await.status(), 404);
+    let answer = raw(
+        &server,
+        b"PUT /buckets/te/keys/plain HTTP/1.1\r\nHost: eddy\r\nContent-Type: text/plain\r\n\
+          Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+          5\r\nhello\r\n0\r\n\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+    let r = server.get("/buckets/te/keys/plain").await;
+    assert_eq!(r.text().await.unwrap(), "hello");
 }
