@@ -8,9 +8,11 @@ mod http_support;
 use std::time::Duration;
 
 use eddy_api::http::HttpConfig;
+use eddy_api::pb::{PbConfig, codes, proto};
 use http_support::Server;
+use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 
 const PAST: &str = "Sat, 01 Jan 2000 00:00:00 GMT";
 const FUTURE: &str = "Fri, 01 Jan 2100 00:00:00 GMT";
@@ -113,4 +115,52 @@ async fn a_coded_transfer_is_501_and_not_stored() {
     assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
     let r = server.get("/buckets/te/keys/plain").await;
     assert_eq!(r.text().await.unwrap(), "hello");
+}
+
+/// Stores `key` in bucket `raw` over PB, served on the same node.
+async fn put_over_pb(server: &Server, key: &[u8]) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let node = server.node.clone();
+    let pending = std::future::pending::<()>();
+    tokio::spawn(eddy_api::pb::serve(
+        listener,
+        node,
+        PbConfig::default(),
+        pending,
+    ));
+    let req = proto::RpbPutReq {
+        bucket: b"raw".to_vec(),
+        key: Some(key.to_vec()),
+        content: proto::RpbContent {
+            value: b"v".to_vec(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let body = req.encode_to_vec();
+    let mut frame = ((body.len() + 1) as u32).to_be_bytes().to_vec();
+    frame.push(codes::PUT_REQ);
+    frame.extend_from_slice(&body);
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(&frame).await.unwrap();
+    let mut header = [0u8; 5];
+    stream.read_exact(&mut header).await.unwrap();
+    assert_eq!(header[4], codes::PUT_RESP);
+}
+
+#[tokio::test]
+async fn keys_that_are_not_utf8_are_listed_percent_encoded() {
+    let server = http_support::start().await;
+    put_over_pb(&server, b"\xff\xfea").await;
+    put_over_pb(&server, b"plain").await;
+    let r = server.get("/buckets/raw/keys?keys=true").await;
+    let text = r.text().await.unwrap();
+    assert_eq!(text, r#"{"keys":["plain","%FF%FEa"]}"#);
+    let r = server.get("/buckets/raw/keys?keys=stream").await;
+    let text = r.text().await.unwrap();
+    assert!(text.contains(r#""%FF%FEa""#), "{text}");
+    assert!(!text.contains('\u{FFFD}'), "{text}");
+    let r = server.get("/buckets/raw/keys/%FF%FEa").await;
+    assert_eq!(r.status(), 200, "the listed name reads the object");
 }

@@ -6,8 +6,8 @@
 //!
 //! The fold runs on a blocking thread and hands batches over a bounded
 //! channel; a client that goes away closes the channel, which stops it.
-//! Keys that are not UTF-8 are listed with replacement characters (JSON
-//! strings cannot carry raw bytes).
+//! Keys that are not UTF-8 are listed percent-encoded (JSON strings cannot
+//! carry raw bytes), never with replacement characters.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -26,6 +26,7 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::error::ApiError;
+use super::headers::url_name;
 use super::params::Query;
 use super::props::props_json;
 use super::routes::{Api, Target};
@@ -134,11 +135,16 @@ fn stream(app: &App, t: &Target, deadline: Instant, first: Option<String>) -> Bo
     Body::from_stream(ReceiverStream::new(out_rx).map(Ok::<Bytes, Infallible>))
 }
 
-/// Names as JSON strings (lossy for bytes that are not UTF-8).
+/// Names as JSON strings: a UTF-8 name as itself, any other percent-encoded
+/// as in a URL (JSON strings cannot carry raw bytes), so the listed text
+/// addresses the object when put in a path.
 pub fn keys_json(keys: &[Vec<u8>]) -> Value {
     Value::Array(
         keys.iter()
-            .map(|k| Value::String(String::from_utf8_lossy(k).into_owned()))
+            .map(|k| match std::str::from_utf8(k) {
+                Ok(text) => Value::String(text.to_owned()),
+                Err(_) => Value::String(url_name(k)),
+            })
             .collect(),
     )
 }
