@@ -15,6 +15,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const PAST: &str = "Sat, 01 Jan 2000 00:00:00 GMT";
+/// What `date -R` prints: RFC 1123 with a numeric zone, which Riak reads.
+const PAST_ZONED: &str = "Sat, 01 Jan 2000 00:00:00 +0000";
 const FUTURE: &str = "Fri, 01 Jan 2100 00:00:00 GMT";
 
 /// Sends raw request bytes and returns the whole answer as text.
@@ -69,12 +71,13 @@ async fn if_unmodified_since_in_the_past_is_412() {
             .send()
     };
     assert_eq!(get(PAST).await.unwrap().status(), 412);
+    assert_eq!(get(PAST_ZONED).await.unwrap().status(), 412);
     assert_eq!(get(FUTURE).await.unwrap().status(), 200);
     let put = server
         .client
         .put(server.url(path))
         .header("content-type", "text/plain")
-        .header("if-unmodified-since", PAST)
+        .header("if-unmodified-since", PAST_ZONED)
         .body("two")
         .send()
         .await
