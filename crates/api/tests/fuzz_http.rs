@@ -328,6 +328,12 @@ async fn run_case(server: &Server, case: &Case) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// 256 cases (a few seconds in CI) unless `PROPTEST_CASES` asks for more.
+fn cases() -> u32 {
+    let asked = std::env::var("PROPTEST_CASES").ok();
+    asked.and_then(|v| v.parse().ok()).unwrap_or(256)
+}
+
 #[test]
 fn random_and_mutated_requests_get_sane_answers() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -337,7 +343,7 @@ fn random_and_mutated_requests_get_sane_answers() {
         .unwrap();
     let server = rt.block_on(http_support::start());
     let mut runner = TestRunner::new(Config {
-        cases: 256,
+        cases: cases(),
         failure_persistence: None,
         ..Config::default()
     });

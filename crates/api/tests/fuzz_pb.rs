@@ -485,6 +485,12 @@ async fn run_case(server: &Server, case: &Case) -> Result<(), TestCaseError> {
     run_frame(&mut fresh, codes::PING_REQ, &[]).await
 }
 
+/// 256 cases (a few seconds in CI) unless `PROPTEST_CASES` asks for more.
+fn cases() -> u32 {
+    let asked = std::env::var("PROPTEST_CASES").ok();
+    asked.and_then(|v| v.parse().ok()).unwrap_or(256)
+}
+
 #[test]
 fn random_and_mutated_frames_get_well_formed_answers() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -498,7 +504,7 @@ fn random_and_mutated_frames_get_well_formed_answers() {
     };
     let server = rt.block_on(pb_support::start_with(config));
     let mut runner = TestRunner::new(Config {
-        cases: 256,
+        cases: cases(),
         failure_persistence: None,
         ..Config::default()
     });
