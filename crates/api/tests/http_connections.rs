@@ -178,3 +178,65 @@ async fn a_panicking_handler_answers_500_and_the_connection_stays_usable() {
         "the same connection serves the next request"
     );
 }
+
+#[tokio::test]
+async fn stats_report_connections_and_evictions() {
+    let table = ConnectionTable::new(1);
+    let http = HttpConfig {
+        table: Some(table.clone()),
+        ..HttpConfig::default()
+    };
+    let server = start_with_http(http).await;
+    let mut idle = connect(&server).await;
+    assert!(ping(&mut idle).await);
+    let mut s = connect(&server).await;
+    s.write_all(b"GET /stats HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = response(&mut s).await.expect("an answer");
+    let body = &answer[answer.find("\r\n\r\n").unwrap() + 4..];
+    let stats: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(stats["http_connections"], 1);
+    assert_eq!(stats["pb_connections"], 0);
+    assert_eq!(stats["connections_evicted_total"], 1);
+    assert_eq!(stats["connections_refused_total"], 0);
+}
+
+#[tokio::test]
+async fn a_body_past_the_request_budget_gets_503_until_room_is_freed() {
+    let budget = eddy_api::net::RequestBudget::new(16 * 1024, Duration::from_millis(200));
+    let http = HttpConfig {
+        budget: Some(budget.clone()),
+        ..HttpConfig::default()
+    };
+    let server = start_with_http(http).await;
+    let value = vec![b'v'; 12 * 1024];
+    let head = format!(
+        "PUT /buckets/b/keys/k HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\n\
+         content-length: {}\r\n\r\n",
+        value.len()
+    );
+    let mut request = head.into_bytes();
+    request.extend_from_slice(&value);
+    let mut holder = connect(&server).await;
+    holder.write_all(&request[..200]).await.unwrap();
+    for _ in 0..100 {
+        if budget.in_use() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut refused = connect(&server).await;
+    refused.write_all(&request).await.unwrap();
+    let answer = response(&mut refused).await.expect("an answer");
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("Request budget exhausted"), "{answer}");
+    holder.write_all(&request[200..]).await.unwrap();
+    let answer = response(&mut holder).await.expect("an answer");
+    assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+    let mut later = connect(&server).await;
+    later.write_all(&request).await.unwrap();
+    let answer = response(&mut later).await.expect("an answer");
+    assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+    assert_eq!(budget.in_use(), 0);
+}

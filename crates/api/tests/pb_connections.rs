@@ -139,3 +139,37 @@ async fn a_panicking_handler_answers_an_error_and_the_connection_stays_usable() 
         "the same connection serves the next request"
     );
 }
+
+#[tokio::test]
+async fn a_frame_past_the_request_budget_is_refused_until_room_is_freed() {
+    let budget = eddy_api::net::RequestBudget::new(16 * 1024, Duration::from_millis(200));
+    let config = PbConfig {
+        budget: Some(budget.clone()),
+        ..PbConfig::default()
+    };
+    let server = start_with(config).await;
+    let body = vec![0u8; 12 * 1024];
+    let mut frame = ((body.len() + 1) as u32).to_be_bytes().to_vec();
+    frame.push(codes::PING_REQ);
+    frame.extend_from_slice(&body);
+    // `holder` has its 12 KiB reserved while the frame is still arriving.
+    let mut holder = Client::connect(&server).await;
+    holder.stream.write_all(&frame[..100]).await.unwrap();
+    let mut refused = Client::connect(&server).await;
+    for _ in 0..100 {
+        if budget.in_use() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    refused.stream.write_all(&frame).await.unwrap();
+    let err = error_text(refused.recv().await);
+    assert!(err.contains("Request budget exhausted"), "{err}");
+    assert_eq!(budget.refused(), 1);
+    holder.stream.write_all(&frame[100..]).await.unwrap();
+    assert_eq!(holder.recv().await, Some((codes::PING_RESP, vec![])));
+    let mut later = Client::connect(&server).await;
+    later.stream.write_all(&frame).await.unwrap();
+    assert_eq!(later.recv().await, Some((codes::PING_RESP, vec![])));
+    assert_eq!(budget.in_use(), 0);
+}

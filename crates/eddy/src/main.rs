@@ -69,8 +69,12 @@ fn init_logging(config: &Config) {
     let level = config.text("log.level").to_string();
     let filter = tracing_subscriber::EnvFilter::try_from_env("EDDY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    // A log write that fails (a full disk under a redirected stderr) is
+    // dropped: the node's own log must never touch a request, and the fmt
+    // layer would otherwise report each failure on stderr again.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .init();
 }

@@ -46,11 +46,12 @@ fn write_all(node: &TestNode) {
     }
 }
 
-/// Fills the commit log past a few checkpoints.
+/// Fills the commit log past several checkpoints: about 9.6 MB through
+/// 1 MiB segments, with room to spare for the segment the log keeps ahead.
 fn write_filler(node: &TestNode) {
     let headers = [("Content-Type", "text/plain")];
     let filler = "f".repeat(8000);
-    for i in 0..400 {
+    for i in 0..1200 {
         let path = format!("/buckets/filler/keys/f{i}?dw=all");
         assert_eq!(
             node.http("PUT", &path, &headers, filler.as_bytes()).status,

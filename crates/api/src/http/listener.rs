@@ -30,7 +30,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::timed_body::TimedBody;
-use crate::net::{AcceptBackoff, ConnectionTable, Slot, catch_panic};
+use crate::net::{AcceptBackoff, BudgetError, ConnectionTable, RequestBudget, Slot, catch_panic};
 
 /// What every connection of a listener shares.
 #[derive(Clone)]
@@ -38,6 +38,7 @@ pub(crate) struct Shared {
     pub router: Router,
     pub table: Arc<ConnectionTable>,
     pub request_timeout: Option<Duration>,
+    pub budget: Option<Arc<RequestBudget>>,
 }
 
 /// Serves `shared.router` on `listener` until `shutdown` completes, then
@@ -97,11 +98,24 @@ async fn serve_connection(
     let service_slot = slot.clone();
     let router = TowerToHyperService::new(shared.router.clone());
     let timeout = shared.request_timeout;
+    let budget = shared.budget.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let slot = service_slot.clone();
+        let declared = declared_length(&req);
+        let budget = budget.clone();
         let call = router.call(req.map(|b| TimedBody::new(b, timeout)));
         async move {
             slot.busy();
+            let _reserved = match budget.as_ref().map(|b| b.reserve(declared)) {
+                Some(reserving) => match reserving.await {
+                    Ok(permit) => Some(permit),
+                    Err(e) => {
+                        slot.idle();
+                        return Ok(refused(&e));
+                    }
+                },
+                None => None,
+            };
             let answered = catch_panic(std::pin::pin!(call)).await;
             slot.idle();
             Ok::<_, Infallible>(match answered {
@@ -133,6 +147,23 @@ fn finished(r: Result<(), hyper::Error>) {
     if let Err(e) = r {
         tracing::debug!("http connection closed: {e}");
     }
+}
+
+/// The body size a request declares in Content-Length (0 if none).
+fn declared_length<B>(req: &Request<B>) -> usize {
+    req.headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
+/// The answer of a request refused for want of request budget; the
+/// connection closes, since its body was not read.
+fn refused(e: &BudgetError) -> Response {
+    let mut resp = Response::new(Body::from(format!("{e}\n")));
+    *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    resp
 }
 
 /// The answer of a request whose handler panicked.

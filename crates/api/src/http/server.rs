@@ -17,7 +17,7 @@ use tokio_stream::StreamExt;
 use super::error::ApiError;
 use super::stats::HttpStats;
 use super::{listener, routes};
-use crate::net::ConnectionTable;
+use crate::net::{ConnectionTable, RequestBudget};
 
 /// Settings of the HTTP front end.
 #[derive(Clone, Debug)]
@@ -36,6 +36,11 @@ pub struct HttpConfig {
     /// The connection table to use (so `/stats` can see it); `None` builds
     /// one of `connections_max` places.
     pub table: Option<Arc<ConnectionTable>>,
+    /// The PB listener's connection table, for `/stats`.
+    pub pb_table: Option<Arc<ConnectionTable>>,
+    /// The node-wide budget of request bytes being received (shared with
+    /// PB); `None` bounds each body only by `body_bytes_max`.
+    pub budget: Option<Arc<RequestBudget>>,
 }
 
 impl Default for HttpConfig {
@@ -46,6 +51,8 @@ impl Default for HttpConfig {
             connections_max: 4096,
             request_timeout: Some(Duration::from_secs(60)),
             table: None,
+            pb_table: None,
+            budget: None,
         }
     }
 }
@@ -74,13 +81,15 @@ pub fn router(node: Arc<Node>, config: HttpConfig) -> Router {
 pub async fn serve(
     listener: tokio::net::TcpListener,
     node: Arc<Node>,
-    config: HttpConfig,
+    mut config: HttpConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let table =
         (config.table.clone()).unwrap_or_else(|| ConnectionTable::new(config.connections_max));
+    config.table = Some(table.clone());
     let shared = listener::Shared {
         request_timeout: config.request_timeout,
+        budget: config.budget.clone(),
         router: router(node, config),
         table,
     };

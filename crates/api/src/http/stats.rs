@@ -240,6 +240,13 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
     for (k, v) in super::health::stats(app) {
         m.insert(k.to_string(), v);
     }
+    let (http, pb) = (app.config.table.as_deref(), app.config.pb_table.as_deref());
+    for (k, v) in crate::net::connection_stats(http, pb) {
+        m.insert(k, v);
+    }
+    for (k, v) in crate::net::budget_stats(app.config.budget.as_deref()) {
+        m.insert(k, v);
+    }
     m
 }
 

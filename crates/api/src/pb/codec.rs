@@ -39,6 +39,9 @@ pub enum FrameError {
     /// The peer sent nothing for the read timeout.
     #[error("read timed out")]
     Timeout,
+    /// The node-wide request budget had no room for the frame in time.
+    #[error(transparent)]
+    Budget(#[from] crate::net::BudgetError),
     /// A started frame did not fully arrive within the request timeout.
     #[error("request not received within {0} ms")]
     RequestTimeout(u128),
@@ -52,7 +55,10 @@ impl FrameError {
     pub fn is_protocol_error(&self) -> bool {
         matches!(
             self,
-            FrameError::Empty | FrameError::TooLarge { .. } | FrameError::RequestTimeout(_)
+            FrameError::Empty
+                | FrameError::TooLarge { .. }
+                | FrameError::RequestTimeout(_)
+                | FrameError::Budget(_)
         )
     }
 }
@@ -64,6 +70,16 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     frame_bytes_max: usize,
     timeout: Option<Duration>,
 ) -> Result<Frame, FrameError> {
+    let len = read_length(reader, frame_bytes_max, timeout).await?;
+    read_body(reader, len, timeout).await
+}
+
+/// Reads a frame's length prefix and checks it against `frame_bytes_max`.
+pub async fn read_length<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    frame_bytes_max: usize,
+    timeout: Option<Duration>,
+) -> Result<usize, FrameError> {
     let mut header = [0u8; LENGTH_BYTES];
     let got = with_timeout(timeout, read_full(reader, &mut header)).await??;
     match got {
@@ -81,6 +97,15 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
             max: frame_bytes_max,
         });
     }
+    Ok(len)
+}
+
+/// Reads the `len` bytes (code and message) after a length prefix.
+pub async fn read_body<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    len: usize,
+    timeout: Option<Duration>,
+) -> Result<Frame, FrameError> {
     let mut bytes = Vec::with_capacity(len.min(64 * 1024));
     let mut limited = reader.take(len as u64);
     loop {

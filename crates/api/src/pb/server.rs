@@ -30,7 +30,7 @@ use super::{
     bucket_props, bucket_type, client_id, delete, get, list_buckets, list_keys, ping, preflist,
     put, server_info,
 };
-use crate::net::{AcceptBackoff, ConnectionTable, Slot, catch_panic};
+use crate::net::{AcceptBackoff, ConnectionTable, RequestBudget, Slot, catch_panic};
 
 /// Settings of the PB listener.
 #[derive(Clone, Debug)]
@@ -50,6 +50,9 @@ pub struct PbConfig {
     /// The connection table to use (so `/stats` can see it); `None` builds
     /// one of `connections_max` places.
     pub table: Option<Arc<ConnectionTable>>,
+    /// The node-wide budget of request bytes being received; `None`
+    /// bounds each frame only by `frame_bytes_max`.
+    pub budget: Option<Arc<RequestBudget>>,
 }
 
 impl Default for PbConfig {
@@ -60,6 +63,7 @@ impl Default for PbConfig {
             read_timeout: Some(Duration::from_secs(600)),
             request_timeout: Some(Duration::from_secs(60)),
             table: None,
+            budget: None,
         }
     }
 }
@@ -251,7 +255,15 @@ impl Connection {
         reader: &mut BufReader<OwnedReadHalf>,
     ) -> Result<codec::Frame, FrameError> {
         let max = self.config.frame_bytes_max;
-        let read = codec::read_frame(reader, max, None);
+        let budget = self.config.budget.clone();
+        let read = async {
+            let len = codec::read_length(reader, max, None).await?;
+            let _reserved = match &budget {
+                Some(b) => Some(b.reserve(len).await?),
+                None => None,
+            };
+            codec::read_body(reader, len, None).await
+        };
         let Some(limit) = self.config.request_timeout else {
             return tokio::select! {
                 r = read => r,

@@ -7,6 +7,7 @@
 pub mod datadir;
 pub mod storage;
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -79,25 +80,44 @@ async fn run(config: &Config) -> Result<(), StartError> {
     }
     let http_addr = addr(config, "listener.http.internal");
     let pb_addr = addr(config, "listener.protobuf.internal");
-    let http = bind("listener.http.internal", http_addr).await?;
-    let pb = bind("listener.protobuf.internal", pb_addr).await?;
+    let http = bind(
+        "listener.http.internal",
+        http_addr,
+        backlog(config, "http.backlog"),
+    )?;
+    let pb = bind(
+        "listener.protobuf.internal",
+        pb_addr,
+        backlog(config, "protobuf.backlog"),
+    )?;
+    let budget = eddy_api::net::RequestBudget::new(
+        config.bytes("request_budget.maximum") as usize,
+        std::time::Duration::from_millis(config.duration_ms("request_budget.wait").unwrap_or(0)),
+    );
+    let mut pb_config = pb_config(config);
+    pb_config.budget = Some(budget.clone());
+    let mut http_config = http_config(config);
+    http_config.pb_table = pb_config.table.clone();
+    http_config.budget = Some(budget);
     let (stop_tx, stop_rx) = watch::channel(false);
     let servers = [
         tokio::spawn(eddy_api::http::serve(
             http,
             node.clone(),
-            http_config(config),
+            http_config,
             stopped(stop_rx.clone()),
         )),
         tokio::spawn(eddy_api::pb::serve(
             pb,
             node.clone(),
-            pb_config(config),
+            pb_config,
             stopped(stop_rx),
         )),
     ];
     tracing::info!(nodename = config.text("nodename"), %http_addr, %pb_addr, "eddy started");
-    println!(
+    // Not println!: it panics when stdout cannot be written (a full disk).
+    let _ = writeln!(
+        std::io::stdout(),
         "eddy {} started: http {http_addr}, pb {pb_addr}, data {}",
         env!("CARGO_PKG_VERSION"),
         root.display()
@@ -111,7 +131,7 @@ async fn run(config: &Config) -> Result<(), StartError> {
     let stopping = node.clone();
     let _ = tokio::task::spawn_blocking(move || stopping.shutdown()).await;
     drop(datadir);
-    println!("eddy stopped");
+    let _ = writeln!(std::io::stdout(), "eddy stopped");
     Ok(())
 }
 
@@ -142,14 +162,12 @@ fn open_node(
     )?)
 }
 
-async fn bind(setting: &'static str, addr: SocketAddr) -> Result<TcpListener, StartError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| StartError::Bind {
-            setting,
-            addr,
-            source,
-        })
+fn bind(setting: &'static str, addr: SocketAddr, backlog: u32) -> Result<TcpListener, StartError> {
+    eddy_api::net::listen(addr, backlog).map_err(|source| StartError::Bind {
+        setting,
+        addr,
+        source,
+    })
 }
 
 /// Resolves when the stop flag is raised.
@@ -247,15 +265,33 @@ fn meta_limits(c: &Config) -> eddy_kv::limits::MetaLimits {
 }
 
 fn http_config(c: &Config) -> eddy_api::http::HttpConfig {
+    let connections_max = c.int("http.connections_maximum").max(1) as usize;
     eddy_api::http::HttpConfig {
         body_bytes_max: c.bytes("http.body_size_maximum") as usize,
+        connections_max,
+        request_timeout: timeout(c, "http.request_timeout"),
+        table: Some(eddy_api::net::ConnectionTable::new(connections_max)),
         ..Default::default()
     }
 }
 
 fn pb_config(c: &Config) -> eddy_api::pb::PbConfig {
+    let connections_max = c.int("protobuf.connections_maximum").max(1) as usize;
     eddy_api::pb::PbConfig {
         frame_bytes_max: c.bytes("protobuf.frame_size_maximum") as usize,
-        ..Default::default()
+        connections_max,
+        read_timeout: timeout(c, "protobuf.idle_timeout"),
+        request_timeout: timeout(c, "protobuf.request_timeout"),
+        table: Some(eddy_api::net::ConnectionTable::new(connections_max)),
+        budget: None,
     }
+}
+
+/// A timeout setting; `off` waits forever.
+fn timeout(c: &Config, name: &str) -> Option<std::time::Duration> {
+    c.duration_ms(name).map(std::time::Duration::from_millis)
+}
+
+fn backlog(c: &Config, name: &str) -> u32 {
+    c.int(name).clamp(1, u64::from(u32::MAX)) as u32
 }
