@@ -12,7 +12,7 @@ use bytes::Bytes;
 use serde_json::json;
 
 use super::error::ApiError;
-use super::keys::{LIST_TIMEOUT_MS, json_response, keys_json};
+use super::keys::{json_response, keys_json, list_timeout_ms};
 use super::params::Query;
 use super::server::App;
 
@@ -31,7 +31,7 @@ pub async fn get(app: &App, bucket_type: &str, query: &Query) -> Result<Response
         .registry()
         .type_info(bucket_type)
         .map_err(eddy_kv::KvError::from)?;
-    let timeout_ms = query.timeout_ms()?.unwrap_or(LIST_TIMEOUT_MS);
+    let timeout_ms = list_timeout_ms(query)?;
     let node = app.node.clone();
     let t = bucket_type.to_string();
     let fold = tokio::task::spawn_blocking(move || node.list_buckets_blocking(&t));

@@ -4,6 +4,12 @@
 //! `If-Unmodified-Since` is 412; a matching `If-None-Match` is 304 for
 //! GET/HEAD and 412 otherwise; an unmodified `If-Modified-Since` is 304
 //! for GET/HEAD. Dates compare at whole seconds, as HTTP dates carry.
+//!
+//! Besides HTTP's three date formats, an RFC 1123 date with a numeric
+//! zone (`Sat, 01 Jan 2000 00:00:00 +0000`, what `date -R` prints) counts,
+//! with its offset applied: Riak's date parser (Erlang's `httpd_util`)
+//! reads such a date too, so clients send it. A date that still does not
+//! parse is ignored, as HTTP says.
 
 use axum::http::{HeaderMap, header};
 
@@ -95,7 +101,29 @@ fn tag_listed(list: &[u8], etag: &[u8]) -> bool {
 
 fn date_header(headers: &HeaderMap, name: header::HeaderName) -> Option<u64> {
     let text = headers.get(name)?.to_str().ok()?;
-    parse_http_date(text).map(secs)
+    parse_http_date(text)
+        .or_else(|| parse_numeric_zone(text))
+        .map(secs)
+}
+
+/// An RFC 1123 date whose zone is `+hhmm` or `-hhmm` instead of `GMT`, in
+/// microseconds since the epoch (UTC).
+fn parse_numeric_zone(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (date, zone) = text.rsplit_once(' ')?;
+    let (sign, digits) = match zone.as_bytes().first()? {
+        b'+' => (1i64, &zone[1..]),
+        b'-' => (-1i64, &zone[1..]),
+        _ => return None,
+    };
+    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let hours: i64 = digits[..2].parse().ok()?;
+    let minutes: i64 = digits[2..].parse().ok()?;
+    let offset_us = sign * (hours * 3600 + minutes * 60) * 1_000_000;
+    let local = i64::try_from(parse_http_date(&format!("{date} GMT"))?).ok()?;
+    u64::try_from(local.checked_sub(offset_us)?).ok()
 }
 
 fn secs(us: u64) -> u64 {
@@ -139,6 +167,28 @@ mod tests {
         let ius = with(header::IF_UNMODIFIED_SINCE, &http_date(lm - 5_000_000));
         assert_eq!(evaluate(&ius, cur, false), Verdict::Failed);
         assert!(needs_current(&ius));
+        let zoned = with(
+            header::IF_UNMODIFIED_SINCE,
+            "Sat, 01 Jan 2000 00:00:00 +0000",
+        );
+        assert_eq!(evaluate(&zoned, cur, false), Verdict::Failed);
         assert!(!needs_current(&star) && is_create_only(&star));
+    }
+
+    #[test]
+    fn numeric_zones_apply_their_offset() {
+        let gmt = parse_http_date("Sat, 01 Jan 2000 12:00:00 GMT").unwrap();
+        let zoned = |t: &str| parse_numeric_zone(t).unwrap();
+        assert_eq!(zoned("Sat, 01 Jan 2000 12:00:00 +0000"), gmt);
+        assert_eq!(zoned("Sat, 01 Jan 2000 13:30:00 +0130"), gmt);
+        assert_eq!(zoned("Sat, 01 Jan 2000 07:00:00 -0500"), gmt);
+        for bad in [
+            "Sat, 01 Jan 2000 12:00:00 +00",
+            "2000-01-01T00:00:00Z",
+            "+0000",
+            "",
+        ] {
+            assert_eq!(parse_numeric_zone(bad), None, "{bad}");
+        }
     }
 }

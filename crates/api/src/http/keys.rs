@@ -6,8 +6,8 @@
 //!
 //! The fold runs on a blocking thread and hands batches over a bounded
 //! channel; a client that goes away closes the channel, which stops it.
-//! Keys that are not UTF-8 are listed with replacement characters (JSON
-//! strings cannot carry raw bytes).
+//! Keys that are not UTF-8 are listed percent-encoded (JSON strings cannot
+//! carry raw bytes), never with replacement characters.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -26,6 +26,7 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::error::ApiError;
+use super::headers::url_name;
 use super::params::Query;
 use super::props::props_json;
 use super::routes::{Api, Target};
@@ -35,12 +36,19 @@ use super::server::App;
 /// list default: 5 minutes).
 pub const LIST_TIMEOUT_MS: u64 = 5 * 60 * 1000;
 
+/// A listing's timeout from `timeout`: 0, like no value, means the
+/// default, as Riak (and Eddy's PB API) treat a zero timeout as not given.
+pub fn list_timeout_ms(query: &Query) -> Result<u64, ApiError> {
+    let given = query.timeout_ms()?.filter(|ms| *ms > 0);
+    Ok(given.unwrap_or(LIST_TIMEOUT_MS))
+}
+
 type Batches = mpsc::Receiver<Vec<Vec<u8>>>;
 type Fold = JoinHandle<Result<(), KvError>>;
 
 /// Answers a key list request.
 pub async fn get(app: Arc<App>, t: Target, query: &Query) -> Result<Response, ApiError> {
-    let timeout_ms = query.timeout_ms()?.unwrap_or(LIST_TIMEOUT_MS);
+    let timeout_ms = list_timeout_ms(query)?;
     let props = props_json(&app, &t.bucket)?;
     let with_props = t.api == Api::Legacy && query.get("props") != Some("false");
     let mut head = serde_json::Map::new();
@@ -127,11 +135,16 @@ fn stream(app: &App, t: &Target, deadline: Instant, first: Option<String>) -> Bo
     Body::from_stream(ReceiverStream::new(out_rx).map(Ok::<Bytes, Infallible>))
 }
 
-/// Names as JSON strings (lossy for bytes that are not UTF-8).
+/// Names as JSON strings: a UTF-8 name as itself, any other percent-encoded
+/// as in a URL (JSON strings cannot carry raw bytes), so the listed text
+/// addresses the object when put in a path.
 pub fn keys_json(keys: &[Vec<u8>]) -> Value {
     Value::Array(
         keys.iter()
-            .map(|k| Value::String(String::from_utf8_lossy(k).into_owned()))
+            .map(|k| match std::str::from_utf8(k) {
+                Ok(text) => Value::String(text.to_owned()),
+                Err(_) => Value::String(url_name(k)),
+            })
             .collect(),
     )
 }

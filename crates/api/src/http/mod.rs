@@ -6,8 +6,9 @@
 //! the file that owns that resource: [`object_get`], [`object_put`],
 //! [`object_delete`], [`keys`], [`buckets`], [`props`], [`types`],
 //! [`preflist`], [`ping`], [`root`] and [`stats`]. Riak's header formats live in
-//! [`headers`] and [`multipart`], query parameters in [`params`], and the
-//! mapping of errors to status codes and messages in [`error`].
+//! [`headers`] and [`multipart`], query parameters in [`params`], transfer
+//! codings in [`codings`], and the mapping of errors to status codes and
+//! messages in [`error`].
 //!
 //! Invariants: no handler panics on input; every error answer has a
 //! plain-text (or, for props, JSON) body saying what was wrong; request
@@ -17,6 +18,7 @@
 pub mod accept;
 pub mod admin;
 pub mod buckets;
+pub mod codings;
 pub mod conditional;
 pub mod error;
 pub mod headers;

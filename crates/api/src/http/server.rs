@@ -112,8 +112,10 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
 pub const TEST_PANIC_PATH: &str = "/eddy-test/panic";
 
 /// Reads a request body, refusing one over `max` bytes with 413 (early,
-/// from Content-Length, when the client declared it).
+/// from Content-Length, when the client declared it) and one in a transfer
+/// coding other than chunked with 501.
 pub async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<Bytes, ApiError> {
+    super::codings::check_transfer_coding(headers)?;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
