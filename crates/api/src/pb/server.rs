@@ -222,7 +222,10 @@ impl Connection {
             return None;
         }
         slot.idle();
+        // Biased: a request already buffered is taken without registering
+        // a waiter on the stop and eviction signals.
         let started = tokio::select! {
+            biased;
             r = request_started(reader, self.config.read_timeout) => r,
             _ = self.stop.changed() => return None,
             _ = slot.evicted() => {
@@ -266,11 +269,15 @@ impl Connection {
         };
         let Some(limit) = self.config.request_timeout else {
             return tokio::select! {
+                biased;
                 r = read => r,
                 _ = self.stop.changed() => Err(FrameError::Closed),
             };
         };
+        // Biased: a frame that is already whole is read without arming the
+        // timer or waiting on the stop signal.
         tokio::select! {
+            biased;
             r = tokio::time::timeout(limit, read) => {
                 r.unwrap_or(Err(FrameError::RequestTimeout(limit.as_millis())))
             }
