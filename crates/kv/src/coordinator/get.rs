@@ -33,10 +33,9 @@ impl Node {
         let key = storage_key(&req.bucket, &req.key);
         let mut core = GetCore::new(preflist.len() as u32, r, pr, notfound_ok, basic_quorum);
         let mut seen = Vec::with_capacity(preflist.len());
-        let (replies, all_marked) = self.read_replicas(&preflist, &key);
-        for (p, reply) in replies {
-            record(&mut core, &mut seen, (p, reply));
-        }
+        let all_marked = self.read_replicas(&preflist, &key, |reply| {
+            record(&mut core, &mut seen, reply);
+        });
         // With every replica damaged, the merge may hold what the damage
         // brought back: it is answered, but not spread by read repair.
         if let Some(merged) = core.merged().filter(|_| !all_marked) {
@@ -45,39 +44,40 @@ impl Node {
         answer(core.response())
     }
 
-    /// Reads every replica; a marked replica's object that might bring
-    /// back lost history reads as a failure (design note 009). Also says
-    /// whether every replica is marked.
+    /// Reads every replica and hands each reply to `record`; a marked
+    /// replica's object that might bring back lost history reads as a
+    /// failure (design note 009). Returns whether every replica is marked.
+    /// With no replica marked (the usual case) replies go straight through.
     fn read_replicas(
         &self,
         preflist: &[(Partition, &eddy_ring::NodeName)],
         key: &StorageKey,
-    ) -> (Vec<ReplicaReply>, bool) {
+        mut record: impl FnMut(ReplicaReply),
+    ) -> bool {
+        let read = |p: Partition| {
+            NodeCounters::bump(&self.counters.vnode_gets);
+            (p, self.vnode(p).read(key))
+        };
+        if !preflist.iter().any(|(p, _)| self.vnode(*p).is_marked()) {
+            preflist.iter().for_each(|(p, _)| record(read(*p)));
+            return false;
+        }
         let reads: Vec<ReplicaRead<_>> = preflist
             .iter()
-            .map(|(p, _)| {
-                NodeCounters::bump(&self.counters.vnode_gets);
-                let v = self.vnode(*p);
-                ReplicaRead {
-                    reply: (*p, v.read(key)),
-                    marked: v.is_marked(),
-                }
+            .map(|(p, _)| ReplicaRead {
+                reply: read(*p),
+                marked: self.vnode(*p).is_marked(),
             })
             .collect();
         let verdicts = around::verdicts(&reads, |(_, r)| r.as_ref().ok().and_then(|o| o.as_ref()));
         let all_marked = reads.iter().all(|r| r.marked);
-        let replies = reads
-            .into_iter()
-            .zip(verdicts)
-            .map(|(read, verdict)| match verdict {
+        for (read, verdict) in reads.into_iter().zip(verdicts) {
+            record(match verdict {
                 Verdict::Keep => read.reply,
-                Verdict::Distrust => {
-                    let e = KvError::Damaged(read.reply.0.0);
-                    (read.reply.0, Err(e))
-                }
-            })
-            .collect();
-        (replies, all_marked)
+                Verdict::Distrust => (read.reply.0, Err(KvError::Damaged(read.reply.0.0))),
+            });
+        }
+        all_marked
     }
 
     pub(crate) fn write_policy(&self, props: &crate::props::BucketProps) -> WritePolicy {
