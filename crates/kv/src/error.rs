@@ -69,6 +69,9 @@ pub enum KvError {
     /// back lost history, so it is not used (design note 009).
     #[error("partition {0} awaits repair; its copy was not used")]
     Damaged(u32),
+    /// The node holding a replica cannot be reached.
+    #[error("node {0} is unreachable")]
+    Unreachable(String),
     /// The node is shutting down.
     #[error("node is shutting down")]
     ShuttingDown,

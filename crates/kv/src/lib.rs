@@ -6,7 +6,10 @@
 //!   the bucket-type registry;
 //! - [`core`]: the pure quorum cores;
 //! - [`bucket_props`]: bucket props requests, with their names and changes checked;
-//! - [`vnode`]: the owner of one partition's backend;
+//! - [`vnode`]: the owner of one partition's backend, and the messages it
+//!   takes and sends;
+//! - [`router`]: delivery of those messages to a vnode here or elsewhere;
+//! - [`clock`]: the injected wall clock;
 //! - [`commitlog`]: the node-wide log that makes writes durable in groups;
 //! - [`coordinator`]: the async get/put/delete/list drivers;
 //! - [`repair`]: damaged partitions: marks, reads around them, repair;
@@ -14,6 +17,7 @@
 //! - [`node`]: the node that ties them together.
 
 pub mod bucket_props;
+pub mod clock;
 pub mod commitlog;
 pub mod coordinator;
 pub mod core;
@@ -25,6 +29,7 @@ pub mod quorum;
 pub mod refusal;
 pub mod repair;
 pub mod request;
+pub mod router;
 pub mod types;
 pub mod vnode;
 

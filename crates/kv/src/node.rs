@@ -17,6 +17,7 @@ use eddy_object::Actor;
 use eddy_ring::{NodeName, Partition, Ring, RingError};
 use eddy_storage::Backend;
 
+use crate::clock::{Clock, SystemClock};
 use crate::commitlog::{self, CommitLog, LogOptions};
 use crate::request::BucketRef;
 use crate::types::BucketRegistry;
@@ -61,6 +62,8 @@ pub struct NodeConfig {
     /// Where each partition's repair marker lives (`P/repair-needed`
     /// below it); `None` keeps marks in memory only (tests).
     pub partitions_dir: Option<PathBuf>,
+    /// The wall clock coordinators stamp writes with.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Default for NodeConfig {
@@ -79,6 +82,7 @@ impl Default for NodeConfig {
             commit_log_dir: None,
             commit_log: LogOptions::default(),
             partitions_dir: None,
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -100,6 +104,10 @@ pub struct NodeCounters {
 impl NodeCounters {
     pub(crate) fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
     }
 }
 
@@ -126,6 +134,10 @@ pub struct Node {
     pub(crate) repair: crate::repair::RepairState,
     /// The last write refused for lack of a resource (design note 008).
     pub(crate) write_refusal: crate::refusal::WriteRefusal,
+    /// The tombstone reap queue.
+    pub(crate) reaper: crate::coordinator::reap::Reaper,
+    /// How requests reach other nodes' vnodes; `None` on a single node.
+    pub(crate) remote: Option<Arc<dyn crate::router::RemoteVnodes>>,
 }
 
 impl Node {
@@ -158,6 +170,8 @@ impl Node {
             counters: NodeCounters::default(),
             repair: Default::default(),
             write_refusal: Default::default(),
+            reaper: Default::default(),
+            remote: None,
         };
         node.mark_damaged_at_start(node.config.partitions_dir.as_deref());
         Ok(Arc::new(node))

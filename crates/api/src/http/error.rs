@@ -112,6 +112,10 @@ impl From<KvError> for ApiError {
             KvError::ShuttingDown => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "node is shutting down\n")
             }
+            KvError::Unreachable(node) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("node {node} is unreachable\n"),
+            ),
             KvError::Storage(StorageError::Exhausted { resource, detail }) => {
                 exhausted(resource, &detail)
             }

@@ -2,15 +2,13 @@
 //! according to `delete_mode`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use eddy_object::Content;
 
 use super::storage_key;
 use crate::error::KvError;
-use crate::node::{DeleteMode, Node, NodeCounters};
+use crate::node::{Node, NodeCounters};
 use crate::request::{DeleteRequest, GetOptions, GetRequest, GetResponse, PutOptions, PutRequest};
-use crate::vnode::msg::VnodeRequest;
 
 /// What a delete found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,37 +60,12 @@ impl Node {
         };
         let stored = self.put(put).await?.object;
         if let Some(tombstone) = stored.filter(|o| o.is_deleted()) {
-            self.schedule_reap(&req, tombstone.vv);
+            let props = self.props(&req.bucket)?;
+            let preflist =
+                self.preflist_entries(Node::key_hash(&req.bucket, &req.key), props.n_val);
+            let key = storage_key(&req.bucket, &req.key);
+            self.schedule_reap(key, tombstone.vv, preflist);
         }
         Ok(DeleteOutcome::Deleted)
-    }
-
-    fn schedule_reap(self: &Arc<Self>, req: &DeleteRequest, tombstone: eddy_object::VersionVector) {
-        let delay_ms = match self.config.delete_mode {
-            DeleteMode::Keep => return,
-            DeleteMode::Immediate => 0,
-            DeleteMode::DelayMs(ms) => ms,
-        };
-        let Ok(props) = self.props(&req.bucket) else {
-            return;
-        };
-        let preflist: Vec<_> = self
-            .ring
-            .preflist(Node::key_hash(&req.bucket, &req.key), props.n_val)
-            .into_iter()
-            .map(|(p, _)| p)
-            .collect();
-        let key = storage_key(&req.bucket, &req.key);
-        let node = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-            for p in preflist {
-                let reap = VnodeRequest::Reap {
-                    key: key.clone(),
-                    tombstone: tombstone.clone(),
-                };
-                let _ = node.vnode(p).send(reap);
-            }
-        });
     }
 }

@@ -1,22 +1,30 @@
-//! The get coordinator: read the preflist, answer at r, then repair.
+//! The get coordinator (Riak's get FSM): read the preflist, answer at r,
+//! then repair the replicas that differ from the merge.
 //!
-//! Every vnode is local on one node, so each is read on the caller's
-//! thread ([`crate::vnode::Vnode::read`]); the replies feed the pure
-//! [`GetCore`] exactly as messages from remote vnodes will.
+//! Local replicas are read on the caller's thread ([`Vnode::read`]: reads
+//! need no serialisation); remote ones get a `Get` message first so they
+//! read while the local ones are read. Every reply feeds the pure
+//! [`GetCore`]. A get that has its answer before every replica replied
+//! leaves a task to collect the rest until the deadline and then repair.
+//!
+//! [`Vnode::read`]: crate::vnode::Vnode::read
 
 use std::sync::Arc;
 
-use eddy_object::RiakObject;
+use bytes::Bytes;
+use eddy_object::{RiakObject, codec};
 use eddy_ring::Partition;
-use tokio::sync::mpsc::unbounded_channel;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::time::{Instant, timeout_at};
 
-use super::{quorum, storage_key};
+use super::{PreflistEntry, quorum, storage_key};
 use crate::core::get::{GetCore, GetOutcome, GetReply};
 use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
 use crate::repair::around::{self, ReplicaRead, Verdict};
 use crate::request::{GetRequest, GetResponse};
-use crate::vnode::msg::{PutKind, StorageKey, VnodeRequest, WritePolicy};
+use crate::vnode::msg::{PutKind, PutRequest, StorageKey, VnodeReply, VnodeRequest, WritePolicy};
+use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
 
 impl Node {
     /// Reads an object with the request's (or the bucket's) quorums.
@@ -29,48 +37,74 @@ impl Node {
         let pr = quorum("pr", req.options.pr, props.pr, n)?;
         let notfound_ok = req.options.notfound_ok.unwrap_or(props.notfound_ok);
         let basic_quorum = req.options.basic_quorum.unwrap_or(props.basic_quorum);
-        let preflist = self.ring.preflist(Node::key_hash(&req.bucket, &req.key), n);
-        let key = storage_key(&req.bucket, &req.key);
-        let mut core = GetCore::new(preflist.len() as u32, r, pr, notfound_ok, basic_quorum);
-        let mut seen = Vec::with_capacity(preflist.len());
-        let all_marked = self.read_replicas(&preflist, &key, |reply| {
-            record(&mut core, &mut seen, reply);
+        let preflist = self.preflist_entries(Node::key_hash(&req.bucket, &req.key), n);
+        let mut fsm = GetFsm {
+            tally: Tally {
+                core: GetCore::new(preflist.len() as u32, r, pr, notfound_ok, basic_quorum),
+                seen: Vec::with_capacity(preflist.len()),
+            },
+            key: storage_key(&req.bucket, &req.key),
+            policy: self.write_policy(&props),
+            deadline: self.deadline(req.options.timeout_ms),
+            preflist,
+            all_marked: false,
+        };
+        let remote = fsm.ask_remote(self);
+        fsm.all_marked = self.read_local_replicas(&fsm.preflist, &fsm.key, |reply| {
+            fsm.tally.record(&fsm.preflist, reply);
         });
-        // With every replica damaged, the merge may hold what the damage
-        // brought back: it is answered, but not spread by read repair.
-        if let Some(merged) = core.merged().filter(|_| !all_marked) {
-            self.read_repair(merged, &seen, &key, self.write_policy(&props));
+        if let Some(mut rx) = remote {
+            while !fsm.tally.core.enough() {
+                match timeout_at(fsm.deadline, rx.recv()).await {
+                    Ok(Some(reply)) => fsm.record_remote(reply),
+                    Ok(None) => break,
+                    Err(_) => return Err(KvError::Timeout),
+                }
+            }
+            let outcome = fsm.tally.core.response();
+            if !fsm.tally.core.all_replied() {
+                let node = self.clone();
+                tokio::spawn(async move { fsm.finish_late(&node, rx).await });
+                return answer(outcome);
+            }
         }
-        answer(core.response())
+        fsm.repair(self);
+        answer(fsm.tally.core.response())
     }
 
-    /// Reads every replica and hands each reply to `record`; a marked
-    /// replica's object that might bring back lost history reads as a
-    /// failure (design note 009). Returns whether every replica is marked.
-    /// With no replica marked (the usual case) replies go straight through.
-    fn read_replicas(
+    /// Reads the local replicas of `preflist` and hands each reply to
+    /// `record`; a marked replica's object that might bring back lost
+    /// history reads as a failure (design note 009). Returns whether every
+    /// replica is local and marked. With no replica marked (the usual
+    /// case) replies go straight through.
+    fn read_local_replicas(
         &self,
-        preflist: &[(Partition, &eddy_ring::NodeName)],
+        preflist: &[PreflistEntry],
         key: &StorageKey,
         mut record: impl FnMut(ReplicaReply),
     ) -> bool {
+        let local = || {
+            preflist
+                .iter()
+                .filter(|e| self.is_local(&e.id))
+                .map(|e| e.id.partition)
+        };
         let read = |p: Partition| {
             NodeCounters::bump(&self.counters.vnode_gets);
             (p, self.vnode(p).read(key))
         };
-        if !preflist.iter().any(|(p, _)| self.vnode(*p).is_marked()) {
-            preflist.iter().for_each(|(p, _)| record(read(*p)));
+        if !local().any(|p| self.vnode(p).is_marked()) {
+            local().for_each(|p| record(read(p)));
             return false;
         }
-        let reads: Vec<ReplicaRead<_>> = preflist
-            .iter()
-            .map(|(p, _)| ReplicaRead {
-                reply: read(*p),
-                marked: self.vnode(*p).is_marked(),
+        let reads: Vec<ReplicaRead<_>> = local()
+            .map(|p| ReplicaRead {
+                reply: read(p),
+                marked: self.vnode(p).is_marked(),
             })
             .collect();
         let verdicts = around::verdicts(&reads, |(_, r)| r.as_ref().ok().and_then(|o| o.as_ref()));
-        let all_marked = reads.iter().all(|r| r.marked);
+        let all_marked = reads.len() == preflist.len() && reads.iter().all(|r| r.marked);
         for (read, verdict) in reads.into_iter().zip(verdicts) {
             record(match verdict {
                 Verdict::Keep => read.reply,
@@ -87,69 +121,133 @@ impl Node {
             max_siblings: self.config.siblings_max,
         }
     }
-
-    /// Sends the merged object to every replica whose copy differs from it.
-    /// Fire and forget: the answer does not wait for repairs.
-    fn read_repair(
-        &self,
-        merged: &RiakObject,
-        seen: &[(Partition, Option<RiakObject>)],
-        key: &StorageKey,
-        policy: WritePolicy,
-    ) {
-        for (p, obj) in seen {
-            if obj.as_ref() == Some(merged) {
-                continue;
-            }
-            NodeCounters::bump(&self.counters.read_repairs);
-            NodeCounters::bump(&self.counters.vnode_puts);
-            let (tx, _rx) = unbounded_channel();
-            let kind = Box::new(PutKind::Replicate {
-                object: merged.clone(),
-                encoded: None,
-                logged_at: None,
-            });
-            let req = VnodeRequest::Put {
-                key: key.clone(),
-                kind,
-                policy,
-                sync: false,
-                reply: tx,
-                forward: Vec::new(),
-            };
-            if let Err(e) = self.vnode(*p).send(req) {
-                tracing::debug!(partition = p.0, "read repair not queued: {e}");
-            }
-        }
-    }
 }
 
 /// One replica's answer to a read.
 type ReplicaReply = (Partition, Result<Option<RiakObject>, KvError>);
 
-fn record(
-    core: &mut GetCore,
-    seen: &mut Vec<(Partition, Option<RiakObject>)>,
-    (p, result): (Partition, Result<Option<RiakObject>, KvError>),
-) {
-    let primary = true;
-    match result {
-        Ok(Some(object)) => {
-            seen.push((p, Some(object.clone())));
-            core.add_result(GetReply::Found { primary, object });
+/// One coordinated get.
+struct GetFsm {
+    tally: Tally,
+    key: StorageKey,
+    policy: WritePolicy,
+    deadline: Instant,
+    preflist: Vec<PreflistEntry>,
+    /// Every replica is local and marked damaged.
+    all_marked: bool,
+}
+
+impl GetFsm {
+    /// Sends `Get` to the remote replicas; their replies come on the
+    /// returned channel (none if every replica is local).
+    fn ask_remote(&self, node: &Node) -> Option<UnboundedReceiver<Reply>> {
+        let mut remote = self.preflist.iter().filter(|e| !node.is_local(&e.id));
+        let first = remote.next()?;
+        let (tx, rx) = unbounded_channel();
+        for entry in std::iter::once(first).chain(remote) {
+            NodeCounters::bump(&node.counters.vnode_gets);
+            let req = VnodeRequest::Get {
+                key: self.key.clone(),
+            };
+            node.deliver(
+                &entry.id,
+                req,
+                ReplyTo::Local(tx.clone()),
+                LocalHint::default(),
+            );
         }
-        Ok(None) => {
-            seen.push((p, None));
-            core.add_result(GetReply::NotFound { primary });
+        Some(rx)
+    }
+
+    fn record_remote(&mut self, reply: Reply) {
+        if let VnodeReply::Get(got) = reply.reply {
+            let got = (reply.partition, decode_reply(got));
+            self.tally.record(&self.preflist, got);
         }
-        Err(e @ KvError::Damaged(_)) => {
-            tracing::debug!(partition = p.0, "{e}");
-            core.add_result(GetReply::Failed { primary });
+    }
+
+    /// Collects the replies still due (until the deadline), then repairs.
+    async fn finish_late(mut self, node: &Node, mut rx: UnboundedReceiver<Reply>) {
+        while !self.tally.core.all_replied() {
+            match timeout_at(self.deadline, rx.recv()).await {
+                Ok(Some(reply)) => self.record_remote(reply),
+                _ => break,
+            }
         }
-        Err(e) => {
-            tracing::warn!(partition = p.0, "vnode get failed: {e}");
-            core.add_result(GetReply::Failed { primary });
+        self.repair(node);
+    }
+
+    /// Sends the merged object to every replica whose copy differs from
+    /// it. Fire and forget: the answer does not wait for repairs. With
+    /// every replica damaged, the merge may hold what the damage brought
+    /// back: it is answered, but not spread.
+    fn repair(&self, node: &Node) {
+        let Some(merged) = self.tally.core.merged().filter(|_| !self.all_marked) else {
+            return;
+        };
+        let mut encoded = None;
+        for (p, obj) in &self.tally.seen {
+            if obj.as_ref() == Some(merged) {
+                continue;
+            }
+            let Some(entry) = self.preflist.iter().find(|e| e.id.partition == *p) else {
+                continue;
+            };
+            NodeCounters::bump(&node.counters.read_repairs);
+            NodeCounters::bump(&node.counters.vnode_puts);
+            let encoded = encoded.get_or_insert_with(|| Bytes::from(codec::encode(merged)));
+            let req = VnodeRequest::Put(PutRequest {
+                key: self.key.clone(),
+                kind: PutKind::Replicate {
+                    encoded: encoded.clone(),
+                },
+                policy: self.policy,
+                sync: false,
+            });
+            node.deliver(&entry.id, req, ReplyTo::Nobody, LocalHint::default());
         }
+    }
+}
+
+/// The replies so far.
+struct Tally {
+    core: GetCore,
+    /// Each replica that answered, and what it holds.
+    seen: Vec<(Partition, Option<RiakObject>)>,
+}
+
+impl Tally {
+    fn record(&mut self, preflist: &[PreflistEntry], (p, result): ReplicaReply) {
+        let primary = preflist
+            .iter()
+            .find(|e| e.id.partition == p)
+            .is_some_and(|e| e.primary);
+        match result {
+            Ok(Some(object)) => {
+                self.seen.push((p, Some(object.clone())));
+                self.core.add_result(GetReply::Found { primary, object });
+            }
+            Ok(None) => {
+                self.seen.push((p, None));
+                self.core.add_result(GetReply::NotFound { primary });
+            }
+            Err(e @ KvError::Damaged(_)) => {
+                tracing::debug!(partition = p.0, "{e}");
+                self.core.add_result(GetReply::Failed { primary });
+            }
+            Err(e) => {
+                tracing::warn!(partition = p.0, "vnode get failed: {e}");
+                self.core.add_result(GetReply::Failed { primary });
+            }
+        }
+    }
+}
+
+/// A remote replica's encoded object, decoded; a corrupt one is an error.
+fn decode_reply(got: Result<Option<Bytes>, KvError>) -> Result<Option<RiakObject>, KvError> {
+    match got? {
+        Some(bytes) => Ok(Some(codec::decode(&bytes)?)),
+        None => Ok(None),
     }
 }
 

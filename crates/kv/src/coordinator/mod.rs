@@ -6,6 +6,7 @@ pub mod delete;
 pub mod get;
 pub mod list;
 pub mod put;
+pub mod reap;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,9 +19,33 @@ use crate::node::Node;
 use crate::props::BucketProps;
 use crate::quorum::Quorum;
 use crate::request::BucketRef;
-use crate::vnode::msg::StorageKey;
+use crate::vnode::msg::{StorageKey, VnodeId};
+
+/// One vnode of a request's preflist.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreflistEntry {
+    pub id: VnodeId,
+    /// The partition's owner (not a fallback standing in for it).
+    pub primary: bool,
+}
 
 impl Node {
+    /// The vnodes a key's requests go to: its n_val partitions with their
+    /// owners, all primaries.
+    pub(crate) fn preflist_entries(&self, hash: u64, n_val: u32) -> Vec<PreflistEntry> {
+        self.ring
+            .preflist(hash, n_val)
+            .into_iter()
+            .map(|(partition, node)| PreflistEntry {
+                id: VnodeId {
+                    partition,
+                    node: node.clone(),
+                },
+                primary: true,
+            })
+            .collect()
+    }
+
     pub(crate) fn deadline(&self, timeout_ms: Option<u64>) -> Instant {
         let ms = timeout_ms.unwrap_or(self.config.default_timeout_ms);
         Instant::now() + Duration::from_millis(ms)

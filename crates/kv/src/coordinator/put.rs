@@ -1,20 +1,30 @@
-//! The put coordinator: the first vnode of the preflist applies the write
-//! as its actor, then the others merge the result; answer at w/dw/pw.
+//! The put coordinator (Riak's put FSM): the coordinating vnode applies
+//! the write as its actor and answers with the new object; then the object
+//! goes to the other replicas at once; answer at w/dw/pw.
+//!
+//! The coordinating vnode is the first local one of the preflist that is
+//! not marked damaged (design note 009), else the first reachable one.
+//! A vnode that refuses before writing (a condition, a limit, a full disk)
+//! refuses the whole put: nothing was replicated.
 
 use std::sync::Arc;
 
-use eddy_object::RiakObject;
-use eddy_ring::Partition;
+use bytes::Bytes;
+use eddy_object::codec;
 use rand::Rng;
-use tokio::sync::mpsc::unbounded_channel;
-use tokio::time::timeout_at;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::time::{Instant, timeout_at};
 
-use super::{quorum, storage_key};
+use super::{PreflistEntry, quorum, storage_key};
 use crate::core::put::{PutCore, PutReply};
 use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
 use crate::request::{PutRequest, PutResponse};
-use crate::vnode::msg::{Conditions, PutKind, PutResult, VnodeRequest};
+use crate::vnode::msg::{
+    Conditions, Coordinate, PutKind, PutRequest as VnodePut, StorageKey, VnodeReply, VnodeRequest,
+    WritePolicy,
+};
+use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
 
 impl Node {
     /// Writes an object with the request's (or the bucket's) quorums.
@@ -28,10 +38,10 @@ impl Node {
         let w = quorum("w", req.options.w, props.w, n)?;
         let dw = quorum("dw", req.options.dw, props.dw, n)?;
         let pw = quorum("pw", req.options.pw, props.pw, n)?;
-        let mut preflist = self.ring.preflist(Node::key_hash(&req.bucket, &key), n);
-        self.unmarked_first(&mut preflist);
+        let mut preflist = self.preflist_entries(Node::key_hash(&req.bucket, &key), n);
+        self.coordinator_first(&mut preflist);
         let mut content = req.content;
-        content.meta.last_modified_us = now_us();
+        content.meta.last_modified_us = self.config.clock.now_us();
         content.meta.vtag = generate_vtag();
         content.normalise_indexes();
         let conditions = Conditions {
@@ -41,114 +51,206 @@ impl Node {
                 .if_not_modified
                 .then(|| req.context.clone().unwrap_or_default()),
         };
-        let kind = PutKind::Coordinate {
+        let coordinate = Coordinate {
             context: req.context.unwrap_or_default(),
-            content: Box::new(content),
+            content,
             conditions,
         };
-        let sync = dw > 0;
-        let policy = self.write_policy(&props);
         let skey = storage_key(&req.bucket, &key);
-        self.vnode(preflist[0].0).check_writable(&skey.bucket)?;
-        let deadline = self.deadline(req.options.timeout_ms);
-        let mut core = PutCore::new(preflist.len() as u32, w, dw, pw);
-        let (tx, mut rx) = unbounded_channel::<(Partition, PutResult)>();
-
-        // The coordinating vnode writes, then forwards its object to the
-        // other replicas; every vnode answers on `rx`.
-        let (first, _) = preflist[0];
-        let forward = preflist[1..]
-            .iter()
-            .map(|(p, _)| self.vnode(*p).clone())
-            .collect();
-        let wants_object = req.options.return_body || req.options.return_head;
-        let req = VnodeRequest::Put {
+        if self.is_local(&preflist[0].id) {
+            self.vnode(preflist[0].id.partition)
+                .check_writable(&skey.bucket)?;
+        }
+        let fsm = PutFsm {
+            node: self,
+            preflist: &preflist,
             key: skey,
-            kind: Box::new(kind),
-            policy,
-            sync,
-            reply: tx,
-            forward,
+            policy: self.write_policy(&props),
+            sync: dw > 0,
+            deadline: self.deadline(req.options.timeout_ms),
         };
-        self.vnode(first).send(req)?;
-        let issued = preflist.len() as u64;
-        self.counters
-            .vnode_puts
-            .fetch_add(issued, std::sync::atomic::Ordering::Relaxed);
-        let mut object = None;
+        let coordinated = fsm.run(coordinate, PutCore::new(n, w, dw, pw)).await?;
+        self.warn_siblings(coordinated.siblings);
+        let wants_object = req.options.return_body || req.options.return_head;
+        let object = match wants_object {
+            true => Some(codec::decode(&coordinated.encoded)?),
+            false => None,
+        };
+        Ok(PutResponse { key, object })
+    }
+
+    /// Moves the vnode that should coordinate to the front: the first
+    /// local one not marked damaged (a marked vnode may have lost the
+    /// key's latest version, design note 009), else the first unmarked
+    /// one. With every replica marked the order stays.
+    fn coordinator_first(&self, preflist: &mut [PreflistEntry]) {
+        let healthy =
+            |e: &PreflistEntry| !self.is_local(&e.id) || !self.vnode(e.id.partition).is_marked();
+        let pick = preflist
+            .iter()
+            .position(|e| self.is_local(&e.id) && healthy(e))
+            .or_else(|| preflist.iter().position(healthy));
+        if let Some(i) = pick {
+            preflist[..=i].rotate_right(1);
+        }
+    }
+
+    fn warn_siblings(&self, siblings: usize) {
+        if siblings > self.config.siblings_warn {
+            NodeCounters::bump(&self.counters.siblings_warnings);
+            tracing::warn!(siblings, "object has many siblings");
+        }
+    }
+}
+
+/// The coordinating vnode's object.
+struct Coordinated {
+    encoded: Bytes,
+    siblings: usize,
+}
+
+/// One coordinated put: its preflist (the coordinating vnode first), key,
+/// policy and deadline.
+struct PutFsm<'a> {
+    node: &'a Arc<Node>,
+    preflist: &'a [PreflistEntry],
+    key: StorageKey,
+    policy: WritePolicy,
+    sync: bool,
+    deadline: Instant,
+}
+
+impl PutFsm<'_> {
+    /// Runs the put to its answer: the coordinating vnode's object once
+    /// every quorum is met.
+    async fn run(&self, coordinate: Coordinate, mut core: PutCore) -> Result<Coordinated, KvError> {
+        let node = self.node;
+        let (tx, mut rx) = unbounded_channel::<Reply>();
+        let first = &self.preflist[0];
+        let req = self.request(PutKind::Coordinate(Box::new(coordinate)));
+        node.deliver(
+            &first.id,
+            req,
+            ReplyTo::Local(tx.clone()),
+            LocalHint::default(),
+        );
+        let coordinated = self.await_coordinated(&mut rx, &mut core).await?;
+        self.replicate(&coordinated.encoded, coordinated.hint, tx);
+        NodeCounters::add(&node.counters.vnode_puts, self.preflist.len() as u64);
         let mut exhausted = None;
         while !core.enough() {
-            let (p, result) = match timeout_at(deadline, rx.recv()).await {
+            let reply = match timeout_at(self.deadline, rx.recv()).await {
                 Ok(Some(reply)) => reply,
                 Ok(None) => break,
                 Err(_) => return Err(KvError::Timeout),
             };
-            match result {
-                Ok(done) => {
-                    core.add_result(PutReply::Ok {
-                        primary: true,
-                        durable: done.durable,
-                    });
-                    if p == first || object.is_none() {
-                        object = Some(done.object);
-                    }
-                }
-                // The coordinating vnode refused or failed before writing:
-                // nothing was forwarded, so this is the answer.
-                Err(e) if p == first && !is_sync_failure(&e) => {
-                    self.write_refusal.refused(&e);
-                    return Err(e);
-                }
-                Err(e) => {
-                    tracing::warn!(partition = p.0, "vnode put failed: {e}");
-                    core.add_result(PutReply::Failed { primary: true });
-                    if is_exhaustion(&e) {
-                        exhausted.get_or_insert(e);
-                    }
-                }
-            }
-        }
-        if let Some(o) = &object {
-            self.warn_siblings(o);
+            self.record(&mut core, reply, &mut exhausted);
         }
         // A quorum missed for want of disk or descriptors is answered with
         // that cause, so the client hears it is transient; /health reports
         // it until a write is acknowledged again.
         if let Err(q) = core.response() {
             let e = exhausted.unwrap_or(KvError::WriteQuorum(q));
-            self.write_refusal.refused(&e);
+            node.write_refusal.refused(&e);
             return Err(e);
         }
-        self.write_refusal.accepted();
-        Ok(PutResponse {
-            key,
-            object: object.filter(|_| wants_object),
+        node.write_refusal.accepted();
+        Ok(Coordinated {
+            encoded: coordinated.encoded,
+            siblings: coordinated.siblings,
         })
     }
 
-    /// Moves the first replica not marked damaged to the front, so that it
-    /// coordinates: a marked vnode may have lost the key's latest version
-    /// (design note 009). With every replica marked the order stays.
-    fn unmarked_first<T>(&self, preflist: &mut [(Partition, T)]) {
-        if let Some(i) = preflist
-            .iter()
-            .position(|(p, _)| !self.vnode(*p).is_marked())
-        {
-            preflist[..=i].rotate_right(1);
+    /// Waits for the coordinating vnode's object. A refusal before it
+    /// wrote is the put's answer: nothing was replicated.
+    async fn await_coordinated(
+        &self,
+        rx: &mut UnboundedReceiver<Reply>,
+        core: &mut PutCore,
+    ) -> Result<Written, KvError> {
+        loop {
+            let reply = match timeout_at(self.deadline, rx.recv()).await {
+                Ok(Some(reply)) => reply,
+                Ok(None) => return Err(KvError::Timeout),
+                Err(_) => return Err(KvError::Timeout),
+            };
+            match reply.reply {
+                VnodeReply::Coordinated { encoded, siblings } => {
+                    return Ok(Written {
+                        encoded,
+                        siblings,
+                        hint: reply.hint,
+                    });
+                }
+                VnodeReply::Put(Err(e)) => {
+                    self.node.write_refusal.refused(&e);
+                    return Err(e);
+                }
+                VnodeReply::Put(Ok(ack)) => core.add_result(PutReply::Ok {
+                    primary: self.is_primary(reply.partition),
+                    durable: ack.durable,
+                }),
+                VnodeReply::Get(_) => {}
+            }
         }
     }
 
-    fn warn_siblings(&self, object: &RiakObject) {
-        if object.siblings.len() > self.config.siblings_warn {
-            NodeCounters::bump(&self.counters.siblings_warnings);
-            tracing::warn!(siblings = object.siblings.len(), "object has many siblings");
+    /// Sends the coordinating vnode's object to the other replicas.
+    fn replicate(&self, encoded: &Bytes, hint: LocalHint, tx: UnboundedSender<Reply>) {
+        for entry in &self.preflist[1..] {
+            let req = self.request(PutKind::Replicate {
+                encoded: encoded.clone(),
+            });
+            // The commit-log position is a fact of this node only.
+            let hint = match self.node.is_local(&entry.id) {
+                true => hint,
+                false => LocalHint::default(),
+            };
+            self.node
+                .deliver(&entry.id, req, ReplyTo::Local(tx.clone()), hint);
         }
+    }
+
+    fn record(&self, core: &mut PutCore, reply: Reply, exhausted: &mut Option<KvError>) {
+        let primary = self.is_primary(reply.partition);
+        match reply.reply {
+            VnodeReply::Put(Ok(ack)) => core.add_result(PutReply::Ok {
+                primary,
+                durable: ack.durable,
+            }),
+            VnodeReply::Put(Err(e)) => {
+                tracing::warn!(partition = reply.partition.0, "vnode put failed: {e}");
+                core.add_result(PutReply::Failed { primary });
+                if is_exhaustion(&e) {
+                    exhausted.get_or_insert(e);
+                }
+            }
+            VnodeReply::Coordinated { .. } | VnodeReply::Get(_) => {}
+        }
+    }
+
+    fn is_primary(&self, p: eddy_ring::Partition) -> bool {
+        self.preflist
+            .iter()
+            .find(|e| e.id.partition == p)
+            .is_some_and(|e| e.primary)
+    }
+
+    fn request(&self, kind: PutKind) -> VnodeRequest {
+        VnodeRequest::Put(VnodePut {
+            key: self.key.clone(),
+            kind,
+            policy: self.policy,
+            sync: self.sync,
+        })
     }
 }
 
-/// A vnode that wrote (and so forwarded) but whose sync then failed.
-fn is_sync_failure(e: &KvError) -> bool {
-    matches!(e, KvError::SyncFailed(_))
+/// The coordinating vnode's reply, with what it knows locally.
+struct Written {
+    encoded: Bytes,
+    siblings: usize,
+    hint: LocalHint,
 }
 
 /// A replica refused for want of a resource (disk, descriptors, memory).
@@ -157,14 +259,6 @@ fn is_exhaustion(e: &KvError) -> bool {
         e,
         KvError::Storage(eddy_storage::StorageError::Exhausted { .. })
     )
-}
-
-/// Microseconds since the Unix epoch.
-pub(crate) fn now_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
 }
 
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";

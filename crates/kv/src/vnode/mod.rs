@@ -1,9 +1,11 @@
 //! A vnode: the owner of one partition's backend (Riak's vnode).
 //!
-//! Requests arrive as [`msg::VnodeRequest`] messages. A local vnode handles
+//! Requests arrive as [`msg::VnodeRequest`] messages with a
+//! [`reply::ReplyTo`] saying where the answers go. A local vnode handles
 //! each on the sender's thread ([`Vnode::send`]): no queue and no thread
-//! hop, so a put costs its work and nothing else. A remote vnode will take
-//! the same messages off the network (design note 004).
+//! hop, so a put costs its work and nothing else. A request from another
+//! node arrives the same way, off the transport. Vnodes never send
+//! requests to other vnodes: coordinators do (design note 010).
 //!
 //! Invariants:
 //! - a read-modify-write of one key runs under that key's lock, so
@@ -12,21 +14,25 @@
 //!   under the same lock, after the backend took it, so the log's order of
 //!   one key's records is the backend's;
 //! - a reply that promises durability is sent only after the commit log
-//!   (or, without one, the backend) synced the write.
+//!   (or, without one, the backend) synced the write;
+//! - every request is answered (a put with `Put`, a get with `Get`), also
+//!   when the vnode is closed or fails.
 //!
-//! Files: [`msg`] (requests and replies), [`apply`] (what a put or merge
-//! does to an object, pure), [`replay`] (commit-log records back into a
-//! backend), [`damage`] (the repair mark and repair's writes), this file
-//! (the vnode and its writes).
+//! Files: [`msg`] (requests and replies), [`reply`] (where replies go),
+//! [`apply`] (what a put or merge does to an object, pure), [`replay`]
+//! (commit-log records back into a backend), [`damage`] (the repair mark
+//! and repair's writes), this file (the vnode and its writes).
 
 pub mod apply;
 pub mod damage;
 pub mod msg;
 pub mod replay;
+pub mod reply;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use bytes::Bytes;
 use eddy_object::{Actor, RiakObject, VersionVector, codec};
 use eddy_ring::Partition;
 use eddy_storage::{Backend, StorageError, WriteOptions};
@@ -34,7 +40,8 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::commitlog::{CommitLog, Lsn, Op, Record};
 use crate::error::KvError;
-use msg::{PutDone, PutKind, PutReplyTo, StorageKey, VnodeRequest, WritePolicy};
+use msg::{PutAck, PutKind, PutRequest, StorageKey, VnodeReply, VnodeRequest, WritePolicy};
+use reply::{LocalHint, ReplyTo};
 
 /// Key locks per vnode: keys hash onto these stripes.
 const KEY_LOCKS: usize = 64;
@@ -56,11 +63,11 @@ pub struct Vnode {
 
 /// What a put stored.
 struct Written {
-    object: RiakObject,
+    /// Its encoding.
+    encoded: Bytes,
+    /// Its sibling count.
+    siblings: usize,
     durability: Durability,
-    /// Its encoding, if this put wrote it (`None`: the stored object was
-    /// already this).
-    encoded: Option<Arc<[u8]>>,
     /// Where this put's commit-log record of `encoded` starts, if it
     /// logged one.
     logged_at: Option<Lsn>,
@@ -96,72 +103,57 @@ impl Vnode {
         })
     }
 
-    /// Delivers a request to this (local) vnode: it is handled now, on the
-    /// caller's thread, with the replicas it forwards to; replies go where
-    /// the request says. The durable replies go out last: at once if the
-    /// commit log is durable past their records (appended records are in
-    /// the file), or when it is (`o_sync`).
-    pub fn send(&self, req: VnodeRequest) -> Result<(), KvError> {
-        let mut pending = Vec::new();
-        let handled = self.handle(req, &mut pending);
-        if pending.is_empty() {
-            return handled;
-        }
-        let Some(log) = &self.log else {
-            // Only a write to a commit log leaves a reply pending.
-            let e = "no commit log to wait for";
-            pending.into_iter().for_each(|p| p.answer(Err(e.into())));
-            return handled;
-        };
-        let durable = log.durable();
-        for p in pending {
-            match p.lsn <= durable {
-                true => p.answer(Ok(())),
-                false => log.when_durable(p.lsn, Box::new(move |r| p.answer(r))),
-            }
-        }
-        handled
-    }
-
-    /// Handles a request; durable replies that wait for the commit log are
-    /// left in `pending`.
-    fn handle(&self, req: VnodeRequest, pending: &mut Vec<Pending>) -> Result<(), KvError> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(KvError::ShuttingDown);
-        }
+    /// Delivers a request to this vnode: it is handled now, on the
+    /// caller's thread, and answered to `reply`. A durable put reply goes
+    /// out at once if the commit log is durable past its record (appended
+    /// records are in the file), else when it is (`o_sync`). `hint` is
+    /// what a local coordinator knows of the request's object.
+    pub fn send(&self, req: VnodeRequest, reply: ReplyTo, hint: LocalHint) {
+        let closed = self.closed.load(Ordering::Acquire);
         match req {
-            VnodeRequest::Put {
-                key,
-                kind,
-                policy,
-                sync,
-                reply,
-                forward,
-            } => {
-                match self.put(&key, *kind, policy) {
-                    Ok(written) => {
-                        let sent = Sent {
-                            object: &written.object,
-                            encoded: written.encoded,
-                            logged_at: written.logged_at,
-                        };
-                        forward_to_replicas(&forward, &key, sent, (policy, sync), &reply, pending);
-                        let durability = written.durability;
-                        self.reply_put(written.object, durability, sync, reply, pending);
-                    }
-                    Err(e) => {
-                        let _ = reply.send((self.partition, Err(e)));
-                    }
-                }
-                Ok(())
+            VnodeRequest::Put(_) if closed => self.answer_put(&reply, Err(KvError::ShuttingDown)),
+            VnodeRequest::Put(put) => self.handle_put(put, reply, hint),
+            VnodeRequest::Get { key } => {
+                let got = match closed {
+                    true => Err(KvError::ShuttingDown),
+                    false => self.read_encoded(&key),
+                };
+                reply.send(self.partition, VnodeReply::Get(got), LocalHint::default());
             }
+            VnodeRequest::Reap { .. } if closed => {}
             VnodeRequest::Reap { key, tombstone } => {
                 if let Err(e) = self.reap(&key, &tombstone) {
                     tracing::warn!(partition = self.partition.0, "reap failed: {e}");
                 }
-                Ok(())
             }
         }
+    }
+
+    fn handle_put(&self, put: PutRequest, reply: ReplyTo, hint: LocalHint) {
+        let coordinating = matches!(put.kind, PutKind::Coordinate(_));
+        let written = match self.put(&put.key, put.kind, put.policy, hint) {
+            Ok(written) => written,
+            Err(e) => return self.answer_put(&reply, Err(e)),
+        };
+        if coordinating {
+            let hint = LocalHint {
+                logged_at: written.logged_at,
+            };
+            let coordinated = VnodeReply::Coordinated {
+                encoded: written.encoded,
+                siblings: written.siblings,
+            };
+            reply.send(self.partition, coordinated, hint);
+        }
+        self.reply_put(written.durability, put.sync, reply);
+    }
+
+    fn answer_put(&self, reply: &ReplyTo, result: Result<PutAck, KvError>) {
+        reply.send(
+            self.partition,
+            VnodeReply::Put(result),
+            LocalHint::default(),
+        );
     }
 
     /// Reads `key` from this vnode's backend. Reads need no lock: each
@@ -187,45 +179,49 @@ impl Vnode {
         self.locks[(h % KEY_LOCKS as u64) as usize].lock()
     }
 
+    /// Reads `key`'s stored encoding, unchecked: whoever decodes it
+    /// refuses a corrupt one.
+    fn read_encoded(&self, key: &StorageKey) -> Result<Option<Bytes>, KvError> {
+        Ok(self.backend.get(&key.bucket, &key.key)?.map(Bytes::from))
+    }
+
     fn put(
         &self,
         key: &StorageKey,
         kind: PutKind,
         policy: WritePolicy,
+        hint: LocalHint,
     ) -> Result<Written, KvError> {
         let _locked = self.lock(key);
         let current = self.read(key)?;
         let (mut encoded, mut same_as) = (None, None);
         let next = match kind {
-            PutKind::Coordinate {
-                context,
-                content,
-                conditions,
-            } => apply::coordinate(
-                current.as_ref(),
-                &context,
-                *content,
-                &conditions,
-                policy,
-                self.actor,
-            )?,
-            PutKind::Replicate {
-                object,
-                encoded: sent,
-                logged_at,
-            } => {
-                let merged = apply::replicate(current.as_ref(), object, policy);
+            PutKind::Coordinate(c) => {
+                let c = *c;
+                apply::coordinate(
+                    current.as_ref(),
+                    &c.context,
+                    c.content,
+                    &c.conditions,
+                    policy,
+                    self.actor,
+                )?
+            }
+            PutKind::Replicate { encoded: sent } => {
+                let incoming = codec::decode(&sent)?;
+                let merged = apply::replicate(current.as_ref(), incoming, policy);
                 if merged.is_incoming {
-                    (encoded, same_as) = (sent, logged_at);
+                    (encoded, same_as) = (Some(sent), hint.logged_at);
                 }
                 merged.object
             }
         };
+        let siblings = next.siblings.len();
         if current.as_ref() == Some(&next) {
             return Ok(Written {
                 durability: self.durability_of_stored(&key.bucket),
-                object: next,
-                encoded: None,
+                encoded: encoded.unwrap_or_else(|| codec::encode(&next).into()),
+                siblings,
                 logged_at: None,
             });
         }
@@ -233,9 +229,9 @@ impl Vnode {
         let bytes = encoded.unwrap_or_else(|| codec::encode(&next).into());
         let (durability, logged_at) = self.write(key, current.as_ref(), &next, &bytes, same_as)?;
         Ok(Written {
-            object: next,
+            encoded: bytes,
+            siblings,
             durability,
-            encoded: Some(bytes),
             logged_at,
         })
     }
@@ -334,62 +330,51 @@ impl Vnode {
         }
     }
 
-    /// Answers a put: at once, or once its write is durable if `sync`. A
-    /// reply that waits for the commit log goes to `pending`.
-    fn reply_put(
-        &self,
-        object: RiakObject,
-        durability: Durability,
-        sync: bool,
-        reply: PutReplyTo,
-        pending: &mut Vec<Pending>,
-    ) {
-        let partition = self.partition;
+    /// Answers a put: at once, or once its write is durable if `sync`.
+    fn reply_put(&self, durability: Durability, sync: bool, reply: ReplyTo) {
         if !sync {
-            let _ = reply.send((
-                partition,
-                Ok(PutDone {
-                    object,
-                    durable: false,
-                }),
-            ));
-            return;
+            return self.answer_put(&reply, Ok(PutAck { durable: false }));
         }
         let waiting = Pending {
-            lsn: 0,
-            partition,
-            object,
+            partition: self.partition,
             reply,
         };
-        match durability {
-            Durability::Log(lsn) => pending.push(Pending { lsn, ..waiting }),
-            Durability::Backend => waiting.answer(self.backend.sync().map_err(|e| e.to_string())),
-            Durability::Volatile => waiting.answer(Ok(())),
+        match (durability, &self.log) {
+            (Durability::Log(lsn), Some(log)) if lsn > log.durable() => {
+                log.when_durable(lsn, Box::new(move |r| waiting.answer(r)));
+            }
+            (Durability::Log(_), _) | (Durability::Volatile, _) => waiting.answer(Ok(())),
+            (Durability::Backend, _) => {
+                // No commit log: the backend's sync may wait on the disk,
+                // so it runs off the caller's (possibly async) thread.
+                let backend = self.backend.clone();
+                let sync = move || waiting.answer(backend.sync().map_err(|e| e.to_string()));
+                match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => drop(runtime.spawn_blocking(sync)),
+                    Err(_) => sync(),
+                }
+            }
         }
     }
 }
 
-/// A durable put reply waiting for the node's commit log to be durable
-/// past `lsn`. Every local vnode shares the node's one log, so the vnode
-/// that took the request answers it after writing the log out.
+/// A durable put reply waiting for its write to be synced.
 struct Pending {
-    lsn: Lsn,
     partition: Partition,
-    object: RiakObject,
-    reply: PutReplyTo,
+    reply: ReplyTo,
 }
 
 impl Pending {
     /// Sends the reply: durable, or the error that kept it from being.
     fn answer(self, durable: Result<(), String>) {
-        let object = self.object;
         let result = durable
-            .map(|()| PutDone {
-                object,
-                durable: true,
-            })
+            .map(|()| PutAck { durable: true })
             .map_err(KvError::SyncFailed);
-        let _ = self.reply.send((self.partition, result));
+        self.reply.send(
+            self.partition,
+            VnodeReply::Put(result),
+            LocalHint::default(),
+        );
     }
 }
 
@@ -402,40 +387,4 @@ enum Target<'a> {
     Volatile,
     /// In the backend, by syncing it (a node without a commit log).
     Backend,
-}
-
-/// The object a coordinator forwards, and its encoding if it wrote one.
-struct Sent<'a> {
-    object: &'a RiakObject,
-    encoded: Option<Arc<[u8]>>,
-    logged_at: Option<Lsn>,
-}
-
-/// Sends the coordinator's written object to the other replicas, which
-/// merge it in and answer on the same `reply`.
-fn forward_to_replicas(
-    forward: &[VnodeHandle],
-    key: &StorageKey,
-    sent: Sent<'_>,
-    (policy, sync): (WritePolicy, bool),
-    reply: &PutReplyTo,
-    pending: &mut Vec<Pending>,
-) {
-    for replica in forward {
-        let req = VnodeRequest::Put {
-            key: key.clone(),
-            kind: Box::new(PutKind::Replicate {
-                object: sent.object.clone(),
-                encoded: sent.encoded.clone(),
-                logged_at: sent.logged_at,
-            }),
-            policy,
-            sync,
-            reply: reply.clone(),
-            forward: Vec::new(),
-        };
-        if let Err(e) = replica.handle(req, pending) {
-            let _ = reply.send((replica.partition, Err(e)));
-        }
-    }
 }

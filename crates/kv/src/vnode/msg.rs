@@ -1,12 +1,24 @@
-//! Requests a vnode takes and the replies it sends. These are the messages a
-//! cluster will carry between nodes; nothing here is local-only but the
-//! reply channels.
+//! What coordinators and vnodes say to each other: plain data only.
+//!
+//! These are the messages a cluster carries between nodes (design note
+//! 010): no channel, handle or node-local log position is part of one. A
+//! vnode is addressed by [`VnodeId`], and where its replies go is the
+//! envelope's business ([`super::reply::ReplyTo`]), not the message's.
+//! An object travels as its encoded bytes ([`Bytes`]), which every hop
+//! passes on untouched.
 
-use eddy_object::{Content, RiakObject, VersionVector};
-use eddy_ring::Partition;
-use tokio::sync::mpsc::UnboundedSender;
+use bytes::Bytes;
+use eddy_object::{Content, VersionVector};
+use eddy_ring::{NodeName, Partition};
 
 use crate::error::KvError;
+
+/// A vnode's address: its partition and the node it runs on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct VnodeId {
+    pub partition: Partition,
+    pub node: NodeName,
+}
 
 /// A stored object's storage bucket and key.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -32,61 +44,66 @@ pub struct Conditions {
     pub if_not_modified: Option<VersionVector>,
 }
 
+/// A client's write, as the coordinating vnode applies it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Coordinate {
+    pub context: VersionVector,
+    pub content: Content,
+    pub conditions: Conditions,
+}
+
 /// What a put does at the vnode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PutKind {
-    /// Apply a client's write as this vnode's actor (the coordinating vnode).
-    Coordinate {
-        context: VersionVector,
-        content: Box<Content>,
-        conditions: Conditions,
-    },
-    /// Merge an object a coordinating vnode produced (the other replicas).
-    Replicate {
-        object: RiakObject,
-        /// The object's encoding, when the sender has it (a local
-        /// coordinator): a replica that ends up storing the object itself
-        /// stores these bytes.
-        encoded: Option<std::sync::Arc<[u8]>>,
-        /// Where the sender's commit-log record of these bytes starts, when
-        /// it wrote one to this node's log (a local coordinator): such a
-        /// replica logs a reference to it instead of the bytes again.
-        logged_at: Option<crate::commitlog::Lsn>,
-    },
+    /// Apply a client's write as this vnode's actor (the coordinating
+    /// vnode); it answers [`VnodeReply::Coordinated`] with the new object
+    /// as soon as it is written, then [`VnodeReply::Put`].
+    Coordinate(Box<Coordinate>),
+    /// Merge an object another vnode produced (the other replicas, read
+    /// repair): its encoding, stored as is when the merge is that object.
+    Replicate { encoded: Bytes },
 }
 
-/// The outcome of a put at one vnode.
-pub type PutResult = Result<PutDone, KvError>;
-
-/// A successful put at one vnode.
-#[derive(Clone, Debug)]
-pub struct PutDone {
-    /// The object as stored after the put.
-    pub object: RiakObject,
-    /// Synced to stable storage before this reply.
-    pub durable: bool,
+/// A write to one vnode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PutRequest {
+    pub key: StorageKey,
+    pub kind: PutKind,
+    pub policy: WritePolicy,
+    /// Reply only once the write is durable (the request's dw > 0).
+    pub sync: bool,
 }
 
-/// Where a vnode sends its put reply, tagged with its partition.
-pub type PutReplyTo = UnboundedSender<(Partition, PutResult)>;
-
-/// One request to a vnode. Local reads need no message: they call
-/// [`super::Vnode::read`] on the caller's thread.
+/// One request to a vnode.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VnodeRequest {
-    Put {
+    Put(PutRequest),
+    /// Read the stored object.
+    Get {
         key: StorageKey,
-        kind: Box<PutKind>,
-        policy: WritePolicy,
-        /// Sync before replying (the request's dw > 0).
-        sync: bool,
-        reply: PutReplyTo,
-        /// Replicas to send the written object to (the coordinating vnode
-        /// forwards, as Riak's does), replying to the same `reply`.
-        forward: Vec<super::VnodeHandle>,
     },
     /// Remove the key if it still holds exactly this tombstone.
     Reap {
         key: StorageKey,
         tombstone: VersionVector,
     },
+}
+
+/// A vnode's acknowledgement of a put.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PutAck {
+    /// Synced to stable storage before this reply.
+    pub durable: bool,
+}
+
+/// One reply from a vnode.
+#[derive(Debug)]
+pub enum VnodeReply {
+    /// The coordinating vnode wrote the client's write: the object it
+    /// stored, before any sync, so the coordinator can replicate it.
+    Coordinated { encoded: Bytes, siblings: usize },
+    /// A put's outcome at this vnode (after the sync, if it asked for one).
+    Put(Result<PutAck, KvError>),
+    /// A get's outcome: the stored object's encoding, if any.
+    Get(Result<Option<Bytes>, KvError>),
 }
