@@ -78,7 +78,29 @@ pub async fn is_closed_after(addr: SocketAddr, input: &[u8], half_close: bool) -
         .is_ok()
 }
 
-/// A peer that accepts every handshake and then never reads.
+/// Frames a listener must never send a dialer, each with whether the
+/// listener then half-closes: each must end the dialer's connection.
+pub fn bad_answers() -> Vec<(Vec<u8>, bool)> {
+    let mut huge = BytesMut::new();
+    frame::encode_header(FrameKind::Reply, 1, u32::MAX as usize, &mut huge);
+    let mut unknown_kind = BytesMut::new();
+    frame::encode_header(FrameKind::Reply, 1, 0, &mut unknown_kind);
+    unknown_kind[4] = 0;
+    let mut request = BytesMut::new();
+    frame::encode_header(FrameKind::Request, 1, 0, &mut request);
+    let mut truncated = BytesMut::new();
+    frame::encode_header(FrameKind::Reply, 1, 10, &mut truncated);
+    truncated.put_slice(b"part");
+    vec![
+        (huge.to_vec(), false),
+        (unknown_kind.to_vec(), false),
+        (request.to_vec(), false),
+        (truncated.to_vec(), true),
+    ]
+}
+
+/// A peer that accepts every handshake, writes `answer` (half-closing
+/// after it if asked), and then never reads.
 pub struct Silent {
     pub name: NodeName,
     pub addr: SocketAddr,
@@ -86,6 +108,10 @@ pub struct Silent {
 
 impl Silent {
     pub async fn start() -> Silent {
+        Silent::answering(Vec::new(), false).await
+    }
+
+    pub async fn answering(answer: Vec<u8>, half_close: bool) -> Silent {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
@@ -93,7 +119,12 @@ impl Silent {
             while let Ok((mut stream, _)) = listener.accept().await {
                 if Hello::read(&mut stream).await.is_ok() {
                     let welcome = Welcome::Accepted { version: 1 }.encode();
-                    if stream.write_all(&welcome).await.is_ok() {
+                    if stream.write_all(&welcome).await.is_ok()
+                        && stream.write_all(&answer).await.is_ok()
+                    {
+                        if half_close {
+                            let _ = stream.shutdown().await;
+                        }
                         held.push(stream);
                     }
                 }

@@ -332,6 +332,17 @@ async fn bad_input_from_a_peer_closes_only_its_connection() {
 }
 
 #[tokio::test]
+async fn bad_answers_from_a_listener_fail_the_call_as_disconnected() {
+    let a = start("a", NetConfig::default()).await;
+    for (answer, half_close) in peer::bad_answers() {
+        let fake = peer::Silent::answering(answer.clone(), half_close).await;
+        a.set_peer_address(fake.name.clone(), fake.addr);
+        let reply = a.call(&fake.name, Lane::Control, "x".into(), soon()).await;
+        assert_eq!(reply, Err(CallError::Disconnected), "{answer:?}");
+    }
+}
+
+#[tokio::test]
 async fn a_peer_that_stops_reading_gives_overloaded_and_timeouts() {
     let config = NetConfig {
         control_queue_frames: 4,
@@ -341,22 +352,26 @@ async fn a_peer_that_stops_reading_gives_overloaded_and_timeouts() {
     let silent = peer::Silent::start().await;
     a.set_peer_address(silent.name.clone(), silent.addr);
     let body = Bytes::from(vec![1; 64 << 10]);
-    // Fill the socket buffers and the queue until a send waits.
-    let mut sent = 0;
-    while timeout(
-        Duration::from_millis(200),
-        a.send(&silent.name, Lane::Control, body.clone()),
-    )
-    .await
-    .is_ok()
-    {
-        sent += 1;
-        assert!(sent < 100_000, "sends never waited");
+    // Fill the socket buffers and then the queue, until the queue stays
+    // full while the writer has time to drain it.
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        assert!(tries < 100_000, "the queue never stayed full");
+        if a.try_send(&silent.name, Lane::Control, body.clone()) != Err(SendError::Overloaded) {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if a.try_send(&silent.name, Lane::Control, body.clone()) == Err(SendError::Overloaded) {
+            break;
+        }
     }
-    assert_eq!(
-        a.try_send(&silent.name, Lane::Control, body.clone()),
-        Err(SendError::Overloaded)
+    let waits = timeout(
+        Duration::from_millis(100),
+        a.send(&silent.name, Lane::Control, body.clone()),
     );
+    assert!(waits.await.is_err(), "a send into a full queue returned");
     let deadline = Instant::now() + Duration::from_millis(100);
     assert_eq!(
         a.call(&silent.name, Lane::Control, "x".into(), deadline)

@@ -164,7 +164,7 @@ async fn run(node: Arc<TcpNode>, link: Arc<Link>, mut rx: mpsc::Receiver<Outboun
                     until: Instant::now() + backoff,
                     error: error.clone(),
                 };
-                backoff = (backoff * 2).min(config.reconnect_backoff_max);
+                backoff = backoff.saturating_mul(2).min(config.reconnect_backoff_max);
                 node.core.emit(&link.peer, link.lane, state);
                 let error = CallError::from(error);
                 link.fail(first, &error);
