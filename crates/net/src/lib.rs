@@ -113,3 +113,16 @@ pub enum PeerState {
     /// The peer refused the handshake.
     Refused(Arc<str>),
 }
+
+#[cfg(test)]
+mod tests {
+    fn send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handles_cross_threads() {
+        send_sync::<super::Transport>();
+        send_sync::<super::Responder>();
+        send_sync::<super::Incoming>();
+        send_sync::<super::sim::SimNetwork>();
+    }
+}

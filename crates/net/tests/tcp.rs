@@ -434,3 +434,33 @@ async fn bulk_transfers_never_delay_control_calls() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_new_address_is_tried_at_once_after_failed_connects() {
+    let config = NetConfig {
+        reconnect_backoff_min: Duration::from_secs(3600),
+        reconnect_backoff_max: Duration::from_secs(3600),
+        ..NetConfig::default()
+    };
+    let a = start("a", config).await;
+    let b = start("b", NetConfig::default()).await;
+    echo(&b);
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_addr = dead.local_addr().unwrap();
+    drop(dead);
+    a.set_peer_address(b.local().clone(), dead_addr);
+    let first = a.call(b.local(), Lane::Control, "x".into(), soon()).await;
+    assert!(matches!(first, Err(CallError::Unreachable(_))), "{first:?}");
+    let during_backoff = a.call(b.local(), Lane::Control, "x".into(), soon()).await;
+    assert!(
+        matches!(during_backoff, Err(CallError::Unreachable(_))),
+        "{during_backoff:?}"
+    );
+    a.set_peer_address(b.local().clone(), b.listen_addr().unwrap());
+    assert_eq!(
+        a.call(b.local(), Lane::Control, "y".into(), soon())
+            .await
+            .unwrap(),
+        "b@127.0.0.1:y"
+    );
+}

@@ -109,6 +109,11 @@ impl Link {
         }
     }
 
+    /// Lets the next frame try to connect at once.
+    pub(crate) fn clear_backoff(&self) {
+        *self.state.lock() = LinkState::Usable;
+    }
+
     fn admit(&self) -> Result<(), SendError> {
         match &*self.state.lock() {
             LinkState::Down { until, error } if Instant::now() < *until => Err(error.clone()),

@@ -64,8 +64,18 @@ impl TcpNode {
         self.listen_addr
     }
 
+    /// Records a peer's address; a link kept down by failed connects to
+    /// the old one may try the new one at once.
     pub(crate) fn set_peer_address(&self, node: NodeName, addr: SocketAddr) {
-        self.addresses.write().insert(node, addr);
+        let old = self.addresses.write().insert(node.clone(), addr);
+        if old != Some(addr) {
+            let links = self.links.lock();
+            for lane in [Lane::Control, Lane::Bulk] {
+                if let Some(link) = links.get(&(node.clone(), lane)) {
+                    link.clear_backoff();
+                }
+            }
+        }
     }
 
     /// The link to `peer` on `lane`, opened on first use.
