@@ -90,6 +90,12 @@ impl StorageBackend {
             StorageBackend::Multi => "multi",
         }
     }
+
+    /// Whether some partition data is lost by every restart (the memory
+    /// backend's, also as a sub-backend of multi).
+    pub fn forgets_on_restart(self) -> bool {
+        matches!(self, StorageBackend::Memory | StorageBackend::Multi)
+    }
 }
 
 /// `storage_backend` and each engine's own settings.

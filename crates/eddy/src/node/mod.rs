@@ -1,9 +1,12 @@
-//! `eddy start`: the composition root. Locks the data directory, opens the
-//! bucket registry and every partition's backend, starts the vnodes and the
-//! HTTP and PB listeners, and on SIGTERM or SIGINT shuts down in order:
-//! listeners, then vnodes (which finish queued work, sync and close their
-//! backends), then the data-directory lock.
+//! `eddy start`: the composition root. Locks the data directory, takes its
+//! clean-shutdown marker, opens the bucket registry and every partition's
+//! backend with its actor ([`actors`]), starts the vnodes and the HTTP and
+//! PB listeners, and on SIGTERM or SIGINT shuts down in order: listeners,
+//! then vnodes (which finish queued work, sync and close their backends),
+//! then, only if all of that closed cleanly, the clean-shutdown marker,
+//! then the data-directory lock.
 
+pub mod actors;
 pub mod datadir;
 pub mod storage;
 
@@ -20,6 +23,7 @@ use tokio::sync::watch;
 
 use crate::config::Settings;
 use crate::config::settings::{HttpSettings, PartitionRepair, PbSettings, StorageBackend};
+use actors::{Actors, LastRun};
 use datadir::DataDir;
 use storage::Storage;
 
@@ -127,7 +131,14 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), server).await;
     }
     let stopping = node.clone();
-    let _ = tokio::task::spawn_blocking(move || stopping.shutdown()).await;
+    let closed = tokio::task::spawn_blocking(move || stopping.shutdown()).await;
+    if closed.is_ok() && closed_cleanly(&root) {
+        if let Err(e) = datadir.mark_clean() {
+            tracing::error!("{e}; the next start will renew every partition's actor");
+        }
+    } else {
+        tracing::warn!("shutdown was not clean; the next start will renew every partition's actor");
+    }
     drop(datadir);
     let _ = writeln!(std::io::stdout(), "eddy stopped");
     Ok(())
@@ -139,25 +150,31 @@ fn open_node(
     registry: Arc<BucketRegistry>,
 ) -> Result<Arc<Node>, StartError> {
     let storage = Storage::new(&settings.storage, datadir.root(), registry.clone())?;
+    let last_run = LastRun::detect(datadir, &storage.partitions_dir())?;
+    let mut actors = Actors::new(datadir, last_run, settings.storage.backend);
     let mut opened = Vec::new();
     for p in 0..settings.node.ring_size {
         let p = Partition(p);
         let backend = storage.open(p)?;
-        let dir = storage.partition_dir(p);
         let marker = eddy_kv::repair::marker::path(&storage.partitions_dir(), p);
-        let actor =
-            match eddy_kv::repair::marker::newly_damaged(Some(&marker), &backend.recovery_report())
-            {
-                true => datadir.renew_actor(&dir, p)?,
-                false => datadir.actor(&dir, p)?,
-            };
+        let lost =
+            eddy_kv::repair::marker::newly_damaged(Some(&marker), &backend.recovery_report());
+        let actor = actors.actor(&storage.partition_dir(p), p, lost)?;
         opened.push((backend, actor));
     }
+    actors.finish();
     Ok(Node::start(
         node_config(settings, datadir.root()),
         registry,
         |p| opened[p.0 as usize].clone(),
     )?)
+}
+
+/// Whether the node's shutdown closed the commit log and every backend
+/// without error: `Node::shutdown` deletes the log's segments only then,
+/// so a log directory left without segments is the proof.
+fn closed_cleanly(root: &Path) -> bool {
+    eddy_kv::commitlog::segment::list(&root.join("commit_log")).is_ok_and(|s| s.is_empty())
 }
 
 fn bind(setting: &'static str, addr: SocketAddr, backlog: u32) -> Result<TcpListener, StartError> {
