@@ -3,14 +3,13 @@
 //! the command. Each returns the text to print, or an error to report
 //! (exit status 1).
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use eddy_client::http::{self, HttpResponse};
 use serde_json::Value;
 
 use crate::cli::{AdminAction, BucketTypeAction};
-use crate::config::Config;
+use crate::config::Settings;
 use crate::node::datadir;
 
 /// A failed command, with the message to show.
@@ -24,25 +23,25 @@ fn fail<T>(message: impl Into<String>) -> Result<T, CommandError> {
 
 /// A request to the node's HTTP listener.
 fn call(
-    config: &Config,
+    settings: &Settings,
     method: &str,
     path: &str,
     body: &str,
 ) -> Result<HttpResponse, CommandError> {
-    let addr = config.text("listener.http.internal");
+    let addr = settings.listeners.http.to_string();
     let headers = [("Content-Type", "application/json")];
-    http::request(addr, method, path, &headers, body.as_bytes()).map_err(|e| {
+    http::request(&addr, method, path, &headers, body.as_bytes()).map_err(|e| {
         CommandError(format!(
             "Node {} is not responding at {addr}: {e}",
-            config.text("nodename")
+            settings.node.nodename
         ))
     })
 }
 
 /// `eddy ping`: "pong" when the node answers.
-pub fn ping(config: &Config) -> Result<String, CommandError> {
-    let unreachable = format!("Node {} not responding to pings.", config.text("nodename"));
-    match call(config, "GET", "/ping", "") {
+pub fn ping(settings: &Settings) -> Result<String, CommandError> {
+    let unreachable = format!("Node {} not responding to pings.", settings.node.nodename);
+    match call(settings, "GET", "/ping", "") {
         Ok(r) if r.status == 200 => Ok("pong".into()),
         _ => fail(unreachable),
     }
@@ -50,9 +49,9 @@ pub fn ping(config: &Config) -> Result<String, CommandError> {
 
 /// `eddy stop`: SIGTERM to the node holding the data directory, then wait
 /// (up to a minute) for it to release the directory's lock.
-pub fn stop(config: &Config) -> Result<String, CommandError> {
-    let root = PathBuf::from(config.text("platform_data_dir"));
-    let Some(pid) = datadir::running_pid(&root) else {
+pub fn stop(settings: &Settings) -> Result<String, CommandError> {
+    let root = &settings.node.platform_data_dir;
+    let Some(pid) = datadir::running_pid(root) else {
         return fail(format!(
             "Node is not running! (no pid file in {})",
             root.display()
@@ -63,7 +62,7 @@ pub fn stop(config: &Config) -> Result<String, CommandError> {
         return fail(format!("Node is not running! (pid {pid} is gone)"));
     }
     let deadline = Instant::now() + Duration::from_secs(60);
-    while datadir::is_locked(&root) {
+    while datadir::is_locked(root) {
         if Instant::now() > deadline {
             return fail(format!("node (pid {pid}) did not stop within 60 s"));
         }
@@ -73,17 +72,17 @@ pub fn stop(config: &Config) -> Result<String, CommandError> {
 }
 
 /// `eddy admin …`
-pub fn admin(config: &Config, action: &AdminAction) -> Result<String, CommandError> {
+pub fn admin(settings: &Settings, action: &AdminAction) -> Result<String, CommandError> {
     match action {
-        AdminAction::Status => status(config),
-        AdminAction::BucketType(action) => bucket_type(config, action),
-        AdminAction::Repair { partition, wait } => repair(config, partition, *wait),
+        AdminAction::Status => status(settings),
+        AdminAction::BucketType(action) => bucket_type(settings, action),
+        AdminAction::Repair { partition, wait } => repair(settings, partition, *wait),
     }
 }
 
 /// `eddy admin status`: every stat as `name : value`, like riak-admin.
-fn status(config: &Config) -> Result<String, CommandError> {
-    let stats = json(call(config, "GET", "/stats", "")?)?;
+fn status(settings: &Settings) -> Result<String, CommandError> {
+    let stats = json(call(settings, "GET", "/stats", "")?)?;
     let Value::Object(map) = stats else {
         return fail("the node's /stats is not a JSON object");
     };
@@ -95,12 +94,12 @@ fn status(config: &Config) -> Result<String, CommandError> {
     Ok(lines.join("\n"))
 }
 
-fn bucket_type(config: &Config, action: &BucketTypeAction) -> Result<String, CommandError> {
+fn bucket_type(settings: &Settings, action: &BucketTypeAction) -> Result<String, CommandError> {
     let path = |name: &str| format!("/admin/bucket-types/{}", encode(name));
     match action {
         BucketTypeAction::List => {
             let listed = json(expect(
-                call(config, "GET", "/admin/bucket-types", "")?,
+                call(settings, "GET", "/admin/bucket-types", "")?,
                 200,
             )?)?;
             let types = listed["types"].as_array().cloned().unwrap_or_default();
@@ -114,7 +113,7 @@ fn bucket_type(config: &Config, action: &BucketTypeAction) -> Result<String, Com
             Ok(lines.join("\n"))
         }
         BucketTypeAction::Status { name } => {
-            let r = call(config, "GET", &path(name), "")?;
+            let r = call(settings, "GET", &path(name), "")?;
             if r.status == 404 {
                 return fail(format!("{name} is not an existing bucket type"));
             }
@@ -136,12 +135,12 @@ fn bucket_type(config: &Config, action: &BucketTypeAction) -> Result<String, Com
         }
         BucketTypeAction::Create { name, props } => {
             let body = props.as_deref().unwrap_or(r#"{"props":{}}"#);
-            expect(call(config, "POST", &path(name), body)?, 201)
+            expect(call(settings, "POST", &path(name), body)?, 201)
                 .map_err(|e| CommandError(format!("Error creating bucket type {name}:\n{e}")))?;
             Ok(format!("{name} created"))
         }
         BucketTypeAction::Activate { name } => {
-            let r = call(config, "POST", &format!("{}/activate", path(name)), "")?;
+            let r = call(settings, "POST", &format!("{}/activate", path(name)), "")?;
             if r.status == 404 {
                 return fail(format!("{name} has not been created"));
             }
@@ -149,7 +148,7 @@ fn bucket_type(config: &Config, action: &BucketTypeAction) -> Result<String, Com
             Ok(format!("{name} has been activated"))
         }
         BucketTypeAction::Update { name, props } => {
-            expect(call(config, "PUT", &path(name), props)?, 204)
+            expect(call(settings, "PUT", &path(name), props)?, 204)
                 .map_err(|e| CommandError(format!("Error updating bucket type {name}:\n{e}")))?;
             Ok(format!("{name} updated"))
         }
@@ -159,10 +158,10 @@ fn bucket_type(config: &Config, action: &BucketTypeAction) -> Result<String, Com
 /// `eddy admin repair [P|all] [--wait]`: starts repairing the marked
 /// partition (or every marked one); with `--wait`, polls until none of
 /// them is marked or being repaired any more.
-fn repair(config: &Config, partition: &str, wait: bool) -> Result<String, CommandError> {
+fn repair(settings: &Settings, partition: &str, wait: bool) -> Result<String, CommandError> {
     let path = format!("/admin/repair?partition={}", encode(partition));
-    let failed_before = repair_status(config)?["failed_total"].as_u64();
-    let started = json(expect(call(config, "POST", &path, "")?, 202)?)?;
+    let failed_before = repair_status(settings)?["failed_total"].as_u64();
+    let started = json(expect(call(settings, "POST", &path, "")?, 202)?)?;
     let ids: Vec<u64> = started["started"]
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_u64).collect())
@@ -180,7 +179,7 @@ fn repair(config: &Config, partition: &str, wait: bool) -> Result<String, Comman
     }
     loop {
         std::thread::sleep(Duration::from_millis(200));
-        let s = repair_status(config)?;
+        let s = repair_status(settings)?;
         let damaged: Vec<u64> = s["damaged"]
             .as_array()
             .map(|a| a.iter().filter_map(Value::as_u64).collect())
@@ -196,8 +195,8 @@ fn repair(config: &Config, partition: &str, wait: bool) -> Result<String, Comman
     }
 }
 
-fn repair_status(config: &Config) -> Result<Value, CommandError> {
-    json(expect(call(config, "GET", "/admin/repair", "")?, 200)?)
+fn repair_status(settings: &Settings) -> Result<Value, CommandError> {
+    json(expect(call(settings, "GET", "/admin/repair", "")?, 200)?)
 }
 
 /// The response if it has `status`, else its message as the error.

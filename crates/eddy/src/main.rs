@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::{BenchTarget, Cli, Command, ConfigAction, ConfigArgs};
-use config::Config;
+use config::{Config, Settings};
 
 /// mimalloc instead of glibc's malloc: the request path allocates per
 /// request, and glibc's free lists cost a fifth of a node's CPU under load
@@ -25,19 +25,22 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome: Result<String, String> = match &cli.command {
         Command::Start(args) => load(args).and_then(|c| {
-            init_logging(&c);
-            node::start(&c)
+            init_logging(c.settings());
+            node::start(c.settings())
                 .map(|()| String::new())
                 .map_err(|e| e.to_string())
         }),
-        Command::Stop(args) => load(args).and_then(|c| admin::stop(&c).map_err(|e| e.to_string())),
-        Command::Ping(args) => load(args).and_then(|c| admin::ping(&c).map_err(|e| e.to_string())),
+        Command::Stop(args) => {
+            load(args).and_then(|c| admin::stop(c.settings()).map_err(|e| e.to_string()))
+        }
+        Command::Ping(args) => {
+            load(args).and_then(|c| admin::ping(c.settings()).map_err(|e| e.to_string()))
+        }
         Command::Config(cmd) => match &cmd.action {
             ConfigAction::Show(args) => load(args).map(|c| c.show()),
         },
-        Command::Admin(a) => {
-            load(&a.config).and_then(|c| admin::admin(&c, &a.action).map_err(|e| e.to_string()))
-        }
+        Command::Admin(a) => load(&a.config)
+            .and_then(|c| admin::admin(c.settings(), &a.action).map_err(|e| e.to_string())),
         Command::Bench(bench) => match &bench.target {
             BenchTarget::Storage(args) => bench::run_storage(args).map_err(|e| e.to_string()),
             BenchTarget::Pb(args) => bench::pb::run(args).map_err(|e| e.to_string()),
@@ -65,8 +68,8 @@ fn load(args: &ConfigArgs) -> Result<Config, String> {
     Config::load(args.config.as_deref(), std::env::vars()).map_err(|e| e.to_string())
 }
 
-fn init_logging(config: &Config) {
-    let level = config.text("log.level").to_string();
+fn init_logging(settings: &Settings) {
+    let level = settings.log_level.clone();
     let filter = tracing_subscriber::EnvFilter::try_from_env("EDDY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     // A log write that fails (a full disk under a redirected stderr) is

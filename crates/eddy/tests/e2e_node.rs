@@ -301,3 +301,18 @@ fn multi_routes_buckets_by_their_backend_property() {
     let kept = node.http("GET", "/buckets/kept/keys/k", &[], b"");
     assert_eq!((kept.status, kept.text()), (200, "on bitcask".to_string()));
 }
+
+#[test]
+fn stats_name_the_configured_storage_backend() {
+    for backend in ["bitcask", "multi", "lsm", "memory"] {
+        let node = TestNode::start(&[("EDDY_STORAGE_BACKEND", backend)]);
+        let r = node.http("GET", "/stats", &[], b"");
+        assert_eq!(r.status, 200);
+        let stats: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(stats["storage_backend"], backend, "/stats on {backend}");
+        let out = node.command(&["admin", "status"]).output().unwrap();
+        let status = String::from_utf8_lossy(&out.stdout);
+        let line = format!("storage_backend : {backend}");
+        assert!(status.lines().any(|l| l == line), "{status}");
+    }
+}

@@ -1,11 +1,15 @@
 //! Building the effective configuration: defaults, then the file, then
-//! `EDDY_*` environment variables, each value checked against its kind.
+//! `EDDY_*` environment variables, each value checked against its kind and
+//! then parsed once into [`Settings`] ([`super::build`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::schema::{self, SETTINGS, Setting};
+use super::settings::Settings;
 use super::values;
 
 /// Where an effective value came from.
@@ -42,9 +46,19 @@ pub enum ConfigError {
     },
 }
 
-/// Every setting's effective value and its source.
+/// The loaded configuration: every setting's effective text and its
+/// source (for `eddy config show` and error messages), and the same values
+/// parsed once into [`Settings`].
 #[derive(Clone, Debug)]
 pub struct Config {
+    raw: Raw,
+    settings: Settings,
+}
+
+/// Every setting's effective text and its source, each text checked
+/// against its kind.
+#[derive(Clone, Debug)]
+pub(super) struct Raw {
     values: BTreeMap<&'static str, (String, Source)>,
 }
 
@@ -77,72 +91,15 @@ impl Config {
                 values.insert(setting.name, (value.clone(), Source::Env(var)));
             }
         }
-        let config = Config { values };
-        config.validate()?;
-        Ok(config)
+        let raw = Raw { values };
+        raw.check_kinds()?;
+        let settings = Settings::build(&raw)?;
+        Ok(Config { raw, settings })
     }
 
-    fn validate(&self) -> Result<(), ConfigError> {
-        for setting in SETTINGS {
-            let (value, source) = &self.values[setting.name];
-            values::check(setting.kind, value)
-                .map_err(|reason| invalid(setting, source, reason))?;
-        }
-        self.cross_checks()
-    }
-
-    /// Rules that involve a value's meaning beyond its kind.
-    fn cross_checks(&self) -> Result<(), ConfigError> {
-        let ring = self.int("ring_size");
-        if !ring.is_power_of_two() || !(8..=1024).contains(&ring) {
-            return Err(self.invalid("ring_size", "must be a power of two between 8 and 1024"));
-        }
-        if self.int("buckets.default.n_val") == 0 {
-            return Err(self.invalid("buckets.default.n_val", "must be at least 1"));
-        }
-        for hour in ["bitcask.merge.window.start", "bitcask.merge.window.end"] {
-            if self.int(hour) > 23 {
-                return Err(self.invalid(hour, "must be an hour from 0 to 23"));
-            }
-        }
-        if !self.text("nodename").contains('@') {
-            return Err(self.invalid("nodename", "must look like name@host"));
-        }
-        Ok(())
-    }
-
-    fn invalid(&self, name: &'static str, reason: &str) -> ConfigError {
-        let setting = schema::find(name).expect("known setting");
-        invalid(setting, &self.values[name].1, reason.to_string())
-    }
-
-    /// The text of a setting.
-    pub fn text(&self, name: &str) -> &str {
-        &self
-            .values
-            .get(name)
-            .unwrap_or_else(|| panic!("no setting {name}"))
-            .0
-    }
-
-    /// An integer setting (validated at load).
-    pub fn int(&self, name: &str) -> u64 {
-        self.text(name).trim().parse().unwrap_or(0)
-    }
-
-    /// A byte-size setting (validated at load).
-    pub fn bytes(&self, name: &str) -> u64 {
-        values::bytes(self.text(name)).unwrap_or(0)
-    }
-
-    /// A duration setting in milliseconds, `None` for a word such as `off`.
-    pub fn duration_ms(&self, name: &str) -> Option<u64> {
-        values::duration_ms(self.text(name)).ok()
-    }
-
-    /// An on/off setting.
-    pub fn flag(&self, name: &str) -> bool {
-        values::flag(self.text(name)).unwrap_or(false)
+    /// The typed settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// `eddy config show`: every setting with its meaning (as a riak.conf
@@ -150,7 +107,7 @@ impl Config {
     pub fn show(&self) -> String {
         let mut out = String::new();
         for setting in SETTINGS {
-            let (value, source) = &self.values[setting.name];
+            let (value, source) = &self.raw.values[setting.name];
             let from = match source {
                 Source::Default => "default".to_string(),
                 Source::File(p) => format!("file {}", p.display()),
@@ -166,15 +123,109 @@ impl Config {
     }
 }
 
-fn invalid(setting: &Setting, source: &Source, reason: String) -> ConfigError {
-    let origin = match source {
+impl Raw {
+    /// Checks every value against its setting's kind, in schema order.
+    fn check_kinds(&self) -> Result<(), ConfigError> {
+        for setting in SETTINGS {
+            let (value, source) = &self.values[setting.name];
+            values::check(setting.kind, value)
+                .map_err(|reason| invalid(setting, source, reason))?;
+        }
+        Ok(())
+    }
+
+    /// The error for setting `name` with `reason`.
+    pub(super) fn invalid(&self, name: &'static str, reason: &str) -> ConfigError {
+        let source = &self.entry(name).1;
+        ConfigError::Invalid {
+            name,
+            origin: origin(source),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn entry(&self, name: &'static str) -> &(String, Source) {
+        // Every name the builder asks for is in SETTINGS (the default
+        // configuration's build, a unit test, asks for all of them).
+        self.values
+            .get(name)
+            .unwrap_or_else(|| panic!("no setting {name}"))
+    }
+
+    /// The text of a setting.
+    pub(super) fn text(&self, name: &'static str) -> &str {
+        &self.entry(name).0
+    }
+
+    /// A setting's text parsed by `parse`; its error names the setting.
+    pub(super) fn parse<T, E: ToString>(
+        &self,
+        name: &'static str,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Result<T, ConfigError> {
+        parse(self.text(name)).map_err(|e| self.invalid(name, &e.to_string()))
+    }
+
+    /// A non-negative integer.
+    pub(super) fn int(&self, name: &'static str) -> Result<u64, ConfigError> {
+        self.parse(name, |t| {
+            t.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("{t:?} is not a whole number"))
+        })
+    }
+
+    /// A byte size.
+    pub(super) fn bytes(&self, name: &'static str) -> Result<u64, ConfigError> {
+        self.parse(name, values::bytes)
+    }
+
+    /// An on/off flag.
+    pub(super) fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
+        self.parse(name, values::flag)
+    }
+
+    /// A `host:port` address.
+    pub(super) fn addr(&self, name: &'static str) -> Result<SocketAddr, ConfigError> {
+        self.parse(name, |t| {
+            t.trim()
+                .parse::<SocketAddr>()
+                .map_err(|_| format!("{t:?} is not an address like 127.0.0.1:8098"))
+        })
+    }
+
+    /// A duration.
+    pub(super) fn duration(&self, name: &'static str) -> Result<Duration, ConfigError> {
+        self.parse(name, values::duration_ms)
+            .map(Duration::from_millis)
+    }
+
+    /// A duration, or `None` for a word of its kind such as `off` (the
+    /// text fits its kind, so what is not a duration is one of its words).
+    pub(super) fn timeout(&self, name: &'static str) -> Option<Duration> {
+        values::duration_ms(self.text(name))
+            .ok()
+            .map(Duration::from_millis)
+    }
+
+    /// A time to live in whole seconds; `off` is 0 (none).
+    pub(super) fn expiry_secs(&self, name: &'static str) -> u64 {
+        self.timeout(name).map_or(0, |d| d.as_secs())
+    }
+}
+
+fn origin(source: &Source) -> String {
+    match source {
         Source::Default => "default".to_string(),
         Source::File(p) => format!("from {}", p.display()),
         Source::Env(v) => format!("from {v}"),
-    };
+    }
+}
+
+fn invalid(setting: &Setting, source: &Source, reason: String) -> ConfigError {
     ConfigError::Invalid {
         name: setting.name,
-        origin,
+        origin: origin(source),
         reason,
     }
 }
@@ -240,11 +291,12 @@ mod tests {
             ("PATH", "/bin"),
         ]);
         let c = Config::load(Some(&file), vars).unwrap();
-        assert_eq!(c.int("ring_size"), 128);
-        assert_eq!(c.text("listener.http.internal"), "127.0.0.1:9100");
-        assert!(c.flag("bitcask.compression"));
-        assert_eq!(c.text("listener.protobuf.internal"), "127.0.0.1:8087");
-        assert_eq!(c.bytes("object.size.maximum"), 50 << 20);
+        let s = c.settings();
+        assert_eq!(s.node.ring_size, 128);
+        assert_eq!(s.listeners.http.to_string(), "127.0.0.1:9100");
+        assert!(s.storage.bitcask.compression);
+        assert_eq!(s.listeners.protobuf.to_string(), "127.0.0.1:8087");
+        assert_eq!(s.objects.size_max_bytes, 50 << 20);
         let shown = c.show();
         assert!(shown.contains(
             "listener.http.internal = 127.0.0.1:9100  # env EDDY_LISTENER_HTTP_INTERNAL"

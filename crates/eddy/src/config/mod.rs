@@ -1,8 +1,13 @@
 //! Configuration: riak.conf-style setting names ([`schema`]), value parsing
-//! ([`values`]), and loading defaults, file and environment ([`load`]).
+//! ([`values`]), loading defaults, file and environment ([`load`]), and the
+//! typed [`Settings`] everything else reads ([`settings`], built by
+//! [`build`]).
 
+mod build;
 pub mod load;
 pub mod schema;
+pub mod settings;
 pub mod values;
 
 pub use load::Config;
+pub use settings::Settings;

@@ -1,5 +1,12 @@
 //! The node's data directory: an exclusive lock so two nodes never share
-//! it, the pid file `eddy stop` reads, and each partition's actor id.
+//! it, the pid file `eddy stop` reads, the clean-shutdown marker, and each
+//! partition's actor id.
+//!
+//! Invariants: the clean-shutdown marker exists only between a shutdown
+//! that closed the log and every backend cleanly and the next start, which
+//! removes it (and syncs the removal) before anything is opened; an actor
+//! file is replaced atomically (written and synced beside it, then renamed
+//! over it, then the directory synced), so it never holds a partial id.
 
 use std::fs::File;
 use std::io::Write;
@@ -74,6 +81,45 @@ impl DataDir {
         &self.root
     }
 
+    /// Whether the last run ended with a clean shutdown: takes the marker
+    /// [`DataDir::mark_clean`] left, and syncs its removal, so that a crash
+    /// of this run is never mistaken for a clean stop.
+    pub fn take_clean_marker(&self) -> Result<bool, DataDirError> {
+        let path = self.root.join(CLEAN_MARKER);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {
+                sync_dir(&self.root)?;
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(DataDirError::Io { path, source }),
+        }
+    }
+
+    /// Records that this run shut down cleanly: every write it
+    /// acknowledged is on stable storage. Call only after the log and
+    /// every backend closed without error.
+    pub fn mark_clean(&self) -> Result<(), DataDirError> {
+        let path = self.root.join(CLEAN_MARKER);
+        let mut file = File::create(&path).map_err(io(&path))?;
+        writeln!(file, "clean shutdown of pid {}", std::process::id()).map_err(io(&path))?;
+        file.sync_all().map_err(io(&path))?;
+        sync_dir(&self.root)
+    }
+
+    /// Whether any partition has a directory yet (a data directory that
+    /// never held partitions has nothing a crash could have lost).
+    pub fn holds_partitions(&self, partitions_dir: &Path) -> Result<bool, DataDirError> {
+        match std::fs::read_dir(partitions_dir) {
+            Ok(mut entries) => Ok(entries.next().is_some()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(DataDirError::Io {
+                path: partitions_dir.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
     /// Partition `p`'s actor id: read from its file, or made up and saved.
     /// A partition whose data is wiped gets a fresh actor with it, so its
     /// counters never restart under an old id.
@@ -95,10 +141,13 @@ impl DataDir {
     pub fn renew_actor(&self, partition_dir: &Path, p: Partition) -> Result<Actor, DataDirError> {
         std::fs::create_dir_all(partition_dir).map_err(io(partition_dir))?;
         let path = partition_dir.join("actor");
+        let fresh = partition_dir.join("actor.new");
         let id = rand::random::<u64>() ^ u64::from(p.0);
-        let mut file = File::create(&path).map_err(io(&path))?;
-        write!(file, "{id:016x}").map_err(io(&path))?;
-        file.sync_all().map_err(io(&path))?;
+        let mut file = File::create(&fresh).map_err(io(&fresh))?;
+        write!(file, "{id:016x}").map_err(io(&fresh))?;
+        file.sync_all().map_err(io(&fresh))?;
+        std::fs::rename(&fresh, &path).map_err(io(&path))?;
+        sync_dir(partition_dir)?;
         Ok(Actor(id))
     }
 }
@@ -107,6 +156,15 @@ impl Drop for DataDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(self.root.join("eddy.pid"));
     }
+}
+
+/// The file whose presence at start says the last run stopped cleanly.
+pub const CLEAN_MARKER: &str = "clean-shutdown";
+
+/// Makes the entries of `dir` (files created, renamed or removed in it)
+/// durable.
+fn sync_dir(dir: &Path) -> Result<(), DataDirError> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
 }
 
 /// True while a process holds `root`'s lock. The lock is released as soon

@@ -1,27 +1,29 @@
-//! `eddy start`: the composition root. Locks the data directory, opens the
-//! bucket registry and every partition's backend, starts the vnodes and the
-//! HTTP and PB listeners, and on SIGTERM or SIGINT shuts down in order:
-//! listeners, then vnodes (which finish queued work, sync and close their
-//! backends), then the data-directory lock.
+//! `eddy start`: the composition root. Locks the data directory, takes its
+//! clean-shutdown marker, opens the bucket registry and every partition's
+//! backend with its actor ([`actors`]), starts the vnodes and the HTTP and
+//! PB listeners, and on SIGTERM or SIGINT shuts down in order: listeners,
+//! then vnodes (which finish queued work, sync and close their backends),
+//! then, only if all of that closed cleanly, the clean-shutdown marker,
+//! then the data-directory lock.
 
+pub mod actors;
 pub mod datadir;
 pub mod storage;
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
-use eddy_kv::commitlog::SyncStrategy;
-use eddy_kv::props::BucketProps;
 use eddy_kv::types::BucketRegistry;
-use eddy_kv::{DeleteMode, Node, NodeConfig, Quorum};
-use eddy_ring::{NodeName, Partition};
+use eddy_kv::{Node, NodeConfig};
+use eddy_ring::Partition;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::config::Config;
+use crate::config::Settings;
+use crate::config::settings::{HttpSettings, PartitionRepair, PbSettings, StorageBackend};
+use actors::{Actors, LastRun};
 use datadir::DataDir;
 use storage::Storage;
 
@@ -50,53 +52,52 @@ pub enum StartError {
 }
 
 /// Runs a node in the foreground until SIGTERM or SIGINT.
-pub fn start(config: &Config) -> Result<(), StartError> {
+pub fn start(settings: &Settings) -> Result<(), StartError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("eddy-worker")
         .build()
         .map_err(StartError::Runtime)?;
-    runtime.block_on(run(config))
+    runtime.block_on(run(settings))
 }
 
-async fn run(config: &Config) -> Result<(), StartError> {
-    let root = PathBuf::from(config.text("platform_data_dir"));
+async fn run(settings: &Settings) -> Result<(), StartError> {
+    let root = settings.node.platform_data_dir.clone();
     let datadir = DataDir::lock(&root)?;
     let mut registry = BucketRegistry::open(
         &root.join("meta").join("buckets.json"),
-        default_props(config),
+        settings.bucket_defaults.clone(),
     )?;
-    if config.text("storage_backend") == "multi" {
+    if settings.storage.backend == StorageBackend::Multi {
         let names = storage::MULTI_BACKENDS
             .iter()
             .map(|s| s.to_string())
             .collect();
         registry = registry.with_backend_names(names);
     }
-    let node = open_node(config, &datadir, Arc::new(registry))?;
+    let node = open_node(settings, &datadir, Arc::new(registry))?;
     let damaged = node.damaged_partitions();
-    if config.text("partition_repair") == "auto" && !damaged.is_empty() {
+    if settings.node.partition_repair == PartitionRepair::Auto && !damaged.is_empty() {
         node.spawn_repair(damaged);
     }
-    let http_addr = addr(config, "listener.http.internal");
-    let pb_addr = addr(config, "listener.protobuf.internal");
+    let listeners = settings.listeners;
     let http = bind(
         "listener.http.internal",
-        http_addr,
-        backlog(config, "http.backlog"),
+        listeners.http,
+        settings.http.backlog,
     )?;
     let pb = bind(
         "listener.protobuf.internal",
-        pb_addr,
-        backlog(config, "protobuf.backlog"),
+        listeners.protobuf,
+        settings.protobuf.backlog,
     )?;
     let budget = eddy_api::net::RequestBudget::new(
-        config.bytes("request_budget.maximum") as usize,
-        std::time::Duration::from_millis(config.duration_ms("request_budget.wait").unwrap_or(0)),
+        settings.request_budget.bytes_max,
+        settings.request_budget.wait,
     );
-    let mut pb_config = pb_config(config);
+    let mut pb_config = pb_config(&settings.protobuf);
     pb_config.budget = Some(budget.clone());
-    let mut http_config = http_config(config);
+    let mut http_config = http_config(&settings.http, settings.storage.backend);
     http_config.pb_table = pb_config.table.clone();
     http_config.budget = Some(budget);
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -114,7 +115,8 @@ async fn run(config: &Config) -> Result<(), StartError> {
             stopped(stop_rx),
         )),
     ];
-    tracing::info!(nodename = config.text("nodename"), %http_addr, %pb_addr, "eddy started");
+    let (http_addr, pb_addr) = (listeners.http, listeners.protobuf);
+    tracing::info!(nodename = %settings.node.nodename, %http_addr, %pb_addr, "eddy started");
     // Not println!: it panics when stdout cannot be written (a full disk).
     let _ = writeln!(
         std::io::stdout(),
@@ -129,37 +131,50 @@ async fn run(config: &Config) -> Result<(), StartError> {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), server).await;
     }
     let stopping = node.clone();
-    let _ = tokio::task::spawn_blocking(move || stopping.shutdown()).await;
+    let closed = tokio::task::spawn_blocking(move || stopping.shutdown()).await;
+    if closed.is_ok() && closed_cleanly(&root) {
+        if let Err(e) = datadir.mark_clean() {
+            tracing::error!("{e}; the next start will renew every partition's actor");
+        }
+    } else {
+        tracing::warn!("shutdown was not clean; the next start will renew every partition's actor");
+    }
     drop(datadir);
     let _ = writeln!(std::io::stdout(), "eddy stopped");
     Ok(())
 }
 
 fn open_node(
-    config: &Config,
+    settings: &Settings,
     datadir: &DataDir,
     registry: Arc<BucketRegistry>,
 ) -> Result<Arc<Node>, StartError> {
-    let storage = Storage::new(config, datadir.root(), registry.clone())?;
+    let storage = Storage::new(&settings.storage, datadir.root(), registry.clone())?;
+    let last_run = LastRun::detect(datadir, &storage.partitions_dir())?;
+    let mut actors = Actors::new(datadir, last_run, settings.storage.backend);
     let mut opened = Vec::new();
-    for p in 0..config.int("ring_size") as u32 {
+    for p in 0..settings.node.ring_size {
         let p = Partition(p);
         let backend = storage.open(p)?;
-        let dir = storage.partition_dir(p);
         let marker = eddy_kv::repair::marker::path(&storage.partitions_dir(), p);
-        let actor =
-            match eddy_kv::repair::marker::newly_damaged(Some(&marker), &backend.recovery_report())
-            {
-                true => datadir.renew_actor(&dir, p)?,
-                false => datadir.actor(&dir, p)?,
-            };
+        let lost =
+            eddy_kv::repair::marker::newly_damaged(Some(&marker), &backend.recovery_report());
+        let actor = actors.actor(&storage.partition_dir(p), p, lost)?;
         opened.push((backend, actor));
     }
+    actors.finish();
     Ok(Node::start(
-        node_config(config, datadir.root()),
+        node_config(settings, datadir.root()),
         registry,
         |p| opened[p.0 as usize].clone(),
     )?)
+}
+
+/// Whether the node's shutdown closed the commit log and every backend
+/// without error: `Node::shutdown` deletes the log's segments only then,
+/// so a log directory left without segments is the proof.
+fn closed_cleanly(root: &Path) -> bool {
+    eddy_kv::commitlog::segment::list(&root.join("commit_log")).is_ok_and(|s| s.is_empty())
 }
 
 fn bind(setting: &'static str, addr: SocketAddr, backlog: u32) -> Result<TcpListener, StartError> {
@@ -190,108 +205,41 @@ async fn wait_for_signal() {
     }
 }
 
-fn addr(config: &Config, name: &str) -> SocketAddr {
-    // Validated when the configuration was loaded.
-    config.text(name).trim().parse().expect("validated address")
-}
-
-fn quorum(config: &Config, name: &str) -> Quorum {
-    Quorum::parse(config.text(name).trim()).unwrap_or(Quorum::Quorum)
-}
-
-fn default_props(c: &Config) -> BucketProps {
-    BucketProps {
-        n_val: c.int("buckets.default.n_val") as u32,
-        r: quorum(c, "buckets.default.r"),
-        w: quorum(c, "buckets.default.w"),
-        dw: quorum(c, "buckets.default.dw"),
-        rw: quorum(c, "buckets.default.rw"),
-        pr: quorum(c, "buckets.default.pr"),
-        pw: quorum(c, "buckets.default.pw"),
-        notfound_ok: c.flag("buckets.default.notfound_ok"),
-        basic_quorum: c.flag("buckets.default.basic_quorum"),
-        allow_mult: c.flag("buckets.default.allow_mult"),
-        last_write_wins: c.flag("buckets.default.last_write_wins"),
-        ..BucketProps::default()
-    }
-}
-
-fn node_config(c: &Config, root: &std::path::Path) -> NodeConfig {
-    let delete_mode = match c.text("delete_mode") {
-        "keep" => DeleteMode::Keep,
-        "immediate" => DeleteMode::Immediate,
-        _ => DeleteMode::DelayMs(c.duration_ms("delete_mode").unwrap_or(3000)),
-    };
+fn node_config(s: &Settings, root: &Path) -> NodeConfig {
     NodeConfig {
-        node_name: NodeName(c.text("nodename").to_string()),
-        ring_size: c.int("ring_size") as u32,
-        delete_mode,
-        siblings_warn: c.int("object.siblings.warning_threshold") as usize,
-        siblings_max: c.int("object.siblings.maximum") as usize,
-        object_size_warn_bytes: c.bytes("object.size.warning_threshold") as usize,
-        object_size_max_bytes: c.bytes("object.size.maximum") as usize,
-        meta_limits: meta_limits(c),
+        node_name: s.node.nodename.clone(),
+        ring_size: s.node.ring_size,
+        delete_mode: s.node.delete_mode,
+        siblings_warn: s.objects.siblings_warn,
+        siblings_max: s.objects.siblings_max,
+        object_size_warn_bytes: s.objects.size_warn_bytes,
+        object_size_max_bytes: s.objects.size_max_bytes,
+        meta_limits: s.objects.meta,
         commit_log_dir: Some(root.join("commit_log")),
         partitions_dir: Some(root.join("partitions")),
-        commit_log: eddy_kv::commitlog::LogOptions {
-            // Below 1 MiB a segment would roll (and checkpoint) every few writes.
-            segment_bytes: c.bytes("commit_log.segment_size").max(1 << 20),
-            sync: match c.text("commit_log.sync.strategy") {
-                "none" => SyncStrategy::None,
-                "o_sync" => SyncStrategy::OSync,
-                _ => SyncStrategy::Interval,
-            },
-            sync_interval: Duration::from_millis(
-                c.duration_ms("commit_log.sync.interval")
-                    .unwrap_or(1000)
-                    .max(1),
-            ),
-            ..Default::default()
-        },
+        commit_log: s.commit_log.clone(),
         ..NodeConfig::default()
     }
 }
 
-fn meta_limits(c: &Config) -> eddy_kv::limits::MetaLimits {
-    let limit = |kind: &str| eddy_kv::limits::Limit {
-        entries: c.int(&format!("object.{kind}.entries.maximum")) as usize,
-        bytes: c.bytes(&format!("object.{kind}.size.maximum")) as usize,
-    };
-    eddy_kv::limits::MetaLimits {
-        usermeta: limit("usermeta"),
-        links: limit("links"),
-        index: limit("index"),
-    }
-}
-
-fn http_config(c: &Config) -> eddy_api::http::HttpConfig {
-    let connections_max = c.int("http.connections_maximum").max(1) as usize;
+fn http_config(s: &HttpSettings, backend: StorageBackend) -> eddy_api::http::HttpConfig {
     eddy_api::http::HttpConfig {
-        body_bytes_max: c.bytes("http.body_size_maximum") as usize,
-        connections_max,
-        request_timeout: timeout(c, "http.request_timeout"),
-        table: Some(eddy_api::net::ConnectionTable::new(connections_max)),
+        body_bytes_max: s.body_bytes_max,
+        storage_backend: backend.name().to_string(),
+        connections_max: s.connections_max,
+        request_timeout: s.request_timeout,
+        table: Some(eddy_api::net::ConnectionTable::new(s.connections_max)),
         ..Default::default()
     }
 }
 
-fn pb_config(c: &Config) -> eddy_api::pb::PbConfig {
-    let connections_max = c.int("protobuf.connections_maximum").max(1) as usize;
+fn pb_config(s: &PbSettings) -> eddy_api::pb::PbConfig {
     eddy_api::pb::PbConfig {
-        frame_bytes_max: c.bytes("protobuf.frame_size_maximum") as usize,
-        connections_max,
-        read_timeout: timeout(c, "protobuf.idle_timeout"),
-        request_timeout: timeout(c, "protobuf.request_timeout"),
-        table: Some(eddy_api::net::ConnectionTable::new(connections_max)),
+        frame_bytes_max: s.frame_bytes_max,
+        connections_max: s.connections_max,
+        read_timeout: s.idle_timeout,
+        request_timeout: s.request_timeout,
+        table: Some(eddy_api::net::ConnectionTable::new(s.connections_max)),
         budget: None,
     }
-}
-
-/// A timeout setting; `off` waits forever.
-fn timeout(c: &Config, name: &str) -> Option<std::time::Duration> {
-    c.duration_ms(name).map(std::time::Duration::from_millis)
-}
-
-fn backlog(c: &Config, name: &str) -> u32 {
-    c.int(name).clamp(1, u64::from(u32::MAX)) as u32
 }

@@ -1,0 +1,155 @@
+//! The node's settings as typed values, one sub-struct per area. They are
+//! built once, when the configuration is loaded ([`super::build`]), from the
+//! riak.conf-style names of [`super::schema`]; the rest of the binary reads
+//! these fields and never looks a setting up by its name.
+//!
+//! Invariant: a `Settings` only exists for a configuration that passed
+//! every check (each value fits its kind, and the cross checks of
+//! [`super::build`] hold), so its fields need no further validation.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use eddy_bitcask::BitcaskConfig;
+use eddy_kv::DeleteMode;
+use eddy_kv::commitlog::LogOptions;
+use eddy_kv::limits::MetaLimits;
+use eddy_kv::props::BucketProps;
+use eddy_lsm::LsmConfig;
+use eddy_ring::NodeName;
+use eddy_storage::memory::MemoryConfig;
+
+/// Every setting of a node, typed.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub node: NodeSettings,
+    pub listeners: Listeners,
+    pub storage: StorageSettings,
+    /// `commit_log.*`.
+    pub commit_log: LogOptions,
+    /// `buckets.default.*`: the default bucket type's properties.
+    pub bucket_defaults: BucketProps,
+    pub objects: ObjectLimits,
+    pub http: HttpSettings,
+    pub protobuf: PbSettings,
+    pub request_budget: RequestBudget,
+    /// `log.level`: a tracing filter directive (`EDDY_LOG` overrides it).
+    pub log_level: String,
+}
+
+/// Who the node is and where it keeps its data.
+#[derive(Clone, Debug)]
+pub struct NodeSettings {
+    /// `nodename`: `name@host`.
+    pub nodename: NodeName,
+    /// `platform_data_dir`.
+    pub platform_data_dir: PathBuf,
+    /// `ring_size`: a power of two from 8 to 1024.
+    pub ring_size: u32,
+    /// `delete_mode`.
+    pub delete_mode: DeleteMode,
+    /// `partition_repair`.
+    pub partition_repair: PartitionRepair,
+}
+
+/// When partitions found damaged at start are repaired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionRepair {
+    /// At once, on a thread of its own.
+    Auto,
+    /// When `eddy admin repair` asks.
+    Manual,
+}
+
+/// `listener.*.internal`: where the APIs listen.
+#[derive(Clone, Copy, Debug)]
+pub struct Listeners {
+    pub http: SocketAddr,
+    pub protobuf: SocketAddr,
+}
+
+/// The storage engine of every partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StorageBackend {
+    Bitcask,
+    Lsm,
+    Memory,
+    /// bitcask by default; each bucket's `backend` property may pick lsm or
+    /// memory instead.
+    Multi,
+}
+
+impl StorageBackend {
+    /// The backend's name in `storage_backend` and `/stats`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageBackend::Bitcask => "bitcask",
+            StorageBackend::Lsm => "lsm",
+            StorageBackend::Memory => "memory",
+            StorageBackend::Multi => "multi",
+        }
+    }
+
+    /// Whether some partition data is lost by every restart (the memory
+    /// backend's, also as a sub-backend of multi).
+    pub fn forgets_on_restart(self) -> bool {
+        matches!(self, StorageBackend::Memory | StorageBackend::Multi)
+    }
+}
+
+/// `storage_backend` and each engine's own settings.
+#[derive(Clone, Debug)]
+pub struct StorageSettings {
+    pub backend: StorageBackend,
+    /// `bitcask.*`.
+    pub bitcask: BitcaskConfig,
+    /// `lsm.*`.
+    pub lsm: LsmConfig,
+    /// `memory_backend.*`.
+    pub memory: MemoryConfig,
+}
+
+/// `object.*`: what one object may hold.
+#[derive(Clone, Copy, Debug)]
+pub struct ObjectLimits {
+    pub size_warn_bytes: usize,
+    pub size_max_bytes: usize,
+    pub siblings_warn: usize,
+    pub siblings_max: usize,
+    /// `object.{usermeta,links,index}.*`.
+    pub meta: MetaLimits,
+}
+
+/// `http.*`.
+#[derive(Clone, Copy, Debug)]
+pub struct HttpSettings {
+    pub body_bytes_max: usize,
+    /// At least 1.
+    pub connections_max: usize,
+    /// `None` (`off`) waits forever.
+    pub request_timeout: Option<Duration>,
+    /// At least 1.
+    pub backlog: u32,
+}
+
+/// `protobuf.*`.
+#[derive(Clone, Copy, Debug)]
+pub struct PbSettings {
+    pub frame_bytes_max: usize,
+    /// At least 1.
+    pub connections_max: usize,
+    /// `None` (`off`) waits forever.
+    pub idle_timeout: Option<Duration>,
+    /// `None` (`off`) waits forever.
+    pub request_timeout: Option<Duration>,
+    /// At least 1.
+    pub backlog: u32,
+}
+
+/// `request_budget.*`: bytes of large requests received at once.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestBudget {
+    pub bytes_max: usize,
+    pub wait: Duration,
+}
