@@ -170,7 +170,9 @@ fn check_indexes(node: &Arc<Node>) -> usize {
     let bucket = BucketRef::default_type("b").storage_bucket();
     let mut entries = 0;
     for p in 0..RING {
-        let backend = node.partition_backend(Partition(p));
+        let backend = node
+            .partition_backend(Partition(p))
+            .expect("a local partition");
         let query = IndexQuery::range(&bucket, b"v_bin", b"", &[0xff; 8]);
         let mut found = Vec::new();
         backend

@@ -57,9 +57,8 @@ impl Node {
             conditions,
         };
         let skey = storage_key(&req.bucket, &key);
-        if self.is_local(&preflist[0].id) {
-            self.vnode(preflist[0].id.partition)
-                .check_writable(&skey.bucket)?;
+        if let Some(vnode) = self.local_vnode(&preflist[0].id) {
+            vnode.check_writable(&skey.bucket)?;
         }
         let fsm = PutFsm {
             node: self,
@@ -84,11 +83,11 @@ impl Node {
     /// key's latest version, design note 009), else the first unmarked
     /// one. With every replica marked the order stays.
     fn coordinator_first(&self, preflist: &mut [PreflistEntry]) {
-        let healthy =
-            |e: &PreflistEntry| !self.is_local(&e.id) || !self.vnode(e.id.partition).is_marked();
+        let local = |e: &PreflistEntry| self.local_vnode(&e.id);
+        let healthy = |e: &PreflistEntry| local(e).is_none_or(|v| !v.is_marked());
         let pick = preflist
             .iter()
-            .position(|e| self.is_local(&e.id) && healthy(e))
+            .position(|e| local(e).is_some_and(|v| !v.is_marked()))
             .or_else(|| preflist.iter().position(healthy));
         if let Some(i) = pick {
             preflist[..=i].rotate_right(1);
