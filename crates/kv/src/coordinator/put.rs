@@ -28,6 +28,7 @@ impl Node {
         let w = quorum("w", req.options.w, props.w, n)?;
         let dw = quorum("dw", req.options.dw, props.dw, n)?;
         let pw = quorum("pw", req.options.pw, props.pw, n)?;
+        let node_confirms = quorum("node_confirms", None, props.node_confirms, n)?;
         let mut preflist = self.ring.preflist(Node::key_hash(&req.bucket, &key), n);
         self.unmarked_first(&mut preflist);
         let mut content = req.content;
@@ -51,7 +52,8 @@ impl Node {
         let skey = storage_key(&req.bucket, &key);
         self.vnode(preflist[0].0).check_writable(&skey.bucket)?;
         let deadline = self.deadline(req.options.timeout_ms);
-        let mut core = PutCore::new(preflist.len() as u32, w, dw, pw);
+        let mut core =
+            PutCore::new(preflist.len() as u32, w, dw, pw).with_node_confirms(node_confirms);
         let (tx, mut rx) = unbounded_channel::<(Partition, PutResult)>();
 
         // The coordinating vnode writes, then forwards its object to the
@@ -86,6 +88,8 @@ impl Node {
             match result {
                 Ok(done) => {
                     core.add_result(PutReply::Ok {
+                        // Every vnode of this node's ring is on this node.
+                        node: 0,
                         primary: true,
                         durable: done.durable,
                     });
