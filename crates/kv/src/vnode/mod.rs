@@ -314,6 +314,7 @@ impl Vnode {
         };
         let record = Record {
             partition: self.partition.0,
+            incarnation: crate::commitlog::FIRST_INCARNATION,
             bucket: &key.bucket,
             key: &key.key,
             op,
