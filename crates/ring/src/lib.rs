@@ -7,6 +7,8 @@
 //!
 //! - [`ring`]: who owns each partition, and the ownership transfers planned
 //!   but not yet done (Riak's `next` list).
+//! - [`claim`]: which member should own which partition after nodes join,
+//!   leave or are replaced: balanced, spaced, and moving little.
 //!
 //! Nothing here does I/O, reads a clock or draws a random number: the same
 //! input gives the same output on every node.
@@ -14,8 +16,10 @@
 //! Invariants: every partition has exactly one owner; a preflist has
 //! `min(n_val, size)` distinct partitions; [`key_hash`] never changes.
 
+pub mod claim;
 pub mod ring;
 
+pub use claim::{ClaimError, ClaimMethod, ClaimParams, ClaimPlan, claim, replace};
 pub use ring::{Ring, Transfer};
 
 use std::fmt;
