@@ -9,6 +9,8 @@
 //!   but not yet done (Riak's `next` list).
 //! - [`claim`]: which member should own which partition after nodes join,
 //!   leave or are replaced: balanced, spaced, and moving little.
+//! - [`preflist`]: the preflist of a key with fallbacks for nodes that are
+//!   down (Riak's `get_apl_ann`).
 //!
 //! Nothing here does I/O, reads a clock or draws a random number: the same
 //! input gives the same output on every node.
@@ -17,9 +19,11 @@
 //! `min(n_val, size)` distinct partitions; [`key_hash`] never changes.
 
 pub mod claim;
+pub mod preflist;
 pub mod ring;
 
 pub use claim::{ClaimError, ClaimMethod, ClaimParams, ClaimPlan, claim, replace};
+pub use preflist::Annotation;
 pub use ring::{Ring, Transfer};
 
 use std::fmt;
