@@ -11,6 +11,8 @@
 //!   leave or are replaced: balanced, spaced, and moving little.
 //! - [`preflist`]: the preflist of a key with fallbacks for nodes that are
 //!   down (Riak's `get_apl_ann`).
+//! - [`coverage`]: one replica per key range for listing and queries (Riak's
+//!   coverage plans).
 //!
 //! Nothing here does I/O, reads a clock or draws a random number: the same
 //! input gives the same output on every node.
@@ -19,10 +21,12 @@
 //! `min(n_val, size)` distinct partitions; [`key_hash`] never changes.
 
 pub mod claim;
+pub mod coverage;
 pub mod preflist;
 pub mod ring;
 
 pub use claim::{ClaimError, ClaimMethod, ClaimParams, ClaimPlan, claim, replace};
+pub use coverage::{CoverageError, CoveragePlan, CoverageVnode, coverage_plan};
 pub use preflist::Annotation;
 pub use ring::{Ring, Transfer};
 
