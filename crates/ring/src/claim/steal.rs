@@ -116,8 +116,8 @@ impl State {
         self.count[x] += 1;
     }
 
-    /// Step 1 for the spacing: a partition whose owner holds another one
-    /// within `w` before it is released.
+    /// Step 1 for the spacing: scanning in ring order, a partition whose
+    /// owner still holds another one within `w` of it is released.
     fn release_crowded(&mut self) {
         for p in 0..self.size() {
             if let Some(x) = self.owner[p]
