@@ -128,7 +128,12 @@ async fn ownership_handoff_with_writes_during_the_fold_loses_none(engine: Engine
         .unwrap();
 
     let mut round = 0;
+    let mut received = 0;
     while old.state() != Some(TransferState::Handed) {
+        if let Some(s) = new.handoffs.inbound().first() {
+            assert_eq!((s.partition, &s.from), (P, &old.name));
+            received = received.max(s.objects);
+        }
         write_some(&old, &b, keys, fresh, round, &mut model).await;
         round += 1;
         tokio::time::sleep(std::time::Duration::from_millis(3)).await;

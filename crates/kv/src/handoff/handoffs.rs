@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use super::checkpoint::Checkpoints;
 use super::limit::TransferLimit;
 use super::progress::{TransferState, TransferStatus};
-use super::receiver::Inbound;
+use super::receiver::{Inbound, InboundStatus};
 use super::sender::Outgoing;
 use super::{HandoffConfig, HandoffError, Kind, OnComplete, PartitionStore, Watch, receiver};
 use crate::node::Node;
@@ -43,8 +43,13 @@ impl Handoffs {
         transport: Transport,
         store: Arc<dyn PartitionStore>,
         watch: Arc<Watch>,
-        config: HandoffConfig,
+        mut config: HandoffConfig,
     ) -> Arc<Handoffs> {
+        // A batch must fit a frame: objects larger than half of one travel
+        // alone (and need the bulk lane's frame limit above the largest
+        // object; a call with one that does not fit fails and is retried).
+        let frame_max = transport.config().frame_body_bytes_max;
+        config.batch_bytes_max = config.batch_bytes_max.min(frame_max / 2).max(1);
         Arc::new_cyclic(|me| Handoffs {
             node: Arc::downgrade(node),
             transport,
@@ -133,6 +138,11 @@ impl Handoffs {
     pub fn transfers(&self) -> Vec<TransferStatus> {
         let outgoing = self.outgoing.lock();
         outgoing.values().map(|t| t.status.snapshot()).collect()
+    }
+
+    /// The inbound transfers being received now.
+    pub fn inbound(&self) -> Vec<InboundStatus> {
+        self.inbound_transfers.statuses()
     }
 
     /// True while a transfer of `p` from or to this node is not over:

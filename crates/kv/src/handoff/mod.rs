@@ -54,6 +54,7 @@ use eddy_ring::{NodeName, Partition};
 pub use handoffs::Handoffs;
 pub use limit::DEFAULT_TRANSFER_LIMIT;
 pub use progress::{TransferState, TransferStatus};
+pub use receiver::InboundStatus;
 pub use watch::Watch;
 pub use wire::Kind;
 

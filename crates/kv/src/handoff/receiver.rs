@@ -35,6 +35,17 @@ pub(crate) struct Inbound {
     active: Mutex<HashMap<(u32, NodeName), Arc<Receiving>>>,
 }
 
+/// One inbound transfer, as shown to operators.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InboundStatus {
+    pub partition: Partition,
+    pub from: NodeName,
+    /// Batches made durable since this node started receiving it.
+    pub batches: u64,
+    /// Objects merged from them.
+    pub objects: u64,
+}
+
 /// One inbound transfer.
 struct Receiving {
     /// `None` for a transfer let in without one (it had started before).
@@ -42,6 +53,8 @@ struct Receiving {
     /// Serves its requests one at a time.
     one_at_a_time: tokio::sync::Mutex<()>,
     last_seen: Mutex<Instant>,
+    /// Batches and objects made durable.
+    counts: Mutex<(u64, u64)>,
 }
 
 impl Inbound {
@@ -71,6 +84,7 @@ impl Inbound {
             _slot: slot,
             one_at_a_time: tokio::sync::Mutex::new(()),
             last_seen: Mutex::new(Instant::now()),
+            counts: Mutex::default(),
         });
         active.insert(key, e.clone());
         Some(e)
@@ -78,6 +92,25 @@ impl Inbound {
 
     fn end(&self, key: &(u32, NodeName)) {
         self.active.lock().remove(key);
+    }
+
+    /// What is being received now, by partition.
+    pub(crate) fn statuses(&self) -> Vec<InboundStatus> {
+        let active = self.active.lock();
+        let mut out: Vec<InboundStatus> = active
+            .iter()
+            .map(|((p, from), e)| {
+                let (batches, objects) = *e.counts.lock();
+                InboundStatus {
+                    partition: Partition(*p),
+                    from: from.clone(),
+                    batches,
+                    objects,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| (a.partition, &a.from).cmp(&(b.partition, &b.from)));
+        out
     }
 
     /// True while a transfer of partition `p` is being received.
@@ -124,10 +157,19 @@ async fn serve(h: &Arc<Handoffs>, from: NodeName, request: Request) -> Result<Re
     };
     let _one = entry.one_at_a_time.lock().await;
     let finishing = matches!(request, Request::Finish { .. });
+    let objects = match &request {
+        Request::Batch { items, .. } => items.len() as u64,
+        _ => 0,
+    };
     let hs = h.clone();
     let reply = tokio::task::spawn_blocking(move || apply(&hs, &from, request))
         .await
         .map_err(|e| format!("receiver task failed: {e}"))??;
+    if let Reply::Acked { .. } = reply {
+        let mut counts = entry.counts.lock();
+        counts.0 += 1;
+        counts.1 += objects;
+    }
     if finishing {
         h.inbound_transfers.end(&key);
     }

@@ -356,3 +356,61 @@ impl Backend for Watched {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use eddy_storage::memory::{MemoryBackend, MemoryConfig};
+
+    fn key(k: &[u8]) -> StorageKey {
+        StorageKey {
+            bucket: b"b".to_vec(),
+            key: k.to_vec(),
+        }
+    }
+
+    #[test]
+    fn writes_are_recorded_while_tracked_and_refused_while_sealed() {
+        let watch = Watch::new();
+        let inner: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
+        let backend = watch.wrap(Partition(1), inner);
+        let watched = watch.of(Partition(1), &backend).expect("its own backend");
+        let put = |k: &[u8]| backend.put(b"b", k, b"v", &[], WriteOptions::NO_SYNC);
+
+        put(b"before").unwrap();
+        watched.track();
+        put(b"x").unwrap();
+        backend
+            .delete(b"b", b"before", WriteOptions::NO_SYNC)
+            .unwrap();
+        let mut batch = WriteBatch::default();
+        batch.put(b"b", b"y", b"v", Vec::new(), None);
+        backend.write(batch, WriteOptions::NO_SYNC).unwrap();
+        let written = watched.take_dirty();
+        assert_eq!(written.keys, vec![key(b"before"), key(b"x"), key(b"y")]);
+        assert!(watched.take_dirty().keys.is_empty(), "taken");
+
+        watched.restore_dirty(written);
+        watched.seal();
+        assert!(matches!(put(b"z"), Err(StorageError::Closed)));
+        assert_eq!(backend.get(b"b", b"z").unwrap(), None, "refused whole");
+        watched.unseal();
+        put(b"z").unwrap();
+        assert_eq!(watched.take_dirty().keys.len(), 4);
+
+        backend.drop_bucket(b"b").unwrap();
+        assert!(
+            watched.take_dirty().overflowed,
+            "a dropped bucket lists no keys"
+        );
+        watched.untrack();
+        put(b"after").unwrap();
+        assert_eq!(watched.take_dirty(), Written::default());
+
+        let other: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
+        assert!(
+            watch.of(Partition(1), &other).is_none(),
+            "not the watched one"
+        );
+    }
+}
