@@ -10,8 +10,10 @@
 //! the vnode knowing; outside a transfer it costs one atomic load per write.
 //!
 //! Invariants:
-//! - a write is recorded after the engine took it, so a reader that finds
-//!   the key recorded reads that write or a later one;
+//! - a write is recorded after the engine took it, and whether to record
+//!   it is decided after too: a write that finds no transfer running
+//!   finished before the transfer's fold began, so the fold reads it; a
+//!   reader that finds a key recorded reads that write or a later one;
 //! - once [`Watched::seal`] returns, no write is in progress and every
 //!   later one is refused ([`StorageError::Closed`]) until
 //!   [`Watched::unseal`]: the recorded keys are then all there is to send;
@@ -267,17 +269,16 @@ impl Backend for Watched {
 
     fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<(), StorageError> {
         let _writing = self.enter()?;
-        let keys: Vec<(Vec<u8>, Vec<u8>)> = match self.tracking.load(SeqCst) {
-            true => batch
-                .ops
-                .iter()
-                .map(|op| {
-                    let (b, k) = op.bucket_key();
-                    (b.to_vec(), k.to_vec())
-                })
-                .collect(),
-            false => Vec::new(),
-        };
+        // Listed whether or not a transfer runs: one may begin while the
+        // batch is written, and it is the check after the write that counts.
+        let keys: Vec<(Vec<u8>, Vec<u8>)> = batch
+            .ops
+            .iter()
+            .map(|op| {
+                let (b, k) = op.bucket_key();
+                (b.to_vec(), k.to_vec())
+            })
+            .collect();
         self.inner.write(batch, opts)?;
         keys.iter().for_each(|(b, k)| self.written(b, k));
         Ok(())
