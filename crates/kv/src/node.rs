@@ -144,10 +144,18 @@ pub struct Node {
     /// Opens the backends of vnodes started after the node (fallbacks,
     /// handoff receivers); unset: no vnode is started later.
     factory: OnceLock<Arc<dyn VnodeFactory>>,
+    /// Which other nodes are up; unset: all are (a single node).
+    pub(crate) liveness: OnceLock<Arc<dyn Liveness>>,
     /// Serialises the start of vnodes, so a partition gets one.
     starting: parking_lot::Mutex<()>,
     /// The node itself, for work handed to other threads.
     pub(crate) me: std::sync::Weak<Node>,
+}
+
+/// Which nodes are up, as the cluster's failure detector sees them.
+pub trait Liveness: Send + Sync {
+    /// True while `node` is believed up.
+    fn is_up(&self, node: &NodeName) -> bool;
 }
 
 /// Opens the backend of a vnode that starts while the node runs, and
@@ -209,6 +217,7 @@ impl Node {
             reaper: Default::default(),
             remote: OnceLock::new(),
             factory: OnceLock::new(),
+            liveness: OnceLock::new(),
             starting: parking_lot::Mutex::new(()),
             me: std::sync::Weak::new(),
         };
@@ -258,6 +267,11 @@ impl Node {
     /// Connects the node to other nodes' vnodes (once).
     pub fn set_remote(&self, remote: Arc<dyn crate::router::RemoteVnodes>) {
         let _ = self.remote.set(remote);
+    }
+
+    /// Lets the node route around nodes that are down (once).
+    pub fn set_liveness(&self, liveness: Arc<dyn Liveness>) {
+        let _ = self.liveness.set(liveness);
     }
 
     /// Lets the node start vnodes while it runs (once).

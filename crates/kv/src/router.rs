@@ -45,6 +45,16 @@ impl Node {
         }
     }
 
+    /// Takes a request another node sent to this node's vnode of
+    /// `partition` (the transport's inbound side calls this): it is
+    /// handled as a local delivery, replies going to `reply`.
+    pub fn receive(&self, partition: Partition, req: VnodeRequest, reply: ReplyTo) {
+        match self.vnode(partition) {
+            Some(vnode) => vnode.send(req, reply, LocalHint::default()),
+            None => self.deliver_to_new_vnode(partition, req, reply),
+        }
+    }
+
     /// Answers a request for a partition this node runs no vnode for: a
     /// get finds nothing (a fallback starts empty, as Riak's does), a
     /// put starts the vnode (a fallback taking a down primary's writes)

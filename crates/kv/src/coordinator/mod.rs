@@ -20,6 +20,7 @@ use crate::props::BucketProps;
 use crate::quorum::Quorum;
 use crate::request::BucketRef;
 use crate::vnode::msg::{StorageKey, VnodeId};
+use eddy_ring::Annotation;
 
 /// One vnode of a request's preflist.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,19 +31,32 @@ pub struct PreflistEntry {
 }
 
 impl Node {
-    /// The vnodes a key's requests go to: its n_val partitions with their
-    /// owners, all primaries.
+    /// The vnodes a key's requests go to (Riak's `get_apl_ann`): its
+    /// n_val partitions' owners that are up, then for each one that is
+    /// down a fallback: the next up node along the ring, running a vnode
+    /// for that partition (design note 010 §4). Fewer than n_val entries
+    /// when too few nodes are up. Without a failure detector (a single
+    /// node) every owner counts as up.
     pub(crate) fn preflist_entries(&self, hash: u64, n_val: u32) -> Vec<PreflistEntry> {
-        self.ring_now()
-            .preflist(hash, n_val)
+        let ring = self.ring_now();
+        let entry = |partition, node: &eddy_ring::NodeName, primary| PreflistEntry {
+            id: VnodeId {
+                partition,
+                node: node.clone(),
+            },
+            primary,
+        };
+        let Some(liveness) = self.liveness.get() else {
+            return ring
+                .preflist(hash, n_val)
+                .into_iter()
+                .map(|(p, node)| entry(p, node, true))
+                .collect();
+        };
+        let me = &self.config.node_name;
+        ring.preflist_ann(hash, n_val, |node| node == me || liveness.is_up(node))
             .into_iter()
-            .map(|(partition, node)| PreflistEntry {
-                id: VnodeId {
-                    partition,
-                    node: node.clone(),
-                },
-                primary: true,
-            })
+            .map(|(p, node, ann)| entry(p, node, ann == Annotation::Primary))
             .collect()
     }
 

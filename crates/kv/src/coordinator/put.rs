@@ -69,7 +69,7 @@ impl Node {
             sync: dw > 0,
             deadline: self.deadline(req.options.timeout_ms),
         };
-        let core = PutCore::new(n, w, dw, pw).with_node_confirms(node_confirms);
+        let core = PutCore::new(preflist.len() as u32, w, dw, pw).with_node_confirms(node_confirms);
         let coordinated = fsm.run(coordinate, core).await?;
         self.warn_siblings(coordinated.siblings);
         let wants_object = req.options.return_body || req.options.return_head;
