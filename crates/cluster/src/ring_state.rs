@@ -42,7 +42,7 @@ pub struct RingState {
 
 impl RingState {
     /// A cluster of one: `node` owns every partition of `ring`.
-    pub fn single(node: NodeName, member: Member, ring: Ring) -> RingState {
+    pub(crate) fn single(node: NodeName, member: Member, ring: Ring) -> RingState {
         RingState {
             epoch: 1,
             claimant: node.clone(),
@@ -89,7 +89,7 @@ impl RingState {
 
     /// Sets `planned_at` for a new ring: transfers that were pending
     /// before, unchanged, keep their epoch; new ones get `epoch`.
-    pub fn replan(&mut self, ring: Ring, epoch: u64) {
+    pub(crate) fn replan(&mut self, ring: Ring, epoch: u64) {
         let old = std::mem::replace(&mut self.ring, ring);
         let mut planned = BTreeMap::new();
         for t in self.ring.pending() {
