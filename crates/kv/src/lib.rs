@@ -15,6 +15,23 @@
 //! - [`repair`]: damaged partitions: marks, reads around them, repair;
 //! - [`limits`]: per-object limits on usermeta, links and index entries;
 //! - [`node`]: the node that ties them together.
+//!
+//! # Threads: the one rule
+//! A storage call that can wait on the disk for long never runs on the
+//! async runtime's threads: syncs (fsync/fdatasync), folds (listing,
+//! repair, handoff), opening, closing or destroying a backend, replaying
+//! the commit log. These run on threads of their own (the commit log's
+//! syncer and checkpointer, `spawn_blocking`, repair's and handoff's
+//! threads, the transport's inbound workers).
+//!
+//! A vnode's point operations may run on the caller's thread, runtime or
+//! not: a get (a keydir lookup and a read of cached pages), a put or delete
+//! written without sync (a copy into the page cache) and its commit-log
+//! append (a copy into a mapped segment). They are bounded: none syncs,
+//! none folds, and each holds a key lock only for its own work. This is
+//! the fast path a one-member ring keeps (design note 005). A put that
+//! asks for durability does not wait on the caller's thread: its reply is
+//! sent when the commit log's syncer has made the write durable.
 
 pub mod bucket_props;
 pub mod clock;
