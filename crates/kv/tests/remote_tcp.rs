@@ -1,0 +1,97 @@
+//! NetRemote as a node runs it: real TCP on loopback, requests run on a
+//! worker pool's threads, replies sent from those threads (outside the
+//! runtime).
+
+mod remote_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use eddy_kv::KvError;
+use eddy_kv::remote::{NetRemote, RemoteConfig, WorkerPool};
+use eddy_kv::router::RemoteVnodes;
+use eddy_kv::vnode::msg::{VnodeId, VnodeReply};
+use eddy_kv::vnode::reply::ReplyTo;
+use eddy_net::{NetConfig, Transport};
+use eddy_ring::Partition;
+use remote_support::*;
+use tokio::sync::mpsc::unbounded_channel;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn start(name: &str) -> Arc<NetRemote> {
+    let addr = "127.0.0.1:0".parse().unwrap();
+    let transport = Transport::tcp(node(name), addr, NetConfig::default())
+        .await
+        .unwrap();
+    let remote = NetRemote::new(transport, RemoteConfig::default());
+    remote.install().unwrap();
+    tokio::spawn(remote.watch_peers());
+    remote
+}
+
+fn introduce(a: &NetRemote, b: &NetRemote) {
+    for (x, y) in [(a, b), (b, a)] {
+        let addr = y.transport().listen_addr().unwrap();
+        x.transport()
+            .set_peer_address(y.transport().local().clone(), addr);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn puts_and_gets_over_tcp_run_on_the_worker_pool() {
+    let a = start("a").await;
+    let b = start("b").await;
+    introduce(&a, &b);
+    let pool = WorkerPool::new(2, 256).unwrap();
+    b.serve(inbound(vnodes(4)), Arc::new(pool)).unwrap();
+    let to = |i: u32| VnodeId {
+        partition: Partition(i % 4),
+        node: node("b"),
+    };
+    let keys = 200u32;
+    let mut puts = Vec::new();
+    for i in 0..keys {
+        let (tx, rx) = unbounded_channel();
+        let req = coordinate(&format!("k{i}"), format!("v{i}").as_bytes(), false);
+        a.send(&to(i), req, ReplyTo::Local(tx));
+        puts.push(rx);
+    }
+    for (i, rx) in puts.iter_mut().enumerate() {
+        let mut replies = Vec::new();
+        for _ in 0..2 {
+            replies.push(next(rx, WAIT).await.expect("put reply").reply);
+        }
+        let coordinated = replies.iter().find_map(|r| match r {
+            VnodeReply::Coordinated { encoded, .. } => Some(encoded.clone()),
+            _ => None,
+        });
+        assert_eq!(
+            values(&coordinated.unwrap()),
+            vec![format!("v{i}").into_bytes()]
+        );
+        assert!(replies.iter().any(|r| matches!(r, VnodeReply::Put(Ok(_)))));
+    }
+    for i in 0..keys {
+        let (tx, mut rx) = unbounded_channel();
+        a.send(&to(i), get(&format!("k{i}")), ReplyTo::Local(tx));
+        let VnodeReply::Get(Ok(Some(found))) = next(&mut rx, WAIT).await.unwrap().reply else {
+            panic!("k{i} not found");
+        };
+        assert_eq!(values(&found), vec![format!("v{i}").into_bytes()]);
+    }
+    assert_eq!(a.pending(), 0);
+
+    // A stopped peer: requests are answered Unreachable, not left waiting.
+    b.transport().shutdown();
+    for i in 0..3 {
+        let (tx, mut rx) = unbounded_channel();
+        a.send(&to(i), get("k0"), ReplyTo::Local(tx));
+        let answer = next(&mut rx, WAIT).await.expect("answered").reply;
+        assert!(
+            matches!(answer, VnodeReply::Get(Err(KvError::Unreachable(_)))),
+            "{answer:?}"
+        );
+    }
+    assert_eq!(a.pending(), 0);
+}
