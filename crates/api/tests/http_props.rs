@@ -127,3 +127,55 @@ async fn type_props_are_read_and_updated() {
     let r = put_json(&s, "/types/default/props", r#"{"props":{"n_val":2}}"#).await;
     assert_eq!(r.status(), 400);
 }
+
+#[tokio::test]
+async fn unimplemented_props_are_refused_by_name() {
+    let s = start().await;
+    for (field, body) in [
+        (
+            "postcommit",
+            r#"{"props":{"postcommit":[{"mod":"m","fun":"f"}]}}"#,
+        ),
+        ("consistent", r#"{"props":{"consistent":true}}"#),
+        ("old_vclock", r#"{"props":{"old_vclock":1}}"#),
+    ] {
+        let r = put_json(&s, "/buckets/pb/props", body).await;
+        assert_eq!(r.status(), 400, "{field}");
+        let text = r.text().await.unwrap();
+        assert!(
+            text.contains(&format!("bucket property '{field}' is not supported")),
+            "{text}"
+        );
+    }
+    // Riak's defaults, as a client writes back what it read, are fine.
+    let p = props(&s, "/buckets/pb/props").await;
+    let body = json!({ "props": p }).to_string();
+    assert_eq!(put_json(&s, "/buckets/pb/props", &body).await.status(), 204);
+}
+
+#[tokio::test]
+async fn a_put_that_cannot_meet_node_confirms_is_503_as_in_riak() {
+    let s = start().await;
+    let r = put_json(&s, "/buckets/nhs/props", r#"{"props":{"node_confirms":2}}"#).await;
+    assert_eq!(r.status(), 204);
+    let r = s
+        .client
+        .put(s.url("/buckets/nhs/keys/k"))
+        .header("content-type", "text/plain")
+        .body("v")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(
+        r.text().await.unwrap(),
+        "node_confirms-value unsatisfied: 1/2\n"
+    );
+    let r = put_json(
+        &s,
+        "/buckets/nhs/props",
+        r#"{"props":{"sync_on_write":"never"}}"#,
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+}

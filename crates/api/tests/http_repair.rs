@@ -29,6 +29,7 @@ fn stray_copy(s: &http_support::Server, p: Partition, key: &[u8], value: &[u8]) 
     let bytes = codec::encode(&obj);
     s.node
         .partition_backend(p)
+        .expect("a local partition")
         .put(&bucket, key, &bytes, &[], WriteOptions::NO_SYNC)
         .unwrap();
 }
@@ -64,7 +65,12 @@ async fn repair_over_http_removes_what_no_healthy_replica_holds() {
     assert_eq!(done["removed"], 1);
 
     let bucket = BucketRef::default_type(b"b".to_vec()).storage_bucket();
-    let copy = s.node.partition_backend(p).get(&bucket, b"gone").unwrap();
+    let copy = s
+        .node
+        .partition_backend(p)
+        .expect("a local partition")
+        .get(&bucket, b"gone")
+        .unwrap();
     assert_eq!(copy, None, "the stray copy is removed");
     assert_eq!(s.get("/buckets/b/keys/gone").await.status(), 404);
     assert_eq!(s.get("/buckets/b/keys/kept").await.status(), 200);

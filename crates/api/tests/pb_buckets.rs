@@ -66,13 +66,7 @@ async fn bucket_props_get_set_reset() {
         allow_mult: Some(true),
         r: Some(quorum::ONE),
         w: Some(1),
-        precommit: vec![RpbCommitHook {
-            modfun: Some(RpbModFun {
-                module: b"m".to_vec(),
-                function: b"f".to_vec(),
-            }),
-            name: None,
-        }],
+        has_precommit: Some(true),
         search_index: Some(b"idx".to_vec()),
         ..RpbBucketProps::default()
     };
@@ -80,9 +74,29 @@ async fn bucket_props_get_set_reset() {
     let props = get_props(&mut c, None, "b").await.unwrap();
     assert_eq!((props.n_val, props.allow_mult), (Some(2), Some(true)));
     assert_eq!((props.r, props.w), (Some(quorum::ONE), Some(1)));
-    assert_eq!(props.precommit, change.precommit);
+    assert!(props.precommit.is_empty());
     assert_eq!(props.has_precommit, Some(true));
     assert_eq!(props.search_index, Some(b"idx".to_vec()));
+
+    // Commit hooks do not run, so none can be set.
+    let hook = RpbBucketProps {
+        n_val: Some(1),
+        precommit: vec![RpbCommitHook {
+            modfun: Some(RpbModFun {
+                module: b"m".to_vec(),
+                function: b"f".to_vec(),
+            }),
+            name: None,
+        }],
+        ..RpbBucketProps::default()
+    };
+    let err = set_props(&mut c, None, "b", hook).await.unwrap_err();
+    assert!(
+        err.starts_with("Invalid bucket properties: [{precommit,"),
+        "{err}"
+    );
+    assert!(err.contains("commit hooks are not implemented"), "{err}");
+    assert_eq!(get_props(&mut c, None, "b").await.unwrap().n_val, Some(2));
     // The new n_val governs quorum checks.
     let mut put = put_req(None, "b", "k", "v");
     put.w = Some(3);
@@ -204,4 +218,27 @@ async fn preflist_names_n_primary_partitions() {
         assert_eq!(item.node, b"eddy@127.0.0.1");
         assert!((0..8).contains(&item.partition));
     }
+}
+
+/// basho_bench's nhs driver sets node_confirms = 2: one node cannot
+/// confirm a write on two, and says so as Riak does.
+#[tokio::test]
+async fn node_confirms_a_single_node_cannot_meet_refuses_the_write() {
+    let server = start().await;
+    let mut c = Client::connect(&server).await;
+    let nc = RpbBucketProps {
+        node_confirms: Some(2),
+        ..RpbBucketProps::default()
+    };
+    set_props(&mut c, None, "nhs", nc).await.unwrap();
+    let props = get_props(&mut c, None, "nhs").await.unwrap();
+    assert_eq!(props.node_confirms, Some(2));
+    let err = c.put(&put_req(None, "nhs", "k", "v")).await.unwrap_err();
+    assert_eq!(err, "{node_confirms_val_unsatisfied,2,1}");
+    let one = RpbBucketProps {
+        node_confirms: Some(1),
+        ..RpbBucketProps::default()
+    };
+    set_props(&mut c, None, "nhs", one).await.unwrap();
+    c.put(&put_req(None, "nhs", "k", "v")).await.unwrap();
 }

@@ -39,7 +39,7 @@ use std::sync::atomic::Ordering;
 
 use eddy_storage::{
     Backend, BackendStatus, BatchOp, Capabilities, FoldOptions, IndexQuery, IndexSpec, KeyVisitor,
-    ObjectVisitor, StorageError, WriteBatch, WriteOptions, limits,
+    ObjectVisitor, StorageError, WriteBatch, WriteOptions, destroy, limits,
 };
 
 pub use config::{BitcaskConfig, MergeWindow, SyncStrategy};
@@ -57,10 +57,12 @@ pub struct Bitcask {
 
 impl Bitcask {
     /// Opens (creating if needed) the instance in `dir`, recovering what the
-    /// data files hold. Fails with [`StorageError::Locked`] when another
-    /// open instance holds the directory.
+    /// data files hold, after deleting what an interrupted destroy of `dir`
+    /// left (never read as data). Fails with [`StorageError::Locked`] when
+    /// another open instance holds the directory.
     pub fn open(dir: &Path, config: BitcaskConfig) -> Result<Bitcask, StorageError> {
         config.validate()?;
+        destroy::finish_interrupted(dir)?;
         std::fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
         let lock = lock::lock_dir(dir)?;
         let recovered = recovery::recover(dir)?;
@@ -265,10 +267,13 @@ impl Backend for Bitcask {
         self.shutdown()
     }
 
+    /// Stops the background work and releases the directory, then renames
+    /// it out of use durably before deleting it ([`destroy::destroy_dir`]);
+    /// [`Bitcask::open`] finishes a destroy a crash interrupted. A failure
+    /// to flush or sync on the way out does not stop it: the data goes.
     fn destroy(self: Box<Self>) -> Result<(), StorageError> {
-        self.shutdown()?;
-        let dir = self.inner.dir.clone();
-        std::fs::remove_dir_all(&dir).map_err(|e| StorageError::io(&dir, e))
+        let _ = self.shutdown();
+        destroy::destroy_dir(&self.inner.dir)
     }
 }
 

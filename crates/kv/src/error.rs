@@ -69,6 +69,12 @@ pub enum KvError {
     /// back lost history, so it is not used (design note 009).
     #[error("partition {0} awaits repair; its copy was not used")]
     Damaged(u32),
+    /// This node runs no vnode for the partition a request named.
+    #[error("partition {0} has no vnode on this node")]
+    NotHosted(u32),
+    /// A vnode could not be started on this node.
+    #[error("cannot start vnode: {0}")]
+    VnodeStart(String),
     /// The node holding a replica cannot be reached.
     #[error("node {0} is unreachable")]
     Unreachable(String),

@@ -38,6 +38,6 @@ pub mod vnode;
 
 pub use coordinator::delete::DeleteOutcome;
 pub use error::KvError;
-pub use node::{DeleteMode, Node, NodeConfig, StartError};
+pub use node::{DeleteMode, Node, NodeConfig, StartError, VnodeFactory};
 pub use quorum::Quorum;
 pub use request::*;

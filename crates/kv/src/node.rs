@@ -9,10 +9,11 @@
 //! log's segments.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use eddy_object::Actor;
 use eddy_ring::{NodeName, Partition, Ring, RingError};
 use eddy_storage::Backend;
@@ -21,6 +22,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::commitlog::{self, CommitLog, LogOptions};
 use crate::request::BucketRef;
 use crate::types::BucketRegistry;
+use crate::vnode::table::VnodeTable;
 use crate::vnode::{VnodeHandle, replay};
 
 /// What happens to a tombstone once a delete succeeded (`delete_mode`).
@@ -122,11 +124,12 @@ pub enum StartError {
     CommitLog(String),
 }
 
-/// A running single node.
+/// A running node: the vnodes it runs for its ring, and the coordinators
+/// of the requests it takes.
 pub struct Node {
     pub(crate) config: NodeConfig,
-    pub(crate) ring: Ring,
-    pub(crate) handles: Vec<VnodeHandle>,
+    ring: ArcSwap<Ring>,
+    pub(crate) vnodes: Arc<VnodeTable>,
     log: Option<Arc<CommitLog>>,
     pub(crate) registry: Arc<BucketRegistry>,
     pub counters: NodeCounters,
@@ -136,45 +139,84 @@ pub struct Node {
     pub(crate) write_refusal: crate::refusal::WriteRefusal,
     /// The tombstone reap queue.
     pub(crate) reaper: crate::coordinator::reap::Reaper,
-    /// How requests reach other nodes' vnodes; `None` on a single node.
-    pub(crate) remote: Option<Arc<dyn crate::router::RemoteVnodes>>,
+    /// How requests reach other nodes' vnodes; unset on a single node.
+    pub(crate) remote: OnceLock<Arc<dyn crate::router::RemoteVnodes>>,
+    /// Opens the backends of vnodes started after the node (fallbacks,
+    /// handoff receivers); unset: no vnode is started later.
+    factory: OnceLock<Arc<dyn VnodeFactory>>,
+    /// Serialises the start of vnodes, so a partition gets one.
+    starting: parking_lot::Mutex<()>,
+    /// The node itself, for work handed to other threads.
+    pub(crate) me: std::sync::Weak<Node>,
+}
+
+/// Opens the backend of a vnode that starts while the node runs, and
+/// gives the actor it coordinates as (a new one: design note 004).
+pub trait VnodeFactory: Send + Sync {
+    /// Opens partition `p`'s backend on this node. May block.
+    fn open(&self, p: Partition) -> Result<(Arc<dyn Backend>, Actor), String>;
 }
 
 impl Node {
-    /// Starts one vnode per partition; `open(p)` gives each partition's
-    /// backend and the actor id it coordinates writes as. With a commit
-    /// log, what it holds is replayed into the backends first.
+    /// Starts a single node: a ring of `config.ring_size` partitions, all
+    /// its own; `open(p)` gives each partition's backend and the actor id
+    /// it coordinates writes as.
     pub fn start(
         config: NodeConfig,
         registry: Arc<BucketRegistry>,
-        mut open: impl FnMut(Partition) -> (Arc<dyn Backend>, Actor),
+        open: impl FnMut(Partition) -> (Arc<dyn Backend>, Actor),
     ) -> Result<Arc<Node>, StartError> {
         let ring = Ring::single(config.ring_size, config.node_name.clone())?;
-        let opened: Vec<_> = ring.partitions().map(&mut open).collect();
-        let backends: Vec<_> = opened.iter().map(|(b, _)| b.clone()).collect();
+        let partitions: Vec<Partition> = ring.partitions().collect();
+        Node::start_with(config, registry, ring, &partitions, open)
+    }
+
+    /// Starts a node of `ring` running a vnode for each of `partitions`
+    /// (those it owns and those it holds data for); `open(p)` gives each
+    /// one's backend and actor. With a commit log, what it holds for these
+    /// partitions is replayed into their backends first; records of other
+    /// partitions belong to vnodes this node no longer runs.
+    pub fn start_with(
+        config: NodeConfig,
+        registry: Arc<BucketRegistry>,
+        ring: Ring,
+        partitions: &[Partition],
+        mut open: impl FnMut(Partition) -> (Arc<dyn Backend>, Actor),
+    ) -> Result<Arc<Node>, StartError> {
+        let vnodes = Arc::new(VnodeTable::new(ring.size()));
+        let opened: Vec<_> = partitions.iter().map(|p| (*p, open(*p))).collect();
         let log = match &config.commit_log_dir {
-            Some(dir) => Some(Arc::new(start_log(dir, &config.commit_log, backends)?)),
+            Some(dir) => Some(Arc::new(start_log(
+                dir,
+                &config.commit_log,
+                &opened,
+                &vnodes,
+            )?)),
             None => None,
         };
-        let handles = ring
-            .partitions()
-            .zip(opened)
-            .map(|(p, (backend, actor))| crate::vnode::Vnode::new(p, actor, backend, log.clone()))
-            .collect();
+        for (p, (backend, actor)) in opened {
+            vnodes.insert(crate::vnode::Vnode::new(p, actor, backend, log.clone()));
+        }
         let node = Node {
             config,
-            ring,
-            handles,
+            ring: ArcSwap::from_pointee(ring),
+            vnodes,
             log,
             registry,
             counters: NodeCounters::default(),
             repair: Default::default(),
             write_refusal: Default::default(),
             reaper: Default::default(),
-            remote: None,
+            remote: OnceLock::new(),
+            factory: OnceLock::new(),
+            starting: parking_lot::Mutex::new(()),
+            me: std::sync::Weak::new(),
         };
         node.mark_damaged_at_start(node.config.partitions_dir.as_deref());
-        Ok(Arc::new(node))
+        Ok(Arc::new_cyclic(|me| Node {
+            me: me.clone(),
+            ..node
+        }))
     }
 
     /// The node's settings.
@@ -198,19 +240,62 @@ impl Node {
         self.log.as_ref()
     }
 
-    /// The ring.
-    pub fn ring(&self) -> &Ring {
-        &self.ring
+    /// The ring as this node knows it now.
+    pub fn ring(&self) -> Arc<Ring> {
+        self.ring.load_full()
     }
 
-    /// The vnode of partition `p`.
-    pub(crate) fn vnode(&self, p: Partition) -> &VnodeHandle {
-        &self.handles[p.0 as usize]
+    /// The ring, without taking a reference (request paths).
+    pub(crate) fn ring_now(&self) -> arc_swap::Guard<Arc<Ring>> {
+        self.ring.load()
     }
 
-    /// Partition `p`'s backend (operators' tools and tests).
-    pub fn partition_backend(&self, p: Partition) -> Arc<dyn Backend> {
-        self.vnode(p).backend().clone()
+    /// Replaces the ring (the cluster layer, after a membership change).
+    pub fn set_ring(&self, ring: Ring) {
+        self.ring.store(Arc::new(ring));
+    }
+
+    /// Connects the node to other nodes' vnodes (once).
+    pub fn set_remote(&self, remote: Arc<dyn crate::router::RemoteVnodes>) {
+        let _ = self.remote.set(remote);
+    }
+
+    /// Lets the node start vnodes while it runs (once).
+    pub fn set_vnode_factory(&self, factory: Arc<dyn VnodeFactory>) {
+        let _ = self.factory.set(factory);
+    }
+
+    /// Starts partition `p`'s vnode on this node if it runs none, and
+    /// returns it. Blocking (opens a backend): not for a runtime thread.
+    pub fn start_vnode(&self, p: Partition) -> Result<VnodeHandle, crate::KvError> {
+        let _one_at_a_time = self.starting.lock();
+        if let Some(vnode) = self.vnode(p) {
+            return Ok(vnode);
+        }
+        if p.0 >= self.ring_now().size() {
+            return Err(crate::KvError::NotHosted(p.0));
+        }
+        let factory = self.factory.get().ok_or(crate::KvError::NotHosted(p.0))?;
+        let (backend, actor) = factory.open(p).map_err(crate::KvError::VnodeStart)?;
+        let vnode = crate::vnode::Vnode::new(p, actor, backend, self.log.clone());
+        self.vnodes.insert(vnode.clone());
+        tracing::info!(partition = p.0, "vnode started");
+        Ok(vnode)
+    }
+
+    /// The vnode of partition `p` on this node, if it runs one.
+    pub(crate) fn vnode(&self, p: Partition) -> Option<VnodeHandle> {
+        self.vnodes.get(p)
+    }
+
+    /// Every vnode this node runs, in partition order.
+    pub(crate) fn local_vnodes(&self) -> Vec<VnodeHandle> {
+        self.vnodes.all()
+    }
+
+    /// Partition `p`'s backend on this node (operators' tools and tests).
+    pub fn partition_backend(&self, p: Partition) -> Option<Arc<dyn Backend>> {
+        self.vnode(p).map(|v| v.backend().clone())
     }
 
     /// The hash a key is placed by.
@@ -228,7 +313,8 @@ impl Node {
         let props = self.props(bucket)?;
         self.check_key(key)?;
         let hash = Node::key_hash(bucket, key);
-        let list = self.ring.preflist(hash, props.n_val);
+        let ring = self.ring_now();
+        let list = ring.preflist(hash, props.n_val);
         Ok(list.into_iter().map(|(p, n)| (p, n.clone())).collect())
     }
 
@@ -243,7 +329,7 @@ impl Node {
             }
         });
         let mut clean = log_closed;
-        for v in &self.handles {
+        for v in self.local_vnodes() {
             if let Err(e) = v.close() {
                 tracing::error!(partition = v.partition.0, "closing backend: {e}");
                 clean = false;
@@ -257,22 +343,33 @@ impl Node {
     }
 }
 
-/// Replays the log in `dir` into `backends`, syncs them, drops what was
-/// replayed and opens a fresh log whose checkpoint syncs them all.
+/// A partition's backend and the actor its vnode coordinates as.
+type Opened = (Arc<dyn Backend>, Actor);
+
+/// Replays the log in `dir` into the `opened` partitions' backends, syncs
+/// them, drops what was replayed and opens a fresh log whose checkpoint
+/// syncs every vnode in `vnodes` at the time.
 fn start_log(
     dir: &std::path::Path,
     opts: &LogOptions,
-    backends: Vec<Arc<dyn Backend>>,
+    opened: &[(Partition, Opened)],
+    vnodes: &Arc<VnodeTable>,
 ) -> Result<CommitLog, StartError> {
+    let backends: Vec<_> = opened.iter().map(|(p, (b, _))| (*p, b.clone())).collect();
+    let mut skipped = 0u64;
     let recovered = commitlog::recover(dir, |record| {
-        let backend = backends
-            .get(record.partition as usize)
-            .ok_or_else(|| format!("partition {} is not on this ring", record.partition))?;
-        replay::apply_record(&**backend, record)
+        match opened.iter().find(|(p, _)| p.0 == record.partition) {
+            Some((_, (backend, _))) => replay::apply_record(&**backend, record),
+            None => {
+                skipped += 1;
+                Ok(())
+            }
+        }
     })?;
     if recovered.records > 0 {
         tracing::info!(
             records = recovered.records,
+            skipped,
             segments = recovered.segments.len(),
             "commit log replayed"
         );
@@ -282,7 +379,15 @@ fn start_log(
         .remove()
         .map_err(|e| StartError::CommitLog(format!("removing replayed segments: {e}")))?;
     let pace = opts.checkpoint_pace;
-    let checkpoint = move || sync_each(&backends, pace);
+    let table = Arc::downgrade(vnodes);
+    let checkpoint = move || {
+        let live = table.upgrade().map(|t| t.all()).unwrap_or_default();
+        let backends: Vec<_> = live
+            .iter()
+            .map(|v| (v.partition, v.backend().clone()))
+            .collect();
+        sync_each(&backends, pace)
+    };
     CommitLog::open(
         dir,
         recovered.next_seq(),
@@ -295,12 +400,12 @@ fn start_log(
 /// Syncs every backend, pausing `pace` between two, so that a checkpoint's
 /// writeback reaches the disk as a trickle beside the log's fdatasyncs
 /// rather than as one burst in front of them.
-fn sync_each(backends: &[Arc<dyn Backend>], pace: Duration) -> Result<(), String> {
-    for (i, b) in backends.iter().enumerate() {
+fn sync_each(backends: &[(Partition, Arc<dyn Backend>)], pace: Duration) -> Result<(), String> {
+    for (i, (p, b)) in backends.iter().enumerate() {
         if i > 0 && !pace.is_zero() {
             std::thread::sleep(pace);
         }
-        b.sync().map_err(|e| format!("partition {i}: {e}"))?;
+        b.sync().map_err(|e| format!("partition {}: {e}", p.0))?;
     }
     Ok(())
 }

@@ -6,6 +6,10 @@
 //! A node without one (a single node) answers requests for other nodes'
 //! vnodes with [`KvError::Unreachable`].
 //!
+//! A request for a partition this node runs no vnode for is a fallback's
+//! (design note 010 §4): a put starts the vnode through the node's
+//! [`crate::node::VnodeFactory`], a get finds nothing.
+//!
 //! Invariant: every delivered put or get is answered exactly once on its
 //! `ReplyTo`, by the vnode or, when it cannot be reached, here.
 
@@ -27,9 +31,12 @@ impl Node {
     /// Delivers `req` to the vnode `to`, on this node or another.
     pub(crate) fn deliver(&self, to: &VnodeId, req: VnodeRequest, reply: ReplyTo, hint: LocalHint) {
         if self.is_local(to) {
-            return self.vnode(to.partition).send(req, reply, hint);
+            return match self.vnode(to.partition) {
+                Some(vnode) => vnode.send(req, reply, hint),
+                None => self.deliver_to_new_vnode(to.partition, req, reply),
+            };
         }
-        match &self.remote {
+        match self.remote.get() {
             Some(remote) => remote.send(to, req, reply),
             None => {
                 let e = KvError::Unreachable(to.node.to_string());
@@ -38,9 +45,42 @@ impl Node {
         }
     }
 
+    /// Answers a request for a partition this node runs no vnode for: a
+    /// get finds nothing (a fallback starts empty, as Riak's does), a
+    /// put starts the vnode (a fallback taking a down primary's writes)
+    /// off the caller's thread, since opening a backend reads the disk.
+    fn deliver_to_new_vnode(&self, p: Partition, req: VnodeRequest, reply: ReplyTo) {
+        match req {
+            VnodeRequest::Get { .. } => {
+                reply.send(p, VnodeReply::Get(Ok(None)), LocalHint::default());
+            }
+            VnodeRequest::Reap { .. } => {}
+            VnodeRequest::Put(_) => {
+                let Some(node) = self.me.upgrade() else {
+                    return unanswerable(p, &req, &reply, KvError::ShuttingDown);
+                };
+                let start = move || match node.start_vnode(p) {
+                    Ok(vnode) => vnode.send(req, reply, LocalHint::default()),
+                    Err(e) => unanswerable(p, &req, &reply, e),
+                };
+                match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => drop(runtime.spawn_blocking(start)),
+                    Err(_) => start(),
+                }
+            }
+        }
+    }
+
     /// True for a vnode of this node.
     pub(crate) fn is_local(&self, id: &VnodeId) -> bool {
         id.node == self.config.node_name
+    }
+
+    /// The vnode `id` names, if it is one of this node's.
+    pub(crate) fn local_vnode(&self, id: &VnodeId) -> Option<crate::vnode::VnodeHandle> {
+        self.is_local(id)
+            .then(|| self.vnode(id.partition))
+            .flatten()
     }
 }
 

@@ -4,8 +4,10 @@
 //! configured defaults. Other types are created (status `created`), then
 //! activated (`active`) before use. A bucket's effective props are its
 //! type's props overridden by the bucket's own patch. Every change is
-//! validated whole, then written to the metadata file atomically (temp file,
-//! fsync, rename) before it takes effect.
+//! validated whole (a property Eddy does not implement may be set only to
+//! Riak's default: [`crate::props::unsupported`]), then written to the
+//! metadata file atomically (temp file, fsync, rename) before it takes
+//! effect. Props stored before a property was refused still resolve.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -208,7 +210,9 @@ impl BucketRegistry {
     /// Creates a type with `patch` over the typed defaults.
     pub fn create_type(&self, name: &str, patch: &PropsPatch) -> Result<(), RegistryError> {
         check_type_name(name)?;
-        self.check_backend(&BucketProps::typed_defaults(&self.defaults).patched(patch)?)?;
+        let props = BucketProps::typed_defaults(&self.defaults).patched(patch)?;
+        props.check_supported(patch)?;
+        self.check_backend(&props)?;
         self.change(|stored| {
             if stored.types.contains_key(name) {
                 return Err(RegistryError::AlreadyExists(name.to_string()));
@@ -240,8 +244,10 @@ impl BucketRegistry {
             return Err(RegistryError::BadName(name.to_string()));
         }
         let current = self.type_info(name)?.props;
+        let props = current.patched(patch)?;
+        props.check_supported(patch)?;
         current.check_immutable(patch)?;
-        self.check_backend(&current.patched(patch)?)?;
+        self.check_backend(&props)?;
         self.change(|stored| {
             let t = stored
                 .types
@@ -307,8 +313,9 @@ impl BucketRegistry {
         patch: &PropsPatch,
     ) -> Result<BucketProps, RegistryError> {
         let current = self.bucket_props(bucket_type, bucket)?;
-        current.check_immutable(patch)?;
         let props = current.patched(patch)?;
+        props.check_supported(patch)?;
+        current.check_immutable(patch)?;
         self.check_backend(&props)?;
         self.change(|stored| {
             let hex = to_hex(bucket);

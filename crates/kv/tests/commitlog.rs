@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eddy_kv::commitlog::{self, CommitLog, LogOptions, Op, Record, SyncStrategy};
+use eddy_kv::commitlog::{self, CommitLog, Entry, LogOptions, Op, Record, SyncStrategy};
 use eddy_kv::props::BucketProps;
 use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
@@ -170,7 +170,9 @@ fn check_indexes(node: &Arc<Node>) -> usize {
     let bucket = BucketRef::default_type("b").storage_bucket();
     let mut entries = 0;
     for p in 0..RING {
-        let backend = node.partition_backend(Partition(p));
+        let backend = node
+            .partition_backend(Partition(p))
+            .expect("a local partition");
         let query = IndexQuery::range(&bucket, b"v_bin", b"", &[0xff; 8]);
         let mut found = Vec::new();
         backend
@@ -315,6 +317,7 @@ fn logged_segment(dir: &Path, n: usize) -> (Vec<u8>, Logged) {
         };
         let record = Record {
             partition: i as u32 % RING,
+            incarnation: commitlog::FIRST_INCARNATION,
             bucket: b"bucket",
             key: &key,
             op,
@@ -342,10 +345,11 @@ fn logged_segment(dir: &Path, n: usize) -> (Vec<u8>, Logged) {
     log.close().unwrap();
     let mut bytes = std::fs::read(commitlog::segment::path(dir, 7)).unwrap();
     let (mut references, mut end) = (0, 0);
-    commitlog::segment::read(&bytes, |offset, r| {
-        references += usize::from(matches!(r.op, Op::PutSame { .. }));
+    commitlog::segment::read(&bytes, |offset, e| {
+        let put_same = matches!(&e, Entry::Record(r) if matches!(r.op, Op::PutSame { .. }));
+        references += usize::from(put_same);
         let mut frame = Vec::new();
-        r.encode_into(&mut frame);
+        e.encode_into(&mut frame);
         end = offset + frame.len();
     });
     assert_eq!(references, n / 5, "replicas logged references");

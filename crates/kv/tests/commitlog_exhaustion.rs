@@ -14,6 +14,7 @@ use eddy_storage::{Resource, StorageError};
 fn record<'a>(key: &'a [u8], value: &'a [u8]) -> Record<'a> {
     Record {
         partition: 0,
+        incarnation: commitlog::FIRST_INCARNATION,
         bucket: b"b",
         key,
         op: Op::Put { value },

@@ -257,8 +257,11 @@ async fn read_repair_restores_a_lost_replica() {
     let node = node();
     let b = BucketRef::typed("maps", b"b".to_vec());
     node.put(put_req(b.clone(), "k", "v")).await.unwrap();
-    let preflist = node.ring().preflist(Node::key_hash(&b, b"k"), 3);
-    let lost = node.partition_backend(preflist[2].0);
+    let ring = node.ring();
+    let preflist = ring.preflist(Node::key_hash(&b, b"k"), 3);
+    let lost = node
+        .partition_backend(preflist[2].0)
+        .expect("a local partition");
     let storage_bucket = b.storage_bucket();
     lost.delete(&storage_bucket, b"k", Default::default())
         .unwrap();

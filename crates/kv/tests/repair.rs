@@ -139,7 +139,11 @@ fn storage_key(i: u32) -> StorageKey {
 /// a tombstone).
 fn stored(node: &Node, p: Partition, i: u32) -> Option<Vec<u8>> {
     let k = storage_key(i);
-    let bytes = node.partition_backend(p).get(&k.bucket, &k.key).unwrap()?;
+    let bytes = node
+        .partition_backend(p)
+        .expect("a local partition")
+        .get(&k.bucket, &k.key)
+        .unwrap()?;
     let obj = codec::decode(&bytes).unwrap();
     obj.contents()
         .find(|c| !c.meta.deleted)
@@ -175,7 +179,9 @@ async fn populate(node: &Arc<Node>) {
         (0..KEYS).filter(|i| deleted(*i)).all(|i| {
             let k = storage_key(i);
             (0..RING).all(|p| {
-                let b = node.partition_backend(Partition(p));
+                let b = node
+                    .partition_backend(Partition(p))
+                    .expect("a local partition");
                 b.get(&k.bucket, &k.key).unwrap().is_none()
             })
         })
@@ -297,7 +303,7 @@ async fn repair_replaces_copies_that_cannot_be_read() {
     node.mark_damaged(marked, None).unwrap();
     let k = storage_key(1);
     let garbage = eddy_storage::WriteOptions::NO_SYNC;
-    let backend = node.partition_backend(marked);
+    let backend = node.partition_backend(marked).expect("a local partition");
     backend
         .put(&k.bucket, &k.key, b"not an object", &[], garbage)
         .unwrap();
@@ -359,10 +365,12 @@ async fn key_listing_goes_around_a_marked_primary() {
     let (kl, kg) = (storage_key(lost), storage_key(ghost));
     let opts = eddy_storage::WriteOptions::NO_SYNC;
     node.partition_backend(marked)
+        .expect("a local partition")
         .delete(&kl.bucket, &kl.key, opts)
         .unwrap();
     for (p, _) in &node.preflist(&bucket(), &key(ghost)).unwrap()[1..] {
         node.partition_backend(*p)
+            .expect("a local partition")
             .delete(&kg.bucket, &kg.key, opts)
             .unwrap();
     }
@@ -378,12 +386,14 @@ async fn a_marked_replica_does_not_coordinate_puts() {
     put(&node, 1, "v1").await;
     let v1 = node
         .partition_backend(primary)
+        .expect("a local partition")
         .get(&k.bucket, &k.key)
         .unwrap()
         .unwrap();
     put(&node, 1, "v2").await;
     // The primary lost v2 (and kept its actor, whose next counter v2 used).
     node.partition_backend(primary)
+        .expect("a local partition")
         .put(&k.bucket, &k.key, &v1, &[], opts)
         .unwrap();
     node.mark_damaged(primary, None).unwrap();

@@ -53,8 +53,10 @@ impl LsmBackend {
         }
     }
 
-    /// Opens a standalone partition with its own environment in `dir`.
+    /// Opens a standalone partition with its own environment in `dir`,
+    /// after deleting what an interrupted destroy of `dir` left.
     pub fn open(dir: &Path, config: LsmConfig) -> Result<LsmBackend, StorageError> {
+        eddy_storage::destroy::finish_interrupted(dir)?;
         let env = LsmEnv::open(dir, &config)?;
         let mut backend = env.open_partition("default")?;
         backend.owned_dir = Some(dir.to_path_buf());
@@ -233,13 +235,20 @@ impl Backend for LsmBackend {
             .map_err(engine)
     }
 
+    /// Deletes the partition's keyspaces behind a durable marker (its
+    /// environment finishes an interrupted one); a standalone backend then
+    /// closes its database and destroys its directory crash-atomically
+    /// ([`eddy_storage::destroy`]).
     fn destroy(self: Box<Self>) -> Result<(), StorageError> {
         if let Some(p) = self.partition.write().take() {
-            p.env.destroy_partition(&self.name, p.objects, p.aux)?;
+            let Partition {
+                env, objects, aux, ..
+            } = p;
+            env.destroy_partition(&self.name, objects, aux)?;
         }
-        if let Some(dir) = &self.owned_dir {
-            std::fs::remove_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
+        match &self.owned_dir {
+            Some(dir) => eddy_storage::destroy::destroy_dir(dir),
+            None => Ok(()),
         }
-        Ok(())
     }
 }

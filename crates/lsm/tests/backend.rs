@@ -522,3 +522,22 @@ fn interval_sync_env_closes_and_reopens() {
     let b = open(dir.path(), &clock);
     assert_eq!(keys(&b, &FoldOptions::all()).len(), 3);
 }
+
+/// A standalone partition's destroy interrupted after the rename of its
+/// directory: the next open finds no data and removes the leftover.
+#[test]
+fn an_interrupted_standalone_destroy_is_finished_at_open() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("lsm");
+    {
+        let b = LsmBackend::open(&dir, LsmConfig::default()).unwrap();
+        b.put(b"b", b"k", b"v", &[], WriteOptions::SYNC).unwrap();
+        b.close().unwrap();
+    }
+    eddy_storage::destroy::begin(&dir).unwrap();
+    let b = LsmBackend::open(&dir, LsmConfig::default()).unwrap();
+    assert!(b.is_empty().unwrap());
+    assert!(!eddy_storage::destroy::destroying_path(&dir).exists());
+    Box::new(b).destroy().unwrap();
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+}

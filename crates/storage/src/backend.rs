@@ -115,6 +115,10 @@ pub trait Backend: Send + Sync {
     /// fail with [`StorageError::Closed`].
     fn close(&self) -> Result<(), StorageError>;
 
-    /// Destroys the partition: closes it and deletes all of its data.
+    /// Destroys the partition: closes it and deletes all of its data,
+    /// crash-atomically. The destruction is made durable in one step first
+    /// (a rename of the directory, [`crate::destroy`], or a durable marker),
+    /// then the data is deleted; an open after a crash at any point finds
+    /// all of the data or none, and finishes the job.
     fn destroy(self: Box<Self>) -> Result<(), StorageError>;
 }

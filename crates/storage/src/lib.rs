@@ -5,7 +5,8 @@
 //! entries in step with it, and can fold, scan, drop a bucket and destroy
 //! itself. This crate owns the contract ([`backend`]), its request types
 //! ([`batch`], [`fold`], [`index`]), the limits every backend enforces
-//! ([`limits`]), and two backends that need no files: [`memory`] and [`multi`].
+//! ([`limits`]), two backends that need no files: [`memory`] and [`multi`],
+//! and how a backend destroys its directory crash-atomically ([`destroy`]).
 //! The conformance suite every backend must pass lives in `testkit` (feature
 //! `testkit`).
 //!
@@ -23,10 +24,14 @@
 //!   `get`, folds and index scans, and a later `put` of its key starts with no
 //!   index entries.
 //! - A write acknowledged with `sync: true` survives a crash of the process.
+//! - `destroy` is crash-atomic: after a crash during it, the partition
+//!   opens with all of its data or with none (never part), and the open
+//!   finishes the destruction.
 
 pub mod backend;
 pub mod batch;
 pub mod clock;
+pub mod destroy;
 pub mod error;
 pub mod exhausted;
 pub mod fold;

@@ -356,6 +356,8 @@ impl Backend for MemoryBackend {
         Ok(())
     }
 
+    /// Nothing outlives the process, so dropping the data is already
+    /// crash-atomic: a crash at any point leaves no data.
     fn destroy(self: Box<Self>) -> Result<(), StorageError> {
         self.close()
     }

@@ -9,8 +9,16 @@
 //! sub-backends is applied per sub-backend in order, so it is atomic only
 //! within one sub-backend. Reassigning a bucket does not move its data: the
 //! old data becomes unreachable through this backend (as in Riak).
+//!
+//! Destroying is crash-atomic across the sub-backends when the backend was
+//! opened with a destroy marker ([`MultiBackend::open`]): the marker file is
+//! made durable before the first sub-backend is destroyed and removed after
+//! the last, and an open that finds it destroys every sub-backend before
+//! use, so a partition never comes back with some sub-backends' data and
+//! not the others'. (Each sub-backend's own destroy is crash-atomic too.)
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -31,7 +39,12 @@ pub struct MultiBackend {
     default: String,
     assignments: RwLock<HashMap<Vec<u8>, String>>,
     chooser: Option<BackendChooser>,
+    /// While this file exists, the partition is being destroyed.
+    destroy_marker: Option<PathBuf>,
 }
+
+/// Opens every sub-backend of one partition, by name.
+pub type OpenSubs<'a> = &'a dyn Fn() -> Result<BTreeMap<String, Box<dyn Backend>>, StorageError>;
 
 impl MultiBackend {
     /// A multi backend over `backends`, with `default` for unassigned buckets.
@@ -47,7 +60,28 @@ impl MultiBackend {
             default: default.to_string(),
             assignments: RwLock::new(HashMap::new()),
             chooser: None,
+            destroy_marker: None,
         })
+    }
+
+    /// A multi backend over the sub-backends `open_subs` opens, whose
+    /// destroy is crash-atomic across them: `marker` is a file (in the
+    /// partition's directory; its name must not end in
+    /// [`crate::destroy::SUFFIX`]) that exists only while the partition is
+    /// being destroyed. If a crash left it, every sub-backend is destroyed
+    /// and opened again, empty, before use.
+    pub fn open(
+        marker: &Path,
+        default: &str,
+        open_subs: OpenSubs<'_>,
+    ) -> Result<Self, StorageError> {
+        if marker.exists() {
+            open_subs()?.into_values().try_for_each(|b| b.destroy())?;
+            remove_marker(marker)?;
+        }
+        let mut multi = MultiBackend::new(open_subs()?, default)?;
+        multi.destroy_marker = Some(marker.to_path_buf());
+        Ok(multi)
     }
 
     /// Asks `chooser` for each bucket's sub-backend instead of the
@@ -216,8 +250,40 @@ impl Backend for MultiBackend {
     }
 
     fn destroy(self: Box<Self>) -> Result<(), StorageError> {
-        let MultiBackend { backends, .. } = *self;
-        backends.into_values().try_for_each(|b| b.destroy())
+        let MultiBackend {
+            backends,
+            destroy_marker,
+            ..
+        } = *self;
+        if let Some(marker) = &destroy_marker {
+            write_marker(marker)?;
+        }
+        backends.into_values().try_for_each(|b| b.destroy())?;
+        match &destroy_marker {
+            Some(marker) => remove_marker(marker),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Makes `marker` exist durably (the file and its directory entry).
+fn write_marker(marker: &Path) -> Result<(), StorageError> {
+    let io = |e| StorageError::io(marker, e);
+    if let Some(dir) = marker.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    std::fs::File::create(marker)
+        .and_then(|f| f.sync_all())
+        .map_err(io)?;
+    crate::destroy::sync_parent(marker)
+}
+
+/// Removes `marker` durably.
+fn remove_marker(marker: &Path) -> Result<(), StorageError> {
+    match std::fs::remove_file(marker) {
+        Ok(()) => crate::destroy::sync_parent(marker),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StorageError::io(marker, e)),
     }
 }
 

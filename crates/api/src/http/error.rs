@@ -169,6 +169,9 @@ fn write_quorum_error(f: PutFailure) -> ApiError {
         PutFailure::W { .. } => "Too Many write failures to satisfy W/DW\n".to_string(),
         PutFailure::Dw { needed, got } => format!("DW-value unsatisfied: {got}/{needed}\n"),
         PutFailure::Pw { needed, got } => format!("PW-value unsatisfied: {got}/{needed}\n"),
+        PutFailure::NodeConfirms { needed, got } => {
+            format!("node_confirms-value unsatisfied: {got}/{needed}\n")
+        }
     };
     ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
 }

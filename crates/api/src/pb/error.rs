@@ -110,6 +110,7 @@ fn write_failure_text(f: &PutFailure) -> String {
         PutFailure::W { needed, got } => ("w", needed, got),
         PutFailure::Dw { needed, got } => ("dw", needed, got),
         PutFailure::Pw { needed, got } => ("pw", needed, got),
+        PutFailure::NodeConfirms { needed, got } => ("node_confirms", needed, got),
     };
     format!("{{{which}_val_unsatisfied,{needed},{got}}}")
 }

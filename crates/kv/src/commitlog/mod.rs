@@ -23,6 +23,11 @@
 //! [`recover()`] replays what is left into the backends (a record is the
 //! key's whole stored value, so replaying in order is idempotent).
 //!
+//! Each record names the vnode incarnation that wrote it; a vnode that
+//! drops its data appends a drop record ([`CommitLog::append_drop`]) first,
+//! and replay skips every record of a dropped incarnation, and of any
+//! incarnation the caller says is not live ([`recover_live`]).
+//!
 //! Invariants:
 //! - records reach the files in log order, each whole before the next:
 //!   they are copied under the state lock;
@@ -57,8 +62,8 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-pub use record::{Op, Record};
-pub use recover::{Recovered, recover};
+pub use record::{Dropped, Entry, FIRST_INCARNATION, Op, Record};
+pub use recover::{Recovered, recover, recover_live};
 
 use crate::error::KvError;
 pub use spare::Refusals;
@@ -248,13 +253,30 @@ impl CommitLog {
     /// holds, for the same bucket and key, is logged as a reference to that
     /// record when both land in one segment ([`Op::PutSame`]).
     pub fn append(&self, record: &Record<'_>, same_as: Option<Lsn>) -> Result<Appended, KvError> {
+        self.append_entry(&Entry::Record(record.clone()), same_as)
+    }
+
+    /// Appends a drop record: replay will apply no record of `partition`'s
+    /// `incarnation`, before or after this one. A vnode that drops its data
+    /// appends this, waits until it is durable, then destroys its backend
+    /// (design note 005); a start finishes destroying any incarnation
+    /// [`Recovered::dropped`] names.
+    pub fn append_drop(&self, partition: u32, incarnation: u64) -> Result<Appended, KvError> {
+        let dropped = Dropped {
+            partition,
+            incarnation,
+        };
+        self.append_entry(&Entry::Dropped(dropped), None)
+    }
+
+    fn append_entry(&self, entry: &Entry<'_>, same_as: Option<Lsn>) -> Result<Appended, KvError> {
         let mut st = self.shared.state.lock();
         if let Some(e) = self.shared.refusal(&st) {
             return Err(e);
         }
         let start = st.appended;
         let mut frame = std::mem::take(&mut st.scratch);
-        let copied = self.shared.copy_in(&mut st, &mut frame, record, same_as);
+        let copied = self.shared.copy_in(&mut st, &mut frame, entry, same_as);
         let len = frame.len() as u64;
         st.scratch = frame;
         let moved = match copied {
@@ -447,22 +469,22 @@ impl Shared {
         waiters.into_iter().for_each(|(_, w)| w(Err(e.clone())));
     }
 
-    /// Encodes `record` into `frame` and copies it in after the last
+    /// Encodes `entry` into `frame` and copies it in after the last
     /// append, starting the next segment first if it does not fit; says
     /// whether the copy moved to the next mapped window.
     fn copy_in(
         &self,
         st: &mut State,
         frame: &mut Vec<u8>,
-        record: &Record<'_>,
+        entry: &Entry<'_>,
         same_as: Option<Lsn>,
     ) -> Result<bool, AppendError> {
         let start = st.appended;
-        encode(frame, record, same_as, st.segment_start, start);
+        encode(frame, entry, same_as, st.segment_start, start);
         if frame.len() > st.current.room() {
             self.roll(st, frame.len())?;
-            // The record starts the new segment: no reference reaches back.
-            encode(frame, record, None, st.segment_start, start);
+            // The entry starts the new segment: no reference reaches back.
+            encode(frame, entry, None, st.segment_start, start);
         }
         st.current
             .put(frame)
@@ -505,17 +527,21 @@ impl Shared {
     }
 }
 
-/// Encodes `record` into `frame` (cleared first): as a reference to the
-/// put record at `same_as` when that starts in the current segment (which
-/// starts at `segment_start`) before `start`, else whole.
+/// Encodes `entry` into `frame` (cleared first): a put as a reference to
+/// the put record at `same_as` when that starts in the current segment
+/// (which starts at `segment_start`) before `start`, else whole.
 fn encode(
     frame: &mut Vec<u8>,
-    record: &Record<'_>,
+    entry: &Entry<'_>,
     same_as: Option<Lsn>,
     segment_start: Lsn,
     start: Lsn,
 ) {
     frame.clear();
+    let record = match entry {
+        Entry::Record(record) => record,
+        Entry::Dropped(_) => return entry.encode_into(frame),
+    };
     match (same_as, &record.op) {
         (Some(at), Op::Put { .. }) if at >= segment_start && at < start => Record {
             op: Op::PutSame { back: start - at },

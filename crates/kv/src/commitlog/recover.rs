@@ -1,14 +1,23 @@
 //! Replay at start: every record left in the log's segments, oldest first,
-//! handed to the caller to apply to its backend.
+//! handed to the caller to apply to its backend, unless its vnode
+//! incarnation is no longer live.
 //!
-//! Invariant: only whole, intact records are applied, in log order; a torn
-//! tail (a crash mid-write) ends a segment quietly, damage ends it with a
-//! report. Segments stay on disk until the caller has synced the backends
-//! and calls [`Recovered::remove`].
+//! Invariants:
+//! - only whole, intact records are applied, in log order; a torn tail (a
+//!   crash mid-write) ends a segment quietly, damage ends it with a report;
+//! - no record of an incarnation that a drop record anywhere in the log
+//!   names is applied, whether it comes before or after the drop (a first
+//!   pass collects the drops), and none that the caller's `is_live` refuses:
+//!   a vnode dropped after handoff never gets its data back, and a
+//!   partition created again later never receives its earlier life's
+//!   records;
+//! - segments stay on disk until the caller has synced the backends and
+//!   calls [`Recovered::remove`].
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::record::{Op, Record};
+use super::record::{Dropped, Entry, Op, Record};
 use super::segment::{self, End};
 
 /// What replay found.
@@ -19,6 +28,13 @@ pub struct Recovered {
     pub segments: Vec<u64>,
     /// Records applied.
     pub records: u64,
+    /// Records not applied because their incarnation was dropped or is not
+    /// live.
+    pub skipped: u64,
+    /// The incarnations the log's drop records name. The caller finishes
+    /// destroying any whose data is still there before [`Recovered::remove`]
+    /// deletes the records that say so.
+    pub dropped: BTreeSet<Dropped>,
     /// Segments that ended in damage: which, where and why.
     pub damaged: Vec<String>,
 }
@@ -30,7 +46,8 @@ impl Recovered {
     }
 
     /// Deletes the replayed segments. Call once the backends they were
-    /// applied to have synced.
+    /// applied to have synced, and the incarnations in
+    /// [`Recovered::dropped`] are destroyed.
     pub fn remove(&self) -> std::io::Result<()> {
         for seq in &self.segments {
             std::fs::remove_file(segment::path(&self.dir, *seq))?;
@@ -51,16 +68,27 @@ pub enum RecoverError {
     Apply { seq: u64, reason: String },
 }
 
-/// Applies every record in `dir`'s segments with `apply`, oldest first. A
-/// missing directory holds no records.
+/// Applies every record in `dir`'s segments with `apply`, oldest first,
+/// but those of incarnations the log says were dropped. For a node whose
+/// every incarnation with records is live (each partition in its first
+/// life); otherwise [`recover_live`]. A missing directory holds no records.
 pub fn recover(
     dir: &Path,
+    apply: impl FnMut(&Record<'_>) -> Result<(), String>,
+) -> Result<Recovered, RecoverError> {
+    recover_live(dir, |_, _| true, apply)
+}
+
+/// Applies every record in `dir`'s segments with `apply`, oldest first,
+/// but those of incarnations the log says were dropped and those for which
+/// `is_live(partition, incarnation)` is false (the node has no open vnode
+/// of that incarnation: its data was destroyed, or the partition lives on
+/// in a later incarnation). A missing directory holds no records.
+pub fn recover_live(
+    dir: &Path,
+    is_live: impl Fn(u32, u64) -> bool,
     mut apply: impl FnMut(&Record<'_>) -> Result<(), String>,
 ) -> Result<Recovered, RecoverError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| RecoverError::Io { path, source }
-    };
     let mut out = Recovered {
         dir: dir.to_path_buf(),
         ..Recovered::default()
@@ -69,18 +97,31 @@ pub fn recover(
         return Ok(out);
     }
     super::retire::remove_leftovers(dir).map_err(io(dir))?;
-    for seq in segment::list(dir).map_err(io(dir))? {
-        let path = segment::path(dir, seq);
-        let bytes = std::fs::read(&path).map_err(io(&path))?;
+    let seqs = segment::list(dir).map_err(io(dir))?;
+    for seq in &seqs {
+        let bytes = read_segment(dir, *seq)?;
+        scan(&bytes, |_, entry| {
+            if let Entry::Dropped(d) = entry {
+                out.dropped.insert(d);
+            }
+        });
+    }
+    for seq in seqs {
+        let bytes = read_segment(dir, seq)?;
         let mut failure = None;
-        let mut resolver = Resolver::new();
-        let end = segment::read(&bytes, |offset, record| {
-            if failure.is_some() || resolver.damage.is_some() {
+        let end = scan(&bytes, |_, entry| {
+            let Entry::Record(record) = entry else { return };
+            if failure.is_some() {
                 return;
             }
-            let Some(record) = resolver.resolve(offset, record) else {
-                return;
+            let dropped = Dropped {
+                partition: record.partition,
+                incarnation: record.incarnation,
             };
+            if out.dropped.contains(&dropped) || !is_live(record.partition, record.incarnation) {
+                out.skipped += 1;
+                return;
+            }
             match apply(&record) {
                 Ok(()) => out.records += 1,
                 Err(reason) => failure = Some(reason),
@@ -89,10 +130,6 @@ pub fn recover(
         if let Some(reason) = failure {
             return Err(RecoverError::Apply { seq, reason });
         }
-        let end = match resolver.damage {
-            Some((offset, reason)) => End::Damaged { offset, reason },
-            None => end,
-        };
         if let End::Damaged { offset, reason } = end {
             let text = format!("segment {seq}: {reason} at byte {offset}, rest skipped");
             tracing::error!("commit log: {text}");
@@ -101,6 +138,40 @@ pub fn recover(
         out.segments.push(seq);
     }
     Ok(out)
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RecoverError + use<> {
+    let path = path.to_path_buf();
+    move |source| RecoverError::Io { path, source }
+}
+
+fn read_segment(dir: &Path, seq: u64) -> Result<Vec<u8>, RecoverError> {
+    let path = segment::path(dir, seq);
+    std::fs::read(&path).map_err(io(&path))
+}
+
+/// Calls `f` on each entry of one segment's bytes with put-same records
+/// resolved to puts, up to its clean end or its first damage (which a
+/// put-same that refers to no put of its key is); says how it ended.
+fn scan<'a>(bytes: &'a [u8], mut f: impl FnMut(usize, Entry<'a>)) -> End {
+    let mut resolver = Resolver::new();
+    let end = segment::read(bytes, |offset, entry| {
+        if resolver.damage.is_some() {
+            return;
+        }
+        match entry {
+            Entry::Record(record) => {
+                if let Some(record) = resolver.resolve(offset, record) {
+                    f(offset, Entry::Record(record));
+                }
+            }
+            dropped => f(offset, dropped),
+        }
+    });
+    match resolver.damage {
+        Some((offset, reason)) => End::Damaged { offset, reason },
+        None => end,
+    }
 }
 
 /// Turns put-same records of one segment back into puts of the value they
@@ -158,6 +229,7 @@ mod tests {
     fn put<'a>(key: &'a [u8], value: &'a [u8]) -> Record<'a> {
         Record {
             partition: 0,
+            incarnation: crate::commitlog::FIRST_INCARNATION,
             bucket: b"b",
             key,
             op: Op::Put { value },

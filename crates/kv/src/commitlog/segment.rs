@@ -11,13 +11,22 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::record::{FRAME_HEADER_BYTES, Frame, Record, decode_frame};
+use super::record::{Entry, FRAME_HEADER_BYTES, Frame, Version, decode_frame};
 
 /// The first bytes of every segment written now: magic and format version
-/// 2 (version 1 plus put-same records).
-pub const HEADER: &[u8; 8] = b"EDDYCL\x00\x02";
-/// The header of a version 1 segment, which is still read.
+/// 3 (records name their vnode incarnation; drop records).
+pub const HEADER: &[u8; 8] = b"EDDYCL\x00\x03";
+/// The header of a version 2 segment (version 1 plus put-same), still read.
+pub const HEADER_V2: &[u8; 8] = b"EDDYCL\x00\x02";
+/// The header of a version 1 segment, still read.
 pub const HEADER_V1: &[u8; 8] = b"EDDYCL\x00\x01";
+
+/// Every header read, with the version it announces.
+const HEADERS: [(&[u8; 8], Version); 3] = [
+    (HEADER, Version::V3),
+    (HEADER_V2, Version::V2),
+    (HEADER_V1, Version::V1),
+];
 
 /// The path of segment `seq` in `dir`.
 pub fn path(dir: &Path, seq: u64) -> PathBuf {
@@ -53,15 +62,15 @@ pub enum End {
     Damaged { offset: usize, reason: &'static str },
 }
 
-/// Calls `f` on each record of a segment's bytes, in order, with the offset
+/// Calls `f` on each entry of a segment's bytes, in order, with the offset
 /// of its frame, and says how the segment ended.
-pub fn read<'a>(bytes: &'a [u8], mut f: impl FnMut(usize, Record<'a>)) -> End {
-    let rest = [HEADER, HEADER_V1]
+pub fn read<'a>(bytes: &'a [u8], mut f: impl FnMut(usize, Entry<'a>)) -> End {
+    let rest = HEADERS
         .iter()
-        .find_map(|h| bytes.strip_prefix(h.as_slice()));
-    let Some(mut rest) = rest else {
+        .find_map(|(h, v)| Some((bytes.strip_prefix(h.as_slice())?, *v)));
+    let Some((mut rest, version)) = rest else {
         let reason = "segment header missing or of another version";
-        let cut_header = [HEADER, HEADER_V1].iter().any(|h| h.starts_with(bytes));
+        let cut_header = HEADERS.iter().any(|(h, _)| h.starts_with(bytes));
         return match bytes.len() < HEADER.len() && cut_header {
             true => End::Torn { offset: 0 },
             false => End::Damaged { offset: 0, reason },
@@ -73,9 +82,9 @@ pub fn read<'a>(bytes: &'a [u8], mut f: impl FnMut(usize, Record<'a>)) -> End {
             // The unwritten rest of a preallocated segment.
             return End::Clean;
         }
-        match decode_frame(rest) {
-            Frame::Record(record, used) => {
-                f(offset, record);
+        match decode_frame(rest, version) {
+            Frame::Entry(entry, used) => {
+                f(offset, entry);
                 rest = &rest[used..];
                 offset += used;
             }
@@ -107,7 +116,15 @@ fn cut_short(rest: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commitlog::record::Op;
+    use crate::commitlog::record::{Op, Record};
+
+    /// The key of a record, or nothing for a drop.
+    fn key(e: &Entry<'_>) -> Vec<u8> {
+        match e {
+            Entry::Record(r) => r.key.to_vec(),
+            Entry::Dropped(_) => Vec::new(),
+        }
+    }
 
     #[test]
     fn names_sort_in_log_order() {
@@ -131,6 +148,7 @@ mod tests {
         let mut bytes = HEADER.to_vec();
         let rec = |k: &'static [u8]| Record {
             partition: 1,
+            incarnation: 1,
             bucket: b"b",
             key: k,
             op: Op::Put { value: b"v" },
@@ -140,18 +158,18 @@ mod tests {
         rec(b"k2").encode_into(&mut bytes);
         rec(b"k3").encode_into(&mut bytes);
         let mut keys = Vec::new();
-        assert_eq!(read(&bytes, |_, r| keys.push(r.key.to_vec())), End::Clean);
+        assert_eq!(read(&bytes, |_, e| keys.push(key(&e))), End::Clean);
         assert_eq!(keys.len(), 3);
 
         let mut damaged = bytes.clone();
         damaged[second + 12] ^= 0x40;
         keys.clear();
-        let end = read(&damaged, |_, r| keys.push(r.key.to_vec()));
+        let end = read(&damaged, |_, e| keys.push(key(&e)));
         assert!(matches!(end, End::Damaged { offset, .. } if offset == second));
         assert_eq!(keys, vec![b"k1".to_vec()]);
 
         keys.clear();
-        let end = read(&bytes[..bytes.len() - 1], |_, r| keys.push(r.key.to_vec()));
+        let end = read(&bytes[..bytes.len() - 1], |_, e| keys.push(key(&e)));
         assert!(matches!(end, End::Torn { .. }));
         assert_eq!(keys.len(), 2);
         assert_eq!(read(&HEADER[..3], |_, _| {}), End::Torn { offset: 0 });
@@ -162,6 +180,7 @@ mod tests {
     fn a_zero_tail_is_a_clean_end_and_a_record_cut_before_it_is_torn() {
         let rec = |k: &'static [u8]| Record {
             partition: 1,
+            incarnation: 1,
             bucket: b"b",
             key: k,
             op: Op::Put { value: b"value" },
@@ -173,14 +192,14 @@ mod tests {
         let end = bytes.len();
         bytes.resize(end + 4096, 0);
         let mut keys = Vec::new();
-        assert_eq!(read(&bytes, |_, r| keys.push(r.key.to_vec())), End::Clean);
+        assert_eq!(read(&bytes, |_, e| keys.push(key(&e))), End::Clean);
         assert_eq!(keys.len(), 2, "the zeros after the records hold nothing");
 
         // The last record's copy cut short: its tail still zero.
         let mut cut = bytes.clone();
         cut[end - 3..end].fill(0);
         keys.clear();
-        let got = read(&cut, |_, r| keys.push(r.key.to_vec()));
+        let got = read(&cut, |_, e| keys.push(key(&e)));
         assert_eq!(got, End::Torn { offset: second });
         assert_eq!(keys, vec![b"k1".to_vec()]);
 

@@ -23,6 +23,7 @@ use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
 use crate::repair::around::{self, ReplicaRead, Verdict};
 use crate::request::{GetRequest, GetResponse};
+use crate::vnode::VnodeHandle;
 use crate::vnode::msg::{PutKind, PutRequest, StorageKey, VnodeReply, VnodeRequest, WritePolicy};
 use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
 
@@ -83,24 +84,23 @@ impl Node {
         key: &StorageKey,
         mut record: impl FnMut(ReplicaReply),
     ) -> bool {
-        let local = || {
-            preflist
-                .iter()
-                .filter(|e| self.is_local(&e.id))
-                .map(|e| e.id.partition)
-        };
-        let read = |p: Partition| {
+        let local: Vec<_> = preflist
+            .iter()
+            .filter_map(|e| self.local_vnode(&e.id))
+            .collect();
+        let read = |v: &VnodeHandle| {
             NodeCounters::bump(&self.counters.vnode_gets);
-            (p, self.vnode(p).read(key))
+            (v.partition, v.read(key))
         };
-        if !local().any(|p| self.vnode(p).is_marked()) {
-            local().for_each(|p| record(read(p)));
+        if !local.iter().any(|v| v.is_marked()) {
+            local.iter().for_each(|v| record(read(v)));
             return false;
         }
-        let reads: Vec<ReplicaRead<_>> = local()
-            .map(|p| ReplicaRead {
-                reply: read(p),
-                marked: self.vnode(p).is_marked(),
+        let reads: Vec<ReplicaRead<_>> = local
+            .iter()
+            .map(|v| ReplicaRead {
+                reply: read(v),
+                marked: v.is_marked(),
             })
             .collect();
         let verdicts = around::verdicts(&reads, |(_, r)| r.as_ref().ok().and_then(|o| o.as_ref()));

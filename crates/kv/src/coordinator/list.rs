@@ -29,12 +29,13 @@ impl Node {
         let opts = FoldOptions::bucket(&bucket.storage_bucket());
         let mut chunk = Vec::new();
         let mut closed = false;
-        for handle in &self.handles {
+        let ring = self.ring();
+        for handle in self.local_vnodes() {
             let mut visit = |_: &[u8], key: &[u8], value: &[u8]| {
                 let hash = Node::key_hash(bucket, key);
                 let lister = match around_damage {
-                    false => self.ring.partition_of(hash),
-                    true => self.first_unmarked(hash, n_val),
+                    false => ring.partition_of(hash),
+                    true => self.first_unmarked(&ring, hash, n_val),
                 };
                 let live = codec::decode(value).is_ok_and(|o| !o.is_deleted());
                 if lister == handle.partition && live {
@@ -63,20 +64,25 @@ impl Node {
     /// damaged: the first unmarked one of its preflist, so that a key a
     /// damaged primary lost is still listed and one only a damaged replica
     /// holds is not (design note 009); the primary if all are marked.
-    fn first_unmarked(&self, hash: u64, n_val: u32) -> eddy_ring::Partition {
-        let preflist = self.ring.preflist(hash, n_val);
+    fn first_unmarked(
+        &self,
+        ring: &eddy_ring::Ring,
+        hash: u64,
+        n_val: u32,
+    ) -> eddy_ring::Partition {
+        let preflist = ring.preflist(hash, n_val);
         preflist
             .iter()
             .map(|(p, _)| *p)
-            .find(|p| !self.vnode(*p).is_marked())
-            .unwrap_or_else(|| self.ring.partition_of(hash))
+            .find(|p| !self.is_marked(*p))
+            .unwrap_or_else(|| ring.partition_of(hash))
     }
 
     /// The buckets of `bucket_type` holding at least one key. Blocking.
     pub fn list_buckets_blocking(&self, bucket_type: &str) -> Result<Vec<Vec<u8>>, KvError> {
         self.registry.bucket_props(bucket_type, b"-")?;
         let mut buckets = BTreeSet::new();
-        for handle in &self.handles {
+        for handle in self.local_vnodes() {
             handle
                 .backend()
                 .fold_keys(&FoldOptions::all(), &mut |storage_bucket, _| {

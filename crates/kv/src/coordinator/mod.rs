@@ -33,7 +33,7 @@ impl Node {
     /// The vnodes a key's requests go to: its n_val partitions with their
     /// owners, all primaries.
     pub(crate) fn preflist_entries(&self, hash: u64, n_val: u32) -> Vec<PreflistEntry> {
-        self.ring
+        self.ring_now()
             .preflist(hash, n_val)
             .into_iter()
             .map(|(partition, node)| PreflistEntry {

@@ -16,7 +16,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, timeout_at};
 
 use super::{PreflistEntry, quorum, storage_key};
-use crate::core::put::{PutCore, PutReply};
+use crate::core::put::{NodeIndex, PutCore, PutReply};
 use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
 use crate::request::{PutRequest, PutResponse};
@@ -38,6 +38,7 @@ impl Node {
         let w = quorum("w", req.options.w, props.w, n)?;
         let dw = quorum("dw", req.options.dw, props.dw, n)?;
         let pw = quorum("pw", req.options.pw, props.pw, n)?;
+        let node_confirms = quorum("node_confirms", None, props.node_confirms, n)?;
         let mut preflist = self.preflist_entries(Node::key_hash(&req.bucket, &key), n);
         self.coordinator_first(&mut preflist);
         let mut content = req.content;
@@ -57,9 +58,8 @@ impl Node {
             conditions,
         };
         let skey = storage_key(&req.bucket, &key);
-        if self.is_local(&preflist[0].id) {
-            self.vnode(preflist[0].id.partition)
-                .check_writable(&skey.bucket)?;
+        if let Some(vnode) = self.local_vnode(&preflist[0].id) {
+            vnode.check_writable(&skey.bucket)?;
         }
         let fsm = PutFsm {
             node: self,
@@ -69,7 +69,8 @@ impl Node {
             sync: dw > 0,
             deadline: self.deadline(req.options.timeout_ms),
         };
-        let coordinated = fsm.run(coordinate, PutCore::new(n, w, dw, pw)).await?;
+        let core = PutCore::new(n, w, dw, pw).with_node_confirms(node_confirms);
+        let coordinated = fsm.run(coordinate, core).await?;
         self.warn_siblings(coordinated.siblings);
         let wants_object = req.options.return_body || req.options.return_head;
         let object = match wants_object {
@@ -84,11 +85,11 @@ impl Node {
     /// key's latest version, design note 009), else the first unmarked
     /// one. With every replica marked the order stays.
     fn coordinator_first(&self, preflist: &mut [PreflistEntry]) {
-        let healthy =
-            |e: &PreflistEntry| !self.is_local(&e.id) || !self.vnode(e.id.partition).is_marked();
+        let local = |e: &PreflistEntry| self.local_vnode(&e.id);
+        let healthy = |e: &PreflistEntry| local(e).is_none_or(|v| !v.is_marked());
         let pick = preflist
             .iter()
-            .position(|e| self.is_local(&e.id) && healthy(e))
+            .position(|e| local(e).is_some_and(|v| !v.is_marked()))
             .or_else(|| preflist.iter().position(healthy));
         if let Some(i) = pick {
             preflist[..=i].rotate_right(1);
@@ -186,10 +187,14 @@ impl PutFsm<'_> {
                     self.node.write_refusal.refused(&e);
                     return Err(e);
                 }
-                VnodeReply::Put(Ok(ack)) => core.add_result(PutReply::Ok {
-                    primary: self.is_primary(reply.partition),
-                    durable: ack.durable,
-                }),
+                VnodeReply::Put(Ok(ack)) => {
+                    let (node, primary) = self.replier(reply.partition);
+                    core.add_result(PutReply::Ok {
+                        node,
+                        primary,
+                        durable: ack.durable,
+                    })
+                }
                 VnodeReply::Get(_) => {}
             }
         }
@@ -212,9 +217,10 @@ impl PutFsm<'_> {
     }
 
     fn record(&self, core: &mut PutCore, reply: Reply, exhausted: &mut Option<KvError>) {
-        let primary = self.is_primary(reply.partition);
+        let (node, primary) = self.replier(reply.partition);
         match reply.reply {
             VnodeReply::Put(Ok(ack)) => core.add_result(PutReply::Ok {
+                node,
                 primary,
                 durable: ack.durable,
             }),
@@ -229,11 +235,19 @@ impl PutFsm<'_> {
         }
     }
 
-    fn is_primary(&self, p: eddy_ring::Partition) -> bool {
-        self.preflist
+    /// The node a reply's vnode runs on (as the index of its first entry
+    /// in the preflist, so that two vnodes of one node count once for
+    /// `node_confirms`) and whether it is a primary.
+    fn replier(&self, p: eddy_ring::Partition) -> (NodeIndex, bool) {
+        let Some(entry) = self.preflist.iter().find(|e| e.id.partition == p) else {
+            return (NodeIndex::MAX, false);
+        };
+        let node = self
+            .preflist
             .iter()
-            .find(|e| e.id.partition == p)
-            .is_some_and(|e| e.primary)
+            .position(|e| e.id.node == entry.id.node)
+            .unwrap_or(0);
+        (node as NodeIndex, entry.primary)
     }
 
     fn request(&self, kind: PutKind) -> VnodeRequest {

@@ -1,10 +1,25 @@
 //! When a put has enough replies, and what it answers.
+//!
+//! Besides Riak's w, dw and pw, a put may need `node_confirms`: that many
+//! distinct physical nodes among the vnodes that applied it (Riak's
+//! `{node_confirms_val_unsatisfied, Needed, Got}` when it cannot be met).
+//! Fallbacks on one node, or every vnode of a one-node cluster, count once.
+
+/// Which physical node a reply came from: any number the coordinator gives
+/// each node of the preflist (its place in the member list, say); only
+/// equality matters.
+pub type NodeIndex = u32;
 
 /// What one vnode said about a put.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PutReply {
-    /// Applied; `durable` when synced to stable storage before replying.
-    Ok { primary: bool, durable: bool },
+    /// Applied on `node`; `durable` when synced to stable storage before
+    /// replying.
+    Ok {
+        node: NodeIndex,
+        primary: bool,
+        durable: bool,
+    },
     /// The vnode could not apply it.
     Failed { primary: bool },
 }
@@ -18,6 +33,8 @@ pub enum PutFailure {
     Dw { needed: u32, got: u32 },
     /// Fewer than `pw` primaries applied it.
     Pw { needed: u32, got: u32 },
+    /// Fewer than `node_confirms` distinct nodes applied it.
+    NodeConfirms { needed: u32, got: u32 },
 }
 
 /// The state of one coordinated put.
@@ -27,9 +44,12 @@ pub struct PutCore {
     w: u32,
     dw: u32,
     pw: u32,
+    node_confirms: u32,
     ok: u32,
     durable: u32,
     primary_ok: u32,
+    /// The distinct nodes among the replies that applied the write.
+    nodes: Vec<NodeIndex>,
     replies: u32,
 }
 
@@ -42,49 +62,82 @@ impl PutCore {
             w: w.max(dw),
             dw,
             pw,
+            node_confirms: 0,
             ok: 0,
             durable: 0,
             primary_ok: 0,
+            nodes: Vec::new(),
             replies: 0,
         }
+    }
+
+    /// Also needs `node_confirms` distinct nodes among the replies that
+    /// applied the write (already checked against n_val; 0: none).
+    pub fn with_node_confirms(mut self, node_confirms: u32) -> Self {
+        self.node_confirms = node_confirms;
+        self
     }
 
     /// Records one vnode's reply.
     pub fn add_result(&mut self, reply: PutReply) {
         self.replies += 1;
-        if let PutReply::Ok { primary, durable } = reply {
+        if let PutReply::Ok {
+            node,
+            primary,
+            durable,
+        } = reply
+        {
             self.ok += 1;
             self.durable += u32::from(durable);
             self.primary_ok += u32::from(primary);
+            if !self.nodes.contains(&node) {
+                self.nodes.push(node);
+            }
         }
+    }
+
+    fn confirmed_nodes(&self) -> u32 {
+        self.nodes.len() as u32
+    }
+
+    /// Each quorum with what it needs and what it has, in the order a
+    /// failure is reported.
+    fn quorums(&self) -> [PutFailure; 4] {
+        [
+            PutFailure::W {
+                needed: self.w,
+                got: self.ok,
+            },
+            PutFailure::Dw {
+                needed: self.dw,
+                got: self.durable,
+            },
+            PutFailure::Pw {
+                needed: self.pw,
+                got: self.primary_ok,
+            },
+            PutFailure::NodeConfirms {
+                needed: self.node_confirms,
+                got: self.confirmed_nodes(),
+            },
+        ]
     }
 
     fn met(&self) -> bool {
-        self.ok >= self.w && self.durable >= self.dw && self.primary_ok >= self.pw
+        self.quorums().iter().all(|q| {
+            let (needed, got) = counts(q);
+            got >= needed
+        })
     }
 
-    /// The first quorum that can no longer be met, if any.
+    /// The first quorum that can no longer be met, if any: each reply still
+    /// to come adds at most one to each count (one new node at most).
     fn unreachable(&self) -> Option<PutFailure> {
         let left = self.n - self.replies.min(self.n);
-        if self.ok + left < self.w {
-            return Some(PutFailure::W {
-                needed: self.w,
-                got: self.ok,
-            });
-        }
-        if self.durable + left < self.dw {
-            return Some(PutFailure::Dw {
-                needed: self.dw,
-                got: self.durable,
-            });
-        }
-        if self.primary_ok + left < self.pw {
-            return Some(PutFailure::Pw {
-                needed: self.pw,
-                got: self.primary_ok,
-            });
-        }
-        None
+        self.quorums().into_iter().find(|q| {
+            let (needed, got) = counts(q);
+            got + left < needed
+        })
     }
 
     /// True once the answer is known.
@@ -98,22 +151,26 @@ impl PutCore {
         if self.met() {
             return Ok(());
         }
-        Err(self.unreachable().unwrap_or(if self.ok < self.w {
-            PutFailure::W {
-                needed: self.w,
-                got: self.ok,
-            }
-        } else if self.durable < self.dw {
-            PutFailure::Dw {
-                needed: self.dw,
-                got: self.durable,
-            }
-        } else {
-            PutFailure::Pw {
-                needed: self.pw,
-                got: self.primary_ok,
-            }
+        let unmet = || {
+            self.quorums().into_iter().find(|q| {
+                let (needed, got) = counts(q);
+                got < needed
+            })
+        };
+        Err(self.unreachable().or_else(unmet).unwrap_or(PutFailure::W {
+            needed: self.w,
+            got: self.ok,
         }))
+    }
+}
+
+/// What a quorum needs and what it has.
+fn counts(q: &PutFailure) -> (u32, u32) {
+    match *q {
+        PutFailure::W { needed, got }
+        | PutFailure::Dw { needed, got }
+        | PutFailure::Pw { needed, got }
+        | PutFailure::NodeConfirms { needed, got } => (needed, got),
     }
 }
 
@@ -123,14 +180,24 @@ mod tests {
     use proptest::prelude::*;
 
     const OK: PutReply = PutReply::Ok {
+        node: 0,
         primary: true,
         durable: true,
     };
     const NOT_DURABLE: PutReply = PutReply::Ok {
+        node: 0,
         primary: true,
         durable: false,
     };
     const FAIL: PutReply = PutReply::Failed { primary: true };
+
+    fn ok_on(node: NodeIndex) -> PutReply {
+        PutReply::Ok {
+            node,
+            primary: true,
+            durable: true,
+        }
+    }
 
     #[test]
     fn quorum_of_three() {
@@ -164,34 +231,66 @@ mod tests {
     #[test]
     fn pw_counts_primaries_only() {
         let mut c = PutCore::new(3, 1, 0, 2);
-        c.add_result(PutReply::Ok {
+        let fallback = PutReply::Ok {
+            node: 1,
             primary: false,
             durable: false,
-        });
-        c.add_result(PutReply::Ok {
-            primary: false,
-            durable: false,
-        });
+        };
+        c.add_result(fallback);
+        c.add_result(fallback);
         assert!(c.enough());
         assert_eq!(c.response(), Err(PutFailure::Pw { needed: 2, got: 0 }));
     }
 
+    /// Riak's benchmark driver sets node_confirms = 2: one node holding
+    /// every replica can never satisfy it.
+    #[test]
+    fn node_confirms_on_one_node_fails_once_every_replica_answered() {
+        let mut c = PutCore::new(3, 2, 0, 0).with_node_confirms(2);
+        c.add_result(ok_on(0));
+        c.add_result(ok_on(0));
+        assert!(!c.enough(), "the third replica might be on another node");
+        c.add_result(ok_on(0));
+        assert!(c.enough());
+        let failure = PutFailure::NodeConfirms { needed: 2, got: 1 };
+        assert_eq!(c.response(), Err(failure));
+    }
+
+    #[test]
+    fn node_confirms_waits_for_a_second_node() {
+        let mut c = PutCore::new(3, 1, 0, 0).with_node_confirms(2);
+        c.add_result(ok_on(4));
+        assert!(!c.enough(), "w = 1 is met, node_confirms is not");
+        c.add_result(FAIL);
+        assert!(!c.enough());
+        c.add_result(ok_on(9));
+        assert!(c.enough());
+        assert_eq!(c.response(), Ok(()));
+    }
+
     fn reply() -> impl Strategy<Value = PutReply> {
         prop_oneof![
-            (any::<bool>(), any::<bool>())
-                .prop_map(|(primary, durable)| PutReply::Ok { primary, durable }),
+            (0u32..3, any::<bool>(), any::<bool>()).prop_map(|(node, primary, durable)| {
+                PutReply::Ok {
+                    node,
+                    primary,
+                    durable,
+                }
+            }),
             any::<bool>().prop_map(|primary| PutReply::Failed { primary }),
         ]
     }
 
     proptest! {
-        /// Once enough, more replies never change the answer; after all n
-        /// replies the core is always enough; success means every quorum
-        /// is met by the replies counted.
+        /// Once enough, more replies never change whether the put
+        /// succeeds; after all n replies the core is always enough;
+        /// success means every quorum is met by the replies counted, and a
+        /// node_confirms failure reports the distinct nodes that applied
+        /// the write.
         #[test]
-        fn answer_is_stable_and_sound(w in 0u32..4, dw in 0u32..4, pw in 0u32..4,
+        fn answer_is_stable_and_sound(w in 0u32..4, dw in 0u32..4, pw in 0u32..4, nc in 0u32..4,
                                       replies in proptest::collection::vec(reply(), 3)) {
-            let mut c = PutCore::new(3, w, dw, pw);
+            let mut c = PutCore::new(3, w, dw, pw).with_node_confirms(nc);
             let mut first = None;
             for r in &replies {
                 c.add_result(*r);
@@ -201,14 +300,20 @@ mod tests {
             }
             prop_assert!(c.enough());
             let first = first.unwrap();
-            if first.is_ok() {
-                prop_assert_eq!(c.response(), Ok(()));
-            }
-            let ok = replies.iter().filter(|r| matches!(r, PutReply::Ok { .. })).count() as u32;
-            let durable = replies.iter().filter(|r| matches!(r, PutReply::Ok { durable: true, .. })).count() as u32;
-            let prim = replies.iter().filter(|r| matches!(r, PutReply::Ok { primary: true, .. })).count() as u32;
-            let possible = ok >= w.max(dw) && durable >= dw && prim >= pw;
+            prop_assert_eq!(first.is_ok(), c.response().is_ok());
+            let applied = || replies.iter().filter_map(|r| match r {
+                PutReply::Ok { node, primary, durable } => Some((*node, *primary, *durable)),
+                PutReply::Failed { .. } => None,
+            });
+            let ok = applied().count() as u32;
+            let durable = applied().filter(|r| r.2).count() as u32;
+            let prim = applied().filter(|r| r.1).count() as u32;
+            let nodes = applied().map(|r| r.0).collect::<std::collections::BTreeSet<_>>().len() as u32;
+            let possible = ok >= w.max(dw) && durable >= dw && prim >= pw && nodes >= nc;
             prop_assert_eq!(c.response().is_ok(), possible);
+            if let Err(PutFailure::NodeConfirms { needed, got }) = c.response() {
+                prop_assert_eq!((needed, got), (nc, nodes));
+            }
         }
     }
 }

@@ -97,7 +97,7 @@ impl Node {
     /// still on disk (under `partitions_dir`), logging one warning per
     /// newly damaged partition. Called once, at start.
     pub(crate) fn mark_damaged_at_start(&self, partitions_dir: Option<&std::path::Path>) {
-        for v in &self.handles {
+        for v in self.local_vnodes() {
             let p = v.partition;
             let report = v.backend().recovery_report();
             let path = partitions_dir.map(|d| marker::path(d, p));
@@ -138,7 +138,7 @@ impl Node {
 
     /// The partitions marked damaged now.
     pub fn damaged_partitions(&self) -> Vec<Partition> {
-        self.handles
+        self.local_vnodes()
             .iter()
             .filter(|v| v.is_marked())
             .map(|v| v.partition)
@@ -148,7 +148,7 @@ impl Node {
     /// What the partitions' recoveries found when they were opened.
     pub fn recovery_totals(&self) -> RecoveryTotals {
         let mut totals = RecoveryTotals::default();
-        for v in &self.handles {
+        for v in self.local_vnodes() {
             let r = v.backend().recovery_report();
             totals.damaged_partitions += u64::from(r.lost_records());
             totals.report.absorb(r);
@@ -176,9 +176,12 @@ impl Node {
         &self.repair.counters
     }
 
-    fn handle_of(&self, p: Partition) -> Result<&crate::vnode::VnodeHandle, RepairError> {
-        self.handles
-            .get(p.0 as usize)
-            .ok_or(RepairError::NoSuchPartition(p.0))
+    pub(crate) fn handle_of(&self, p: Partition) -> Result<crate::vnode::VnodeHandle, RepairError> {
+        self.vnode(p).ok_or(RepairError::NoSuchPartition(p.0))
+    }
+
+    /// True if this node runs partition `p`'s vnode and it is marked.
+    pub(crate) fn is_marked(&self, p: Partition) -> bool {
+        self.vnode(p).is_some_and(|v| v.is_marked())
     }
 }

@@ -105,7 +105,7 @@ impl Node {
             true => self.damaged_partitions().iter().map(|p| p.0).collect(),
             false => targets
                 .iter()
-                .filter(|p| self.vnode(**p).is_marked())
+                .filter(|p| self.is_marked(**p))
                 .map(|p| p.0)
                 .collect(),
         };
@@ -127,10 +127,10 @@ impl Node {
         targets: &[Partition],
         summary: &mut RepairSummary,
     ) -> Result<(), RepairError> {
-        for q in self.ring.partitions() {
+        for v in self.local_vnodes() {
+            let q = v.partition;
             let mut keys = Vec::new();
-            self.vnode(q)
-                .backend()
+            v.backend()
                 .fold_keys(&FoldOptions::all(), &mut |bucket, key| {
                     keys.push(StorageKey {
                         bucket: bucket.to_vec(),
@@ -147,7 +147,7 @@ impl Node {
             return Err(RepairError::KeysFailed(summary.failed));
         }
         for p in targets {
-            let v = self.vnode(*p);
+            let v = self.handle_of(*p)?;
             v.backend().sync().map_err(KvError::from)?;
             v.clear_damage().map_err(|source| RepairError::Marker {
                 partition: p.0,
@@ -187,8 +187,8 @@ impl Node {
         c.keys_total.fetch_add(1, Ordering::Relaxed);
         for t in here {
             let outcome = self
-                .vnode(t)
-                .repair_key(key, || self.healthy_value(&preflist, key));
+                .replica(t)
+                .and_then(|v| v.repair_key(key, || self.healthy_value(&preflist, key)));
             match outcome {
                 Ok(KeyRepair::Unchanged) => {}
                 Ok(KeyRepair::Copied) => {
@@ -219,7 +219,8 @@ impl Node {
             .bucket_props_shared(&bucket.bucket_type, &bucket.bucket)
             .ok()?;
         let hash = Node::key_hash(&bucket, &key.key);
-        let list = self.ring.preflist(hash, props.n_val);
+        let ring = self.ring_now();
+        let list = ring.preflist(hash, props.n_val);
         Some(list.into_iter().map(|(p, _)| p).collect())
     }
 
@@ -227,7 +228,9 @@ impl Node {
     /// holds something (it was folded), so it counts.
     fn first_holder(&self, preflist: &[Partition], key: &StorageKey) -> Option<Partition> {
         preflist.iter().copied().find(|p| {
-            let got = self.vnode(*p).backend().get(&key.bucket, &key.key);
+            let got = self
+                .replica(*p)
+                .and_then(|v| Ok(v.backend().get(&key.bucket, &key.key)?));
             !matches!(got, Ok(None))
         })
     }
@@ -242,7 +245,7 @@ impl Node {
         let healthy: Vec<Partition> = preflist
             .iter()
             .copied()
-            .filter(|p| !self.vnode(*p).is_marked())
+            .filter(|p| !self.is_marked(*p))
             .collect();
         if healthy.is_empty() {
             let copies = self.copies(preflist, key)?;
@@ -258,7 +261,16 @@ impl Node {
         replicas: &[Partition],
         key: &StorageKey,
     ) -> Result<Vec<Option<RiakObject>>, KvError> {
-        replicas.iter().map(|p| self.vnode(*p).read(key)).collect()
+        replicas
+            .iter()
+            .map(|p| self.replica(*p)?.read(key))
+            .collect()
+    }
+
+    /// Partition `p`'s vnode on this node: repair reads and writes local
+    /// replicas only.
+    fn replica(&self, p: Partition) -> Result<crate::vnode::VnodeHandle, KvError> {
+        self.vnode(p).ok_or(KvError::NotHosted(p.0))
     }
 }
 

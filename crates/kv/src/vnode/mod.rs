@@ -21,13 +21,15 @@
 //! Files: [`msg`] (requests and replies), [`reply`] (where replies go),
 //! [`apply`] (what a put or merge does to an object, pure), [`replay`]
 //! (commit-log records back into a backend), [`damage`] (the repair mark
-//! and repair's writes), this file (the vnode and its writes).
+//! and repair's writes), [`table`] (the vnodes a node runs), this file
+//! (the vnode and its writes).
 
 pub mod apply;
 pub mod damage;
 pub mod msg;
 pub mod replay;
 pub mod reply;
+pub mod table;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -312,6 +314,7 @@ impl Vnode {
         };
         let record = Record {
             partition: self.partition.0,
+            incarnation: crate::commitlog::FIRST_INCARNATION,
             bucket: &key.bucket,
             key: &key.key,
             op,

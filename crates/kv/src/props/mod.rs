@@ -4,13 +4,44 @@
 //! the metadata file use it directly). A change arrives as a [`PropsPatch`],
 //! a JSON object of the fields to set, applied over the current props and
 //! validated whole, so a bad patch changes nothing.
+//!
+//! Every property means what Riak says it means, or a change to it is
+//! refused ([`unsupported`]: commit hooks, `linkfun`, `chash_keyfun`,
+//! `consistent` and the vclock pruning properties accept only Riak's
+//! defaults). What the write path must do for the others:
+//! - `node_confirms` (a count or a quorum word, like `w`; default 0): a put
+//!   succeeds only once that many **distinct physical nodes** applied it
+//!   ([`BucketProps::node_confirms`], counted by
+//!   [`crate::core::put::PutCore`]); otherwise it fails with Riak's
+//!   `{node_confirms_val_unsatisfied, Needed, Got}`. A value above n_val is
+//!   refused at the request, as `w` is.
+//! - `sync_on_write` ([`SyncOnWrite`]; default `backend`): `all` — every
+//!   replica's vnode syncs the write to stable storage before it replies
+//!   (as if the put had `dw = all`'s durability on every replica, whatever
+//!   the client's `dw`); `one` — the coordinating vnode syncs before it
+//!   replies and the other replicas follow their backend's policy;
+//!   `backend` — every vnode follows its backend's own sync policy (today's
+//!   behaviour). A vnode asks [`SyncOnWrite::syncs`] whether it must.
+//! - `write_once` (bucket types only, fixed at creation, not with a
+//!   `datatype` or `consistent`): the coordinating vnode skips the read
+//!   before write — it does not fetch or merge the stored object, nor
+//!   advance its causal history from it: it writes the new object as is,
+//!   and replicas do the same. Conflicting writes to one key are resolved
+//!   by last write wins (the later timestamp), never kept as siblings,
+//!   whatever `allow_mult` and `last_write_wins` say; commit hooks never run
+//!   for them.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::quorum::Quorum;
+use crate::quorum::{Quorum, QuorumError};
+
+mod sync_on_write;
+pub mod unsupported;
+
+pub use sync_on_write::SyncOnWrite;
 
 /// A module/function pair, as Riak names hook and key functions.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +100,12 @@ pub struct BucketProps {
     pub notfound_ok: bool,
     pub dvv_enabled: bool,
     pub write_once: bool,
+    /// Distinct physical nodes a put must reach (resolved like `w`).
+    #[serde(default = "no_node_confirms")]
+    pub node_confirms: Quorum,
+    /// Which replicas sync a put before replying.
+    #[serde(default)]
+    pub sync_on_write: SyncOnWrite,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -106,12 +143,18 @@ impl Default for BucketProps {
             notfound_ok: true,
             dvv_enabled: false,
             write_once: false,
+            node_confirms: no_node_confirms(),
+            sync_on_write: SyncOnWrite::Backend,
             backend: None,
             datatype: None,
             consistent: false,
             extra: BTreeMap::new(),
         }
     }
+}
+
+fn no_node_confirms() -> Quorum {
+    Quorum::Count(0)
 }
 
 /// A field-by-field change, in Riak's JSON names.
@@ -156,9 +199,35 @@ impl BucketProps {
             }
         }
         let props: BucketProps = serde_json::from_value(Value::Object(json))
-            .map_err(|e| field_error(patch, &e.to_string()))?;
+            .map_err(|e| self.field_error(patch, &e.to_string()))?;
         props.validate()?;
         Ok(props)
+    }
+
+    /// The number of distinct physical nodes a put must reach: the
+    /// request's value, else the bucket's, resolved against n_val like `w`
+    /// (0: no requirement).
+    pub fn node_confirms(&self, requested: Option<Quorum>) -> Result<u32, QuorumError> {
+        requested.unwrap_or(Quorum::Default).resolve_checked(
+            "node_confirms",
+            self.node_confirms,
+            self.n_val,
+        )
+    }
+
+    /// Names the field of `patch` that does not parse (the first that fails
+    /// alone), with serde's `message`.
+    fn field_error(&self, patch: &PropsPatch, message: &str) -> PropsError {
+        let parses_alone = |k: &String, v: &Value| {
+            let mut json = self.to_json();
+            json.insert(k.clone(), v.clone());
+            serde_json::from_value::<BucketProps>(Value::Object(json)).is_ok()
+        };
+        let field = patch
+            .iter()
+            .find(|(k, v)| !COMPUTED.contains(&k.as_str()) && !parses_alone(k, v))
+            .map_or_else(|| "props".to_string(), |(k, _)| k.clone());
+        PropsError(vec![(field, message.to_string())])
     }
 
     /// Checks the rules serde cannot express.
@@ -175,6 +244,10 @@ impl BucketProps {
             }
             if !self.allow_mult {
                 return Err(PropsError::one("allow_mult", "must be true for data types"));
+            }
+            if self.write_once {
+                let reason = "cannot be combined with a datatype";
+                return Err(PropsError::one("write_once", reason));
             }
         }
         Ok(())
@@ -197,17 +270,6 @@ impl BucketProps {
         }
         Ok(())
     }
-}
-
-/// Names the field serde complained about, when it can be found.
-fn field_error(patch: &PropsPatch, message: &str) -> PropsError {
-    let field = patch
-        .keys()
-        .find(|k| message.contains(k.as_str()))
-        .cloned()
-        .or_else(|| patch.keys().next().cloned())
-        .unwrap_or_else(|| "props".into());
-    PropsError(vec![(field, message.to_string())])
 }
 
 #[cfg(test)]

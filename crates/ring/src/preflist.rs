@@ -1,0 +1,62 @@
+//! Preflists with fallbacks (Riak's `get_apl_ann`).
+//!
+//! The primary preflist of a key is the `n_val` partitions from the one
+//! holding its hash, with their owners. When owners are down, a sloppy
+//! quorum still needs `n_val` places to write: for each down primary, in
+//! order, the next up node found walking the ring after the preflist
+//! (partition by partition: the owners of the following partitions) that is
+//! not already in the answer takes its place, as a fallback vnode for the
+//! down primary's partition.
+//!
+//! Invariants: the up primaries come first, in ring order; a fallback is
+//! never a node already in the answer; with every owner up the answer is the
+//! primary preflist; fewer than `n_val` entries only when the walk runs out
+//! of up nodes not yet used.
+
+use crate::{NodeName, Partition, Ring};
+
+/// Whether an entry of an annotated preflist is the partition's owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Annotation<'a> {
+    /// The owner, up.
+    Primary,
+    /// An up node standing in for the partition's owner, which is down.
+    Fallback {
+        /// The owner it stands in for (where hinted handoff sends the data
+        /// back).
+        for_owner: &'a NodeName,
+    },
+}
+
+impl Ring {
+    /// The annotated preflist of `hash` (Riak's `get_apl_ann`): the up
+    /// primaries of [`Ring::preflist`], then a fallback for each down one.
+    /// A fallback entry names the down primary's partition: the fallback
+    /// vnode for that partition lives on the fallback node.
+    pub fn preflist_ann(
+        &self,
+        hash: u64,
+        n_val: u32,
+        is_up: impl Fn(&NodeName) -> bool,
+    ) -> Vec<(Partition, &NodeName, Annotation<'_>)> {
+        let primaries = self.preflist(hash, n_val);
+        let (up, down): (Vec<_>, Vec<_>) =
+            primaries.iter().copied().partition(|(_, node)| is_up(node));
+        let mut answer: Vec<(Partition, &NodeName, Annotation<'_>)> = up
+            .into_iter()
+            .map(|(p, node)| (p, node, Annotation::Primary))
+            .collect();
+        let first = self.partition_of(hash).0;
+        let after = primaries.len() as u32;
+        let mut walk =
+            (after..self.size()).map(|i| self.owner(Partition((first + i) % self.size())));
+        for (p, owner) in down {
+            let used = |node: &NodeName| answer.iter().any(|(_, n, _)| *n == node);
+            let Some(fallback) = walk.find(|node| is_up(node) && !used(node)) else {
+                break;
+            };
+            answer.push((p, fallback, Annotation::Fallback { for_owner: owner }));
+        }
+        answer
+    }
+}
