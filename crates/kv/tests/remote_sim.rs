@@ -134,11 +134,9 @@ async fn a_refused_put_is_answered_with_the_vnodes_error_and_leaves_the_table() 
         0,
         "a refusal is a coordinated put's last reply"
     );
-    let gone = send(&s.a, 9, get("k"));
-    let mut gone = gone;
-    let unknown = reply(&mut gone).await;
+    let unknown = reply(&mut send(&s.a, 9, get("k"))).await;
     assert!(
-        matches!(unknown, VnodeReply::Get(Err(KvError::Unreachable(_)))),
+        matches!(unknown, VnodeReply::Get(Err(KvError::NotHosted(9)))),
         "{unknown:?}"
     );
 }

@@ -159,6 +159,8 @@ fn pinned_errors() -> Vec<KvError> {
             size: 300,
             max: 200,
         },
+        KvError::NotHosted(7),
+        KvError::VnodeStart("open partitions/7: EMFILE".into()),
     ]
 }
 
@@ -516,6 +518,8 @@ fn error_of(kind: u8, text: String, a: u32, b: u32, byte: u8) -> KvError {
         10 => KvError::Storage(StorageError::Poisoned(text)),
         11 => KvError::Unreachable(text),
         12 => KvError::Timeout,
+        14 => KvError::NotHosted(a),
+        15 => KvError::VnodeStart(text),
         _ => KvError::TooLarge {
             what: ["key", "value", "object"][usize::from(byte) % 3],
             size: a_us,

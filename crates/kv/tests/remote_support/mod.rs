@@ -34,12 +34,12 @@ pub fn vnodes(n: u32) -> Arc<HashMap<Partition, VnodeHandle>> {
     Arc::new(vnodes.collect())
 }
 
-/// Hands requests to `vnodes`; a partition it lacks is unreachable.
+/// Hands requests to `vnodes`; a partition it lacks is not hosted.
 pub fn inbound(vnodes: Arc<HashMap<Partition, VnodeHandle>>) -> Inbound {
     Arc::new(move |to, req, reply| match vnodes.get(&to.partition) {
         Some(vnode) => vnode.send(req, reply, LocalHint::default()),
         None => {
-            let e = KvError::Unreachable(format!("no vnode {}", to.partition.0));
+            let e = KvError::NotHosted(to.partition.0);
             unanswerable(to.partition, &req, &reply, e);
         }
     })

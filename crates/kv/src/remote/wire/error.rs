@@ -30,6 +30,8 @@ const POISONED: u8 = 10;
 const UNREACHABLE: u8 = 11;
 const TIMEOUT: u8 = 12;
 const TOO_LARGE: u8 = 13;
+const NOT_HOSTED: u8 = 14;
+const VNODE_START: u8 = 15;
 
 /// The engine name of a remote vnode's error of kind `other`.
 pub const OTHER_ENGINE: &str = "remote vnode";
@@ -65,6 +67,11 @@ pub(super) fn encode(w: &mut Writer, e: &KvError) {
             w.u8(DAMAGED);
             w.u32(*p);
         }
+        KvError::NotHosted(p) => {
+            w.u8(NOT_HOSTED);
+            w.u32(*p);
+        }
+        KvError::VnodeStart(m) => text(w, VNODE_START, m),
         KvError::ShuttingDown => w.u8(SHUTTING_DOWN),
         KvError::SyncFailed(m) => text(w, SYNC_FAILED, m),
         KvError::Corrupt(d) => corrupt(w, d),
@@ -167,6 +174,8 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<KvError, WireError> {
                 ),
             }
         }
+        NOT_HOSTED => KvError::NotHosted(r.u32()?),
+        VNODE_START => KvError::VnodeStart(text(r)?),
         value => return Err(bad("error kind", value)),
     })
 }
