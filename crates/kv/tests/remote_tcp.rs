@@ -95,3 +95,72 @@ async fn puts_and_gets_over_tcp_run_on_the_worker_pool() {
     }
     assert_eq!(a.pending(), 0);
 }
+
+/// Durable puts to a vnode with a commit log (`o_sync`): the reply leaves
+/// from the log's syncer thread once its fdatasync covered the write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_replies_leave_from_the_syncer_thread() {
+    use eddy_bitcask::{Bitcask, BitcaskConfig};
+    use eddy_kv::commitlog::{CommitLog, LogOptions, SyncStrategy};
+    use eddy_kv::vnode::Vnode;
+    use eddy_kv::vnode::msg::PutAck;
+
+    let dir = tempfile::tempdir().unwrap();
+    let opts = LogOptions {
+        sync: SyncStrategy::OSync,
+        segment_bytes: 1 << 20,
+        ..LogOptions::default()
+    };
+    let log = CommitLog::open(&dir.path().join("log"), 1, opts, Box::new(|| Ok(()))).unwrap();
+    let backend = Bitcask::open(&dir.path().join("p0"), BitcaskConfig::default()).unwrap();
+    let vnode = Vnode::new(
+        Partition(0),
+        eddy_object::Actor(7),
+        Arc::new(backend),
+        Some(Arc::new(log)),
+    );
+    let vnodes = Arc::new([(Partition(0), vnode)].into_iter().collect());
+    let a = start("a").await;
+    let b = start("b").await;
+    introduce(&a, &b);
+    b.serve(inbound(vnodes), Arc::new(WorkerPool::new(2, 64).unwrap()))
+        .unwrap();
+    let to = VnodeId {
+        partition: Partition(0),
+        node: node("b"),
+    };
+    let object = eddy_object::RiakObject {
+        vv: eddy_object::VersionVector::from_entries([(eddy_object::Actor(9), 1)]),
+        siblings: vec![eddy_object::Sibling {
+            dot: eddy_object::Dot {
+                actor: eddy_object::Actor(9),
+                counter: 1,
+            },
+            content: eddy_object::Content::new(b"durable".to_vec()),
+        }],
+    };
+    let encoded = bytes::Bytes::from(eddy_object::codec::encode(&object));
+    let mut waiting = Vec::new();
+    for i in 0..50 {
+        let (tx, rx) = unbounded_channel();
+        a.send(
+            &to,
+            replicate(&format!("d{i}"), encoded.clone()),
+            ReplyTo::Local(tx),
+        );
+        waiting.push(rx);
+    }
+    for rx in &mut waiting {
+        let answer = next(rx, WAIT).await.expect("a durable reply").reply;
+        assert!(
+            matches!(answer, VnodeReply::Put(Ok(PutAck { durable: true }))),
+            "{answer:?}"
+        );
+    }
+    let (tx, mut rx) = unbounded_channel();
+    a.send(&to, get("d7"), ReplyTo::Local(tx));
+    let VnodeReply::Get(Ok(Some(found))) = next(&mut rx, WAIT).await.unwrap().reply else {
+        panic!("d7 not stored");
+    };
+    assert_eq!(found, encoded, "stored as sent, byte for byte");
+}
