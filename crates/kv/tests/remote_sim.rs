@@ -22,6 +22,14 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 const WAIT: Duration = Duration::from_secs(5);
 
+/// Default limits, and request ids from 1: a simulation replays exactly.
+fn fixed() -> RemoteConfig {
+    RemoteConfig {
+        request_id_start: 1,
+        ..RemoteConfig::default()
+    }
+}
+
 struct Sim {
     net: SimNetwork,
     a: Arc<NetRemote>,
@@ -40,7 +48,7 @@ fn sim(seed: u64, config: RemoteConfig, executor: Arc<dyn Executor>) -> Sim {
 }
 
 fn two_nodes() -> Sim {
-    sim(1, RemoteConfig::default(), Arc::new(Inline))
+    sim(1, fixed(), Arc::new(Inline))
 }
 
 fn on_b(p: u32) -> VnodeId {
@@ -224,7 +232,7 @@ async fn a_dropped_reply_channel_frees_its_entry() {
 async fn the_table_stays_bounded_sweeping_abandoned_entries_first() {
     let config = RemoteConfig {
         pending_max: 8,
-        ..RemoteConfig::default()
+        ..fixed()
     };
     let s = sim(1, config, Arc::new(Inline));
     s.net.partition(&[node("a")], &[node("b")]);
@@ -251,7 +259,7 @@ async fn the_table_stays_bounded_sweeping_abandoned_entries_first() {
 async fn old_entries_are_answered_with_a_timeout_at_a_sweep() {
     let config = RemoteConfig {
         pending_age_max: Duration::from_secs(10),
-        ..RemoteConfig::default()
+        ..fixed()
     };
     let s = sim(1, config, Arc::new(Inline));
     s.net.partition(&[node("a")], &[node("b")]);
@@ -271,7 +279,7 @@ async fn old_entries_are_answered_with_a_timeout_at_a_sweep() {
 /// Returns the network's trace and how many puts were acknowledged before
 /// their coordinated object arrived.
 async fn many_at_once(seed: u64) -> (Vec<eddy_net::sim::TraceEvent>, usize) {
-    let s = sim(seed, RemoteConfig::default(), Arc::new(Inline));
+    let s = sim(seed, fixed(), Arc::new(Inline));
     let jitter = LinkFaults {
         delay_min: Duration::from_millis(1),
         delay_max: Duration::from_millis(30),
@@ -341,7 +349,7 @@ impl Executor for Full {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn an_overloaded_node_refuses_at_once() {
-    let s = sim(1, RemoteConfig::default(), Arc::new(Full));
+    let s = sim(1, fixed(), Arc::new(Full));
     let answer = reply(&mut send(&s.a, 0, coordinate("k", b"v", false))).await;
     let VnodeReply::Put(Err(KvError::Unreachable(why))) = answer else {
         panic!("{answer:?}");
@@ -353,8 +361,8 @@ async fn an_overloaded_node_refuses_at_once() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_node_not_serving_yet_refuses_and_an_undecodable_request_is_answered() {
     let net = SimNetwork::new(3);
-    let a = NetRemote::new(net.add_node(node("a")).unwrap(), RemoteConfig::default());
-    let b = NetRemote::new(net.add_node(node("b")).unwrap(), RemoteConfig::default());
+    let a = NetRemote::new(net.add_node(node("a")).unwrap(), fixed());
+    let b = NetRemote::new(net.add_node(node("b")).unwrap(), fixed());
     a.install().unwrap();
     b.install().unwrap();
     let (tx, mut rx) = unbounded_channel();
@@ -397,8 +405,8 @@ async fn a_reply_too_large_for_a_frame_becomes_a_too_large_error() {
         ..eddy_net::NetConfig::default()
     };
     let net = SimNetwork::with_config(5, config);
-    let a = NetRemote::new(net.add_node(node("a")).unwrap(), RemoteConfig::default());
-    let b = NetRemote::new(net.add_node(node("b")).unwrap(), RemoteConfig::default());
+    let a = NetRemote::new(net.add_node(node("a")).unwrap(), fixed());
+    let b = NetRemote::new(net.add_node(node("b")).unwrap(), fixed());
     a.install().unwrap();
     b.install().unwrap();
     b.serve(inbound(vnodes(1)), Arc::new(Inline)).unwrap();
@@ -438,7 +446,7 @@ async fn a_reply_too_large_for_a_frame_becomes_a_too_large_error() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn lossy_links_lose_replies_but_never_misroute_them() {
     for seed in 0..16 {
-        let s = sim(seed, RemoteConfig::default(), Arc::new(Inline));
+        let s = sim(seed, fixed(), Arc::new(Inline));
         for i in 0..20u32 {
             write(&s, i % 4, &format!("k{i}"), format!("v{i}").as_bytes()).await;
         }

@@ -60,7 +60,7 @@ use pending::{Due, Entry, Pending};
 /// replies go to the `ReplyTo` (which routes them back over the network).
 pub type Inbound = Arc<dyn Fn(VnodeId, VnodeRequest, ReplyTo) + Send + Sync>;
 
-/// Limits of a [`NetRemote`].
+/// Limits of a [`NetRemote`], and where its request ids start.
 #[derive(Clone, Debug)]
 pub struct RemoteConfig {
     /// Most requests awaiting replies; beyond it (after a sweep) new
@@ -69,15 +69,22 @@ pub struct RemoteConfig {
     /// Age after which a waiting request is answered with
     /// [`KvError::Timeout`] at a sweep, whether or not anyone listens.
     pub pending_age_max: Duration,
+    /// The first request id. Random by default, so that a late reply to
+    /// a request of this node's previous process (a peer's durable reply
+    /// sent after a quick restart) names no request of this one; a
+    /// simulation fixes it.
+    pub request_id_start: u64,
 }
 
 impl Default for RemoteConfig {
     /// 65,536 waiting requests; five minutes (coordinators' deadlines are
-    /// far shorter).
+    /// far shorter); a random first id in the lower half of the range, so
+    /// ids never wrap to 0.
     fn default() -> RemoteConfig {
         RemoteConfig {
             pending_max: 1 << 16,
             pending_age_max: Duration::from_secs(300),
+            request_id_start: (rand::random::<u64>() >> 1).max(1),
         }
     }
 }
@@ -109,7 +116,7 @@ impl NetRemote {
         Arc::new(NetRemote {
             transport,
             runtime: Handle::try_current().ok(),
-            next_id: AtomicU64::new(1),
+            next_id: AtomicU64::new(config.request_id_start.max(1)),
             pending: Pending::new(config.pending_max.max(1), config.pending_age_max),
             serving: OnceLock::new(),
         })

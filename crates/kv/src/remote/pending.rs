@@ -165,15 +165,17 @@ impl Pending {
         Some(entry.reply.clone())
     }
 
-    /// Removes and returns every entry waiting on `peer`.
+    /// Removes and returns every entry waiting on `peer`, in the order
+    /// they were sent (ids only grow), so a simulation replays the same.
     pub(super) fn take_peer(&self, peer: &NodeName) -> Vec<Entry> {
         let mut table = self.table.lock();
-        let ids: Vec<u64> = table
+        let mut ids: Vec<u64> = table
             .entries
             .iter()
             .filter(|(_, e)| e.peer == *peer)
             .map(|(id, _)| *id)
             .collect();
+        ids.sort_unstable();
         ids.iter()
             .filter_map(|id| table.entries.remove(id))
             .collect()
@@ -211,6 +213,7 @@ impl Pending {
             }
             true
         });
+        aged_ids.sort_unstable();
         let aged = aged_ids
             .iter()
             .filter_map(|id| table.entries.remove(id))
