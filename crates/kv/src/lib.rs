@@ -9,6 +9,8 @@
 //! - [`vnode`]: the owner of one partition's backend, and the messages it
 //!   takes and sends;
 //! - [`router`]: delivery of those messages to a vnode here or elsewhere;
+//! - [`remote`]: those messages over the network (wire format, requests
+//!   awaiting replies, inbound requests off the transport's threads);
 //! - [`clock`]: the injected wall clock;
 //! - [`commitlog`]: the node-wide log that makes writes durable in groups;
 //! - [`coordinator`]: the async get/put/delete/list drivers;
@@ -44,6 +46,7 @@ pub mod node;
 pub mod props;
 pub mod quorum;
 pub mod refusal;
+pub mod remote;
 pub mod repair;
 pub mod request;
 pub mod router;
