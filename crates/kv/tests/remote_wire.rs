@@ -10,8 +10,8 @@ use eddy_kv::remote::wire::{
     self, Message, OTHER_ENGINE, RequestEnvelope, STORAGE_ENGINE, WireError,
 };
 use eddy_kv::vnode::msg::{
-    Conditions, Coordinate, PutAck, PutKind, PutRequest, StorageKey, VnodeReply, VnodeRequest,
-    WritePolicy,
+    Conditions, Coordinate, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply,
+    VnodeRequest, WritePolicy,
 };
 use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
 use eddy_ring::Partition;
@@ -86,8 +86,9 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
             allow_mult: true,
             last_write_wins: false,
             max_siblings: 100,
+            write_once: false,
         },
-        sync: true,
+        sync: SyncLevel::Durable,
     });
     let replicate = VnodeRequest::Put(PutRequest {
         key: key("alice"),
@@ -96,8 +97,9 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
             allow_mult: false,
             last_write_wins: true,
             max_siblings: 100,
+            write_once: false,
         },
-        sync: false,
+        sync: SyncLevel::Written,
     });
     let env = |request_id, p, request| RequestEnvelope {
         request_id,
@@ -465,14 +467,26 @@ fn put_kind() -> impl Strategy<Value = PutKind> {
     prop_oneof![coordinate, replicate]
 }
 
+fn sync_level() -> impl Strategy<Value = SyncLevel> {
+    prop_oneof![
+        Just(SyncLevel::Written),
+        Just(SyncLevel::Durable),
+        Just(SyncLevel::Disk),
+    ]
+}
+
 fn request() -> impl Strategy<Value = VnodeRequest> {
-    let policy = (any::<bool>(), any::<bool>(), any::<u32>()).prop_map(|(m, l, s)| WritePolicy {
-        allow_mult: m,
-        last_write_wins: l,
-        max_siblings: s as usize,
-    });
+    let policy =
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<u32>()).prop_map(|(m, l, o, s)| {
+            WritePolicy {
+                allow_mult: m,
+                last_write_wins: l,
+                max_siblings: s as usize,
+                write_once: o,
+            }
+        });
     let put =
-        (storage_key(), put_kind(), policy, any::<bool>()).prop_map(|(key, kind, policy, sync)| {
+        (storage_key(), put_kind(), policy, sync_level()).prop_map(|(key, kind, policy, sync)| {
             VnodeRequest::Put(PutRequest {
                 key,
                 kind,

@@ -24,7 +24,10 @@ use crate::node::{Node, NodeCounters};
 use crate::repair::around::{self, ReplicaRead, Verdict};
 use crate::request::{GetRequest, GetResponse};
 use crate::vnode::VnodeHandle;
-use crate::vnode::msg::{PutKind, PutRequest, StorageKey, VnodeReply, VnodeRequest, WritePolicy};
+use crate::vnode::msg::{
+    PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
+};
+use crate::vnode::once::one_version;
 use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
 
 impl Node {
@@ -64,13 +67,13 @@ impl Node {
             }
             let outcome = fsm.tally.core.response();
             if !fsm.tally.core.all_replied() {
-                let node = self.clone();
+                let (node, policy) = (self.clone(), fsm.policy);
                 tokio::spawn(async move { fsm.finish_late(&node, rx).await });
-                return answer(outcome);
+                return answer(outcome, policy);
             }
         }
         fsm.repair(self);
-        answer(fsm.tally.core.response())
+        answer(fsm.tally.core.response(), fsm.policy)
     }
 
     /// Reads the local replicas of `preflist` and hands each reply to
@@ -119,6 +122,7 @@ impl Node {
             allow_mult: props.allow_mult,
             last_write_wins: props.last_write_wins,
             max_siblings: self.config.siblings_max,
+            write_once: props.write_once,
         }
     }
 }
@@ -185,6 +189,14 @@ impl GetFsm {
         let Some(merged) = self.tally.core.merged().filter(|_| !self.all_marked) else {
             return;
         };
+        let resolved;
+        let merged = match self.policy.write_once {
+            true => {
+                resolved = one_version(merged.clone());
+                &resolved
+            }
+            false => merged,
+        };
         let mut encoded = None;
         for (p, obj) in &self.tally.seen {
             if obj.as_ref() == Some(merged) {
@@ -202,7 +214,7 @@ impl GetFsm {
                     encoded: encoded.clone(),
                 },
                 policy: self.policy,
-                sync: false,
+                sync: SyncLevel::Written,
             });
             node.deliver(&entry.id, req, ReplyTo::Nobody, LocalHint::default());
         }
@@ -253,8 +265,9 @@ fn decode_reply(got: Result<Option<Bytes>, KvError>) -> Result<Option<RiakObject
 
 /// Maps the core's outcome to the API's answer. Tombstone siblings are
 /// hidden when a live sibling exists (the context still covers them).
-fn answer(outcome: GetOutcome) -> Result<GetResponse, KvError> {
+fn answer(outcome: GetOutcome, policy: WritePolicy) -> Result<GetResponse, KvError> {
     match outcome {
+        GetOutcome::Found(obj) if policy.write_once => Ok(GetResponse::Found(one_version(obj))),
         GetOutcome::Found(mut obj) => {
             obj.siblings.retain(|s| !s.content.meta.deleted);
             Ok(GetResponse::Found(obj))

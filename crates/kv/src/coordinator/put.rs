@@ -19,10 +19,11 @@ use super::{PreflistEntry, quorum, storage_key};
 use crate::core::put::{NodeIndex, PutCore, PutReply};
 use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
+use crate::props::SyncOnWrite;
 use crate::request::{PutRequest, PutResponse};
 use crate::vnode::msg::{
-    Conditions, Coordinate, PutKind, PutRequest as VnodePut, StorageKey, VnodeReply, VnodeRequest,
-    WritePolicy,
+    Conditions, Coordinate, PutKind, PutRequest as VnodePut, StorageKey, SyncLevel, VnodeReply,
+    VnodeRequest, WritePolicy,
 };
 use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
 
@@ -66,7 +67,10 @@ impl Node {
             preflist: &preflist,
             key: skey,
             policy: self.write_policy(&props),
-            sync: dw > 0,
+            sync: Syncs {
+                dw: dw > 0,
+                on_write: props.sync_on_write,
+            },
             deadline: self.deadline(req.options.timeout_ms),
         };
         let core = PutCore::new(preflist.len() as u32, w, dw, pw).with_node_confirms(node_confirms);
@@ -117,8 +121,26 @@ struct PutFsm<'a> {
     preflist: &'a [PreflistEntry],
     key: StorageKey,
     policy: WritePolicy,
-    sync: bool,
+    sync: Syncs,
     deadline: Instant,
+}
+
+/// What makes a replica sync before it replies: the request's dw, and the
+/// bucket's `sync_on_write` (all: every replica to disk; one: the
+/// coordinating vnode to disk).
+struct Syncs {
+    dw: bool,
+    on_write: SyncOnWrite,
+}
+
+impl Syncs {
+    fn level(&self, coordinating: bool) -> SyncLevel {
+        match (self.on_write.syncs(coordinating), self.dw) {
+            (true, _) => SyncLevel::Disk,
+            (false, true) => SyncLevel::Durable,
+            (false, false) => SyncLevel::Written,
+        }
+    }
 }
 
 impl PutFsm<'_> {
@@ -128,7 +150,7 @@ impl PutFsm<'_> {
         let node = self.node;
         let (tx, mut rx) = unbounded_channel::<Reply>();
         let first = &self.preflist[0];
-        let req = self.request(PutKind::Coordinate(Box::new(coordinate)));
+        let req = self.request(PutKind::Coordinate(Box::new(coordinate)), true);
         node.deliver(
             &first.id,
             req,
@@ -203,9 +225,12 @@ impl PutFsm<'_> {
     /// Sends the coordinating vnode's object to the other replicas.
     fn replicate(&self, encoded: &Bytes, hint: LocalHint, tx: UnboundedSender<Reply>) {
         for entry in &self.preflist[1..] {
-            let req = self.request(PutKind::Replicate {
-                encoded: encoded.clone(),
-            });
+            let req = self.request(
+                PutKind::Replicate {
+                    encoded: encoded.clone(),
+                },
+                false,
+            );
             // The commit-log position is a fact of this node only.
             let hint = match self.node.is_local(&entry.id) {
                 true => hint,
@@ -250,12 +275,12 @@ impl PutFsm<'_> {
         (node as NodeIndex, entry.primary)
     }
 
-    fn request(&self, kind: PutKind) -> VnodeRequest {
+    fn request(&self, kind: PutKind, coordinating: bool) -> VnodeRequest {
         VnodeRequest::Put(VnodePut {
             key: self.key.clone(),
             kind,
             policy: self.policy,
-            sync: self.sync,
+            sync: self.sync.level(coordinating),
         })
     }
 }

@@ -27,6 +27,7 @@
 pub mod apply;
 pub mod damage;
 pub mod msg;
+pub mod once;
 pub mod replay;
 pub mod reply;
 pub mod table;
@@ -42,7 +43,9 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::commitlog::{CommitLog, Lsn, Op, Record};
 use crate::error::KvError;
-use msg::{PutAck, PutKind, PutRequest, StorageKey, VnodeReply, VnodeRequest, WritePolicy};
+use msg::{
+    PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
+};
 use reply::{LocalHint, ReplyTo};
 
 /// Key locks per vnode: keys hash onto these stripes.
@@ -195,6 +198,9 @@ impl Vnode {
         hint: LocalHint,
     ) -> Result<Written, KvError> {
         let _locked = self.lock(key);
+        if policy.write_once {
+            return self.put_once(key, kind, policy, hint);
+        }
         let current = self.read(key)?;
         let (mut encoded, mut same_as) = (None, None);
         let next = match kind {
@@ -334,8 +340,8 @@ impl Vnode {
     }
 
     /// Answers a put: at once, or once its write is durable if `sync`.
-    fn reply_put(&self, durability: Durability, sync: bool, reply: ReplyTo) {
-        if !sync {
+    fn reply_put(&self, durability: Durability, sync: SyncLevel, reply: ReplyTo) {
+        if sync == SyncLevel::Written {
             return self.answer_put(&reply, Ok(PutAck { durable: false }));
         }
         let waiting = Pending {
@@ -343,6 +349,9 @@ impl Vnode {
             reply,
         };
         match (durability, &self.log) {
+            (Durability::Log(lsn), Some(log)) if sync == SyncLevel::Disk => {
+                log.when_synced(lsn, Box::new(move |r| waiting.answer(r)));
+            }
             (Durability::Log(lsn), Some(log)) if lsn > log.durable() => {
                 log.when_durable(lsn, Box::new(move |r| waiting.answer(r)));
             }

@@ -33,6 +33,21 @@ pub struct WritePolicy {
     pub allow_mult: bool,
     pub last_write_wins: bool,
     pub max_siblings: usize,
+    /// A `write_once` bucket: no read before a write without index
+    /// entries, and one version kept whatever the concurrency.
+    pub write_once: bool,
+}
+
+/// When a vnode answers a put.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SyncLevel {
+    /// Once written (the request's dw is 0).
+    #[default]
+    Written,
+    /// Once durable as the commit log's strategy says (dw > 0).
+    Durable,
+    /// Once on stable storage whatever the strategy (`sync_on_write`).
+    Disk,
 }
 
 /// Conditions a coordinated put checks atomically before writing.
@@ -70,8 +85,8 @@ pub struct PutRequest {
     pub key: StorageKey,
     pub kind: PutKind,
     pub policy: WritePolicy,
-    /// Reply only once the write is durable (the request's dw > 0).
-    pub sync: bool,
+    /// When to reply.
+    pub sync: SyncLevel,
 }
 
 /// One request to a vnode.

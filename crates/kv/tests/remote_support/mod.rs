@@ -11,7 +11,7 @@ use eddy_kv::KvError;
 use eddy_kv::remote::Inbound;
 use eddy_kv::router::unanswerable;
 use eddy_kv::vnode::msg::{
-    Conditions, Coordinate, PutKind, PutRequest, StorageKey, VnodeRequest, WritePolicy,
+    Conditions, Coordinate, PutKind, PutRequest, StorageKey, SyncLevel, VnodeRequest, WritePolicy,
 };
 use eddy_kv::vnode::reply::{LocalHint, Reply};
 use eddy_kv::vnode::{Vnode, VnodeHandle};
@@ -57,6 +57,7 @@ fn policy() -> WritePolicy {
         allow_mult: true,
         last_write_wins: false,
         max_siblings: 100,
+        write_once: false,
     }
 }
 
@@ -77,7 +78,7 @@ pub fn coordinate_content(key: &str, content: Content, if_none_match: bool) -> V
             },
         })),
         policy: policy(),
-        sync: false,
+        sync: SyncLevel::Written,
     })
 }
 
@@ -86,7 +87,7 @@ pub fn replicate(key: &str, encoded: Bytes) -> VnodeRequest {
         key: skey(key),
         kind: PutKind::Replicate { encoded },
         policy: policy(),
-        sync: true,
+        sync: SyncLevel::Durable,
     })
 }
 

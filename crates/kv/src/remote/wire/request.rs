@@ -12,7 +12,7 @@ use eddy_storage::limits::{BUCKET_BYTES_MAX, KEY_BYTES_MAX};
 use super::WireError;
 use super::buf::{Reader, Writer};
 use crate::vnode::msg::{
-    Conditions, Coordinate, PutKind, PutRequest, StorageKey, VnodeRequest, WritePolicy,
+    Conditions, Coordinate, PutKind, PutRequest, StorageKey, SyncLevel, VnodeRequest, WritePolicy,
 };
 
 const OP_COORDINATE: u8 = 1;
@@ -22,6 +22,7 @@ const OP_REAP: u8 = 4;
 
 const POLICY_ALLOW_MULT: u8 = 1;
 const POLICY_LWW: u8 = 2;
+const POLICY_WRITE_ONCE: u8 = 4;
 const IF_NONE_MATCH: u8 = 1;
 const IF_NOT_MODIFIED: u8 = 2;
 
@@ -59,7 +60,7 @@ pub(super) fn encode(w: &mut Writer, req: &VnodeRequest) -> Result<(), WireError
             w.u8(op);
             key(w, &put.key)?;
             policy(w, put.policy);
-            w.flag(put.sync);
+            w.u8(put.sync as u8);
             match &put.kind {
                 PutKind::Coordinate(c) => coordinate(w, c),
                 PutKind::Replicate { encoded } => w.blob("replicated object", encoded),
@@ -83,7 +84,7 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<VnodeRequest, WireError> {
         OP_COORDINATE | OP_REPLICATE => {
             let key = read_key(r)?;
             let policy = read_policy(r)?;
-            let sync = r.flag()?;
+            let sync = read_sync(r)?;
             let kind = match op {
                 OP_COORDINATE => PutKind::Coordinate(Box::new(read_coordinate(r)?)),
                 _ => PutKind::Replicate {
@@ -127,13 +128,16 @@ fn policy(w: &mut Writer, p: WritePolicy) {
     if p.last_write_wins {
         flags |= POLICY_LWW;
     }
+    if p.write_once {
+        flags |= POLICY_WRITE_ONCE;
+    }
     w.u8(flags);
     w.u64(p.max_siblings as u64);
 }
 
 fn read_policy(r: &mut Reader<'_>) -> Result<WritePolicy, WireError> {
     let flags = r.u8()?;
-    if flags & !(POLICY_ALLOW_MULT | POLICY_LWW) != 0 {
+    if flags & !(POLICY_ALLOW_MULT | POLICY_LWW | POLICY_WRITE_ONCE) != 0 {
         return Err(WireError::BadByte {
             what: "policy flags",
             value: flags,
@@ -142,6 +146,7 @@ fn read_policy(r: &mut Reader<'_>) -> Result<WritePolicy, WireError> {
     Ok(WritePolicy {
         allow_mult: flags & POLICY_ALLOW_MULT != 0,
         last_write_wins: flags & POLICY_LWW != 0,
+        write_once: flags & POLICY_WRITE_ONCE != 0,
         max_siblings: r.count()?,
     })
 }
@@ -214,4 +219,17 @@ fn read_coordinate(r: &mut Reader<'_>) -> Result<Coordinate, WireError> {
 fn read_vv(r: &mut Reader<'_>, what: &'static str) -> Result<VersionVector, WireError> {
     let blob: Bytes = r.blob(what)?;
     codec::decode_vv(&blob).map_err(|source| WireError::BadObject { what, source })
+}
+
+/// The put's sync level: 0 written, 1 durable, 2 on disk.
+fn read_sync(r: &mut Reader<'_>) -> Result<SyncLevel, WireError> {
+    match r.u8()? {
+        0 => Ok(SyncLevel::Written),
+        1 => Ok(SyncLevel::Durable),
+        2 => Ok(SyncLevel::Disk),
+        value => Err(WireError::BadByte {
+            what: "sync level",
+            value,
+        }),
+    }
 }
