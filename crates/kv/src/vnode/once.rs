@@ -11,7 +11,7 @@
 //! - index entries stay exact when the new version has entries (the stored
 //!   version is read for its entries then); a version without entries is
 //!   written blind, so the entries of a version it replaces by mistake
-//!   remain (docs/ARCHITECTURE.md, "write_once").
+//!   remain: a write-once key is meant to be written once.
 
 use bytes::Bytes;
 use eddy_object::{Actor, Content, RiakObject, VersionVector, codec, merge};
