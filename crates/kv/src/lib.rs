@@ -55,6 +55,6 @@ pub mod vnode;
 
 pub use coordinator::delete::DeleteOutcome;
 pub use error::KvError;
-pub use node::{DeleteMode, Liveness, Node, NodeConfig, StartError, VnodeFactory};
+pub use node::{DeleteMode, Liveness, Node, NodeConfig, StartError, VnodeFactory, VnodeParts};
 pub use quorum::Quorum;
 pub use request::*;

@@ -54,9 +54,9 @@ impl Liveness for Wires {
 struct Memory;
 
 impl VnodeFactory for Memory {
-    fn open(&self, p: Partition) -> Result<(Arc<dyn Backend>, Actor), String> {
+    fn open(&self, p: Partition) -> Result<VnodeParts, String> {
         let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
-        Ok((backend, Actor(rand::random::<u64>() ^ u64::from(p.0))))
+        Ok((backend, Actor(rand::random::<u64>() ^ u64::from(p.0))).into())
     }
 }
 

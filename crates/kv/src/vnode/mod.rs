@@ -57,6 +57,9 @@ pub type VnodeHandle = Arc<Vnode>;
 /// One partition's owner.
 pub struct Vnode {
     pub partition: Partition,
+    /// Which life of this partition on this node the vnode is: its commit
+    /// log records carry it, so a dropped one's never replay.
+    incarnation: u64,
     actor: Actor,
     backend: Arc<dyn Backend>,
     locks: Box<[Mutex<()>]>,
@@ -97,8 +100,26 @@ impl Vnode {
         backend: Arc<dyn Backend>,
         log: Option<Arc<CommitLog>>,
     ) -> VnodeHandle {
+        Vnode::with_incarnation(
+            partition,
+            crate::commitlog::FIRST_INCARNATION,
+            actor,
+            backend,
+            log,
+        )
+    }
+
+    /// A vnode of `partition`'s incarnation `incarnation`.
+    pub fn with_incarnation(
+        partition: Partition,
+        incarnation: u64,
+        actor: Actor,
+        backend: Arc<dyn Backend>,
+        log: Option<Arc<CommitLog>>,
+    ) -> VnodeHandle {
         Arc::new(Vnode {
             partition,
+            incarnation,
             actor,
             backend,
             locks: (0..KEY_LOCKS).map(|_| Mutex::new(())).collect(),
@@ -159,6 +180,11 @@ impl Vnode {
             VnodeReply::Put(result),
             LocalHint::default(),
         );
+    }
+
+    /// This vnode's incarnation.
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
     }
 
     /// Reads `key` from this vnode's backend. Reads need no lock: each
@@ -320,7 +346,7 @@ impl Vnode {
         };
         let record = Record {
             partition: self.partition.0,
-            incarnation: crate::commitlog::FIRST_INCARNATION,
+            incarnation: self.incarnation,
             bucket: &key.bucket,
             key: &key.key,
             op,

@@ -53,9 +53,9 @@ impl Liveness for View {
 struct Memory(Arc<AtomicU64>);
 
 impl VnodeFactory for Memory {
-    fn open(&self, _p: Partition) -> Result<(Arc<dyn Backend>, Actor), String> {
+    fn open(&self, _p: Partition) -> Result<VnodeParts, String> {
         let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
-        Ok((backend, Actor(self.0.fetch_add(1, Ordering::Relaxed))))
+        Ok((backend, Actor(self.0.fetch_add(1, Ordering::Relaxed))).into())
     }
 }
 
