@@ -20,6 +20,7 @@ use eddy_storage::Backend;
 
 use crate::clock::{Clock, SystemClock};
 use crate::commitlog::{self, CommitLog, LogOptions};
+use crate::coordinator::RingView;
 use crate::request::BucketRef;
 use crate::types::BucketRegistry;
 use crate::vnode::table::VnodeTable;
@@ -128,7 +129,7 @@ pub enum StartError {
 /// of the requests it takes.
 pub struct Node {
     pub(crate) config: NodeConfig,
-    ring: ArcSwap<Ring>,
+    ring: ArcSwap<RingView>,
     pub(crate) vnodes: Arc<VnodeTable>,
     log: Option<Arc<CommitLog>>,
     pub(crate) registry: Arc<BucketRegistry>,
@@ -236,9 +237,10 @@ impl Node {
                 log.clone(),
             ));
         }
+        let me = config.node_name.clone();
         let node = Node {
             config,
-            ring: ArcSwap::from_pointee(ring),
+            ring: ArcSwap::from_pointee(RingView::new(ring, me)),
             vnodes,
             log,
             registry,
@@ -281,19 +283,20 @@ impl Node {
         self.log.as_ref()
     }
 
-    /// The ring as this node knows it now.
-    pub fn ring(&self) -> Arc<Ring> {
+    /// The ring as this node knows it now (a [`RingView`] derefs to it).
+    pub fn ring(&self) -> Arc<RingView> {
         self.ring.load_full()
     }
 
     /// The ring, without taking a reference (request paths).
-    pub(crate) fn ring_now(&self) -> arc_swap::Guard<Arc<Ring>> {
+    pub(crate) fn ring_now(&self) -> arc_swap::Guard<Arc<RingView>> {
         self.ring.load()
     }
 
     /// Replaces the ring (the cluster layer, after a membership change).
     pub fn set_ring(&self, ring: Ring) {
-        self.ring.store(Arc::new(ring));
+        let me = self.config.node_name.clone();
+        self.ring.store(Arc::new(RingView::new(ring, me)));
     }
 
     /// The partitions (and incarnations) opened at start that the commit

@@ -86,10 +86,14 @@ impl Node {
         id.node == self.config.node_name
     }
 
-    /// The vnode `id` names, if it is one of this node's.
-    pub(crate) fn local_vnode(&self, id: &VnodeId) -> Option<crate::vnode::VnodeHandle> {
-        self.is_local(id)
-            .then(|| self.vnode(id.partition))
+    /// The vnode a preflist entry names, if it is one of this node's.
+    pub(crate) fn local_vnode(
+        &self,
+        entry: &crate::coordinator::PreflistEntry,
+    ) -> Option<crate::vnode::VnodeHandle> {
+        entry
+            .local
+            .then(|| self.vnode(entry.id.partition))
             .flatten()
     }
 }

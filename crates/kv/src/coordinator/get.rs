@@ -87,20 +87,22 @@ impl Node {
         key: &StorageKey,
         mut record: impl FnMut(ReplicaReply),
     ) -> bool {
-        let local: Vec<_> = preflist
-            .iter()
-            .filter_map(|e| self.local_vnode(&e.id))
-            .collect();
+        let vnodes = self.vnodes.snapshot();
+        let local = || {
+            preflist
+                .iter()
+                .filter(|e| e.local)
+                .filter_map(|e| vnodes.get(e.id.partition.0 as usize)?.as_ref())
+        };
         let read = |v: &VnodeHandle| {
             NodeCounters::bump(&self.counters.vnode_gets);
             (v.partition, v.read(key))
         };
-        if !local.iter().any(|v| v.is_marked()) {
-            local.iter().for_each(|v| record(read(v)));
+        if !local().any(|v| v.is_marked()) {
+            local().for_each(|v| record(read(v)));
             return false;
         }
-        let reads: Vec<ReplicaRead<_>> = local
-            .iter()
+        let reads: Vec<ReplicaRead<_>> = local()
             .map(|v| ReplicaRead {
                 reply: read(v),
                 marked: v.is_marked(),
@@ -136,7 +138,7 @@ struct GetFsm {
     key: StorageKey,
     policy: WritePolicy,
     deadline: Instant,
-    preflist: Vec<PreflistEntry>,
+    preflist: Arc<[PreflistEntry]>,
     /// Every replica is local and marked damaged.
     all_marked: bool,
 }
@@ -145,7 +147,7 @@ impl GetFsm {
     /// Sends `Get` to the remote replicas; their replies come on the
     /// returned channel (none if every replica is local).
     fn ask_remote(&self, node: &Node) -> Option<UnboundedReceiver<Reply>> {
-        let mut remote = self.preflist.iter().filter(|e| !node.is_local(&e.id));
+        let mut remote = self.preflist.iter().filter(|e| !e.local);
         let first = remote.next()?;
         let (tx, rx) = unbounded_channel();
         for entry in std::iter::once(first).chain(remote) {

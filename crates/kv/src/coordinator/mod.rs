@@ -5,8 +5,11 @@
 pub mod delete;
 pub mod get;
 pub mod list;
+pub mod preflist;
 pub mod put;
 pub mod reap;
+
+pub use preflist::{PreflistEntry, RingView};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,47 +22,9 @@ use crate::node::Node;
 use crate::props::BucketProps;
 use crate::quorum::Quorum;
 use crate::request::BucketRef;
-use crate::vnode::msg::{StorageKey, VnodeId};
-use eddy_ring::Annotation;
-
-/// One vnode of a request's preflist.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PreflistEntry {
-    pub id: VnodeId,
-    /// The partition's owner (not a fallback standing in for it).
-    pub primary: bool,
-}
+use crate::vnode::msg::StorageKey;
 
 impl Node {
-    /// The vnodes a key's requests go to (Riak's `get_apl_ann`): its
-    /// n_val partitions' owners that are up, then for each one that is
-    /// down a fallback: the next up node along the ring, running a vnode
-    /// for that partition (design note 010 §4). Fewer than n_val entries
-    /// when too few nodes are up. Without a failure detector (a single
-    /// node) every owner counts as up.
-    pub(crate) fn preflist_entries(&self, hash: u64, n_val: u32) -> Vec<PreflistEntry> {
-        let ring = self.ring_now();
-        let entry = |partition, node: &eddy_ring::NodeName, primary| PreflistEntry {
-            id: VnodeId {
-                partition,
-                node: node.clone(),
-            },
-            primary,
-        };
-        let Some(liveness) = self.liveness.get() else {
-            return ring
-                .preflist(hash, n_val)
-                .into_iter()
-                .map(|(p, node)| entry(p, node, true))
-                .collect();
-        };
-        let me = &self.config.node_name;
-        ring.preflist_ann(hash, n_val, |node| node == me || liveness.is_up(node))
-            .into_iter()
-            .map(|(p, node, ann)| entry(p, node, ann == Annotation::Primary))
-            .collect()
-    }
-
     pub(crate) fn deadline(&self, timeout_ms: Option<u64>) -> Instant {
         let ms = timeout_ms.unwrap_or(self.config.default_timeout_ms);
         Instant::now() + Duration::from_millis(ms)

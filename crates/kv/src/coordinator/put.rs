@@ -40,8 +40,8 @@ impl Node {
         let dw = quorum("dw", req.options.dw, props.dw, n)?;
         let pw = quorum("pw", req.options.pw, props.pw, n)?;
         let node_confirms = quorum("node_confirms", None, props.node_confirms, n)?;
-        let mut preflist = self.preflist_entries(Node::key_hash(&req.bucket, &key), n);
-        self.coordinator_first(&mut preflist);
+        let preflist = self.preflist_entries(Node::key_hash(&req.bucket, &key), n);
+        let first = self.coordinator(&preflist);
         let mut content = req.content;
         content.meta.last_modified_us = self.config.clock.now_us();
         content.meta.vtag = generate_vtag();
@@ -59,12 +59,13 @@ impl Node {
             conditions,
         };
         let skey = storage_key(&req.bucket, &key);
-        if let Some(vnode) = self.local_vnode(&preflist[0].id) {
+        if let Some(vnode) = self.local_vnode(&preflist[first]) {
             vnode.check_writable(&skey.bucket)?;
         }
         let fsm = PutFsm {
             node: self,
             preflist: &preflist,
+            first,
             key: skey,
             policy: self.write_policy(&props),
             sync: Syncs {
@@ -84,20 +85,17 @@ impl Node {
         Ok(PutResponse { key, object })
     }
 
-    /// Moves the vnode that should coordinate to the front: the first
-    /// local one not marked damaged (a marked vnode may have lost the
-    /// key's latest version, design note 009), else the first unmarked
-    /// one. With every replica marked the order stays.
-    fn coordinator_first(&self, preflist: &mut [PreflistEntry]) {
-        let local = |e: &PreflistEntry| self.local_vnode(&e.id);
+    /// The vnode that should coordinate: the first local one not marked
+    /// damaged (a marked vnode may have lost the key's latest version,
+    /// design note 009), else the first unmarked one, else the first.
+    fn coordinator(&self, preflist: &[PreflistEntry]) -> usize {
+        let local = |e: &PreflistEntry| self.local_vnode(e);
         let healthy = |e: &PreflistEntry| local(e).is_none_or(|v| !v.is_marked());
-        let pick = preflist
+        preflist
             .iter()
             .position(|e| local(e).is_some_and(|v| !v.is_marked()))
-            .or_else(|| preflist.iter().position(healthy));
-        if let Some(i) = pick {
-            preflist[..=i].rotate_right(1);
-        }
+            .or_else(|| preflist.iter().position(healthy))
+            .unwrap_or(0)
     }
 
     fn warn_siblings(&self, siblings: usize) {
@@ -119,6 +117,8 @@ struct Coordinated {
 struct PutFsm<'a> {
     node: &'a Arc<Node>,
     preflist: &'a [PreflistEntry],
+    /// The coordinating vnode's place in `preflist`.
+    first: usize,
     key: StorageKey,
     policy: WritePolicy,
     sync: Syncs,
@@ -149,7 +149,7 @@ impl PutFsm<'_> {
     async fn run(&self, coordinate: Coordinate, mut core: PutCore) -> Result<Coordinated, KvError> {
         let node = self.node;
         let (tx, mut rx) = unbounded_channel::<Reply>();
-        let first = &self.preflist[0];
+        let first = &self.preflist[self.first];
         let req = self.request(PutKind::Coordinate(Box::new(coordinate)), true);
         node.deliver(
             &first.id,
@@ -224,7 +224,12 @@ impl PutFsm<'_> {
 
     /// Sends the coordinating vnode's object to the other replicas.
     fn replicate(&self, encoded: &Bytes, hint: LocalHint, tx: UnboundedSender<Reply>) {
-        for entry in &self.preflist[1..] {
+        let others = self
+            .preflist
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != self.first);
+        for (_, entry) in others {
             let req = self.request(
                 PutKind::Replicate {
                     encoded: encoded.clone(),
@@ -232,7 +237,7 @@ impl PutFsm<'_> {
                 false,
             );
             // The commit-log position is a fact of this node only.
-            let hint = match self.node.is_local(&entry.id) {
+            let hint = match entry.local {
                 true => hint,
                 false => LocalHint::default(),
             };
