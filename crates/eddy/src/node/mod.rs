@@ -9,6 +9,7 @@
 pub mod actors;
 pub mod datadir;
 pub mod storage;
+pub mod vnodes;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -16,8 +17,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use eddy_kv::types::BucketRegistry;
-use eddy_kv::{Node, NodeConfig};
-use eddy_ring::Partition;
+use std::collections::BTreeMap;
+
+use eddy_kv::{Node, NodeConfig, VnodeParts};
+use eddy_ring::Ring;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -149,25 +152,44 @@ fn open_node(
     datadir: &DataDir,
     registry: Arc<BucketRegistry>,
 ) -> Result<Arc<Node>, StartError> {
-    let storage = Storage::new(&settings.storage, datadir.root(), registry.clone())?;
+    let storage = Arc::new(Storage::new(
+        &settings.storage,
+        datadir.root(),
+        registry.clone(),
+    )?);
+    eddy_storage::destroy::remove_leftovers(&storage.partitions_dir())?;
     let last_run = LastRun::detect(datadir, &storage.partitions_dir())?;
     let mut actors = Actors::new(datadir, last_run, settings.storage.backend);
-    let mut opened = Vec::new();
-    for p in 0..settings.node.ring_size {
-        let p = Partition(p);
-        let backend = storage.open(p)?;
-        let marker = eddy_kv::repair::marker::path(&storage.partitions_dir(), p);
+    let ring = Ring::single(settings.node.ring_size, settings.node.nodename.clone())
+        .map_err(eddy_kv::StartError::from)?;
+    let partitions = vnodes::hosted(&ring, &settings.node.nodename, &storage);
+    let mut opened = BTreeMap::new();
+    for p in &partitions {
+        let backend = storage.open(*p)?;
+        let marker = eddy_kv::repair::marker::path(&storage.partitions_dir(), *p);
         let lost =
             eddy_kv::repair::marker::newly_damaged(Some(&marker), &backend.recovery_report());
-        let actor = actors.actor(&storage.partition_dir(p), p, lost)?;
-        opened.push((backend, actor));
+        let actor = actors.actor(&storage.partition_dir(*p), *p, lost)?;
+        let incarnation = vnodes::incarnation(&storage, *p);
+        opened.insert(
+            *p,
+            VnodeParts {
+                backend,
+                actor,
+                incarnation,
+            },
+        );
     }
     actors.finish();
-    Ok(Node::start(
-        node_config(settings, datadir.root()),
-        registry,
-        |p| opened[p.0 as usize].clone(),
-    )?)
+    let config = node_config(settings, datadir.root());
+    let node = Node::start_with(config, registry, ring, &partitions, |p| {
+        opened
+            .remove(&p)
+            .expect("each hosted partition opened once")
+    })?;
+    vnodes::destroy_dropped(&node, &storage)?;
+    node.set_vnode_factory(Arc::new(vnodes::Factory { storage }));
+    Ok(node)
 }
 
 /// Whether the node's shutdown closed the commit log and every backend
