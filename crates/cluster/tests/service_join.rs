@@ -1,0 +1,101 @@
+//! Membership services over a simulated network: nodes join one by one
+//! (join, plan, commit from the joining node), transfers complete, and
+//! every node ends with the same state; a member leaves and, once its
+//! partitions are handed off, is removed and becomes a cluster of one.
+
+mod service_support;
+
+use std::time::Duration;
+
+use eddy_cluster::{Change, MemberStatus};
+use service_support::{SimCluster, name};
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn nodes_join_one_by_one_and_converge() {
+    for n in 3..=5 {
+        let cluster = SimCluster::new(n as u64, n).await;
+        cluster.join_all().await;
+        let state = cluster.svc(0).state();
+        assert_eq!(state.members().len(), n);
+        assert!(
+            state
+                .members()
+                .values()
+                .all(|m| m.status == MemberStatus::Valid)
+        );
+        let ring = state.ring();
+        assert!(ring.is_settled());
+        for i in 0..n {
+            let owned = ring.owned_by(&name(i)).len();
+            let mean = ring.size() as usize / n;
+            assert!(
+                owned.abs_diff(mean) <= 1,
+                "node {i} owns {owned} of {}",
+                ring.size()
+            );
+        }
+        assert!(cluster.converged(&cluster.live()));
+        for i in 0..n {
+            assert_eq!(*cluster.svc(i).ring(), *ring, "node {i}'s ring watch");
+            assert!((0..n).all(|j| cluster.svc(i).is_up(&name(j))));
+        }
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_ring_watch_sees_each_committed_ring() {
+    let cluster = SimCluster::new(7, 2).await;
+    let mut watch = cluster.svc(1).ring_watch();
+    cluster.join(1, 0).await;
+    let plan = cluster.svc(0).plan().await.unwrap();
+    assert_eq!(plan.changes, vec![Change::Join { node: name(1) }]);
+    let committed = cluster.svc(0).commit().await.unwrap();
+    assert_eq!(committed.ring, plan.ring);
+    let changed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            watch.changed().await.unwrap();
+            if *watch.borrow_and_update().as_ref() == plan.ring {
+                return;
+            }
+        }
+    });
+    changed.await.expect("node 1 saw the committed ring");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_member_leaves_hands_off_and_is_removed() {
+    let cluster = SimCluster::new(11, 4).await;
+    cluster.join_all().await;
+    let leaver = 2;
+    cluster.svc(3).leave(Some(name(leaver))).await.unwrap();
+    let plan = cluster.svc(1).plan().await.unwrap();
+    assert_eq!(plan.changes, vec![Change::Leave { node: name(leaver) }]);
+    cluster.svc(1).commit().await.unwrap();
+    cluster.settle(Duration::from_secs(10)).await;
+    let state = cluster.svc(0).state();
+    assert_eq!(state.members()[&name(leaver)].status, MemberStatus::Leaving);
+    assert!(state.ring().future().owned_by(&name(leaver)).is_empty());
+    cluster.complete_transfers(&[0, 1, 3]).await;
+    let others = [0, 1, 3];
+    let removed = cluster
+        .wait_until(Duration::from_secs(10), || {
+            others.iter().all(|i| {
+                let s = cluster.svc(*i).state();
+                !s.members().contains_key(&name(leaver)) && cluster.converged(&others)
+            })
+        })
+        .await;
+    assert!(
+        removed,
+        "the leaver was not removed: {:?}",
+        cluster.svc(0).member_status()
+    );
+    let left = cluster.wait_until(Duration::from_secs(10), || {
+        cluster.svc(leaver).state().members().len() == 1
+    });
+    assert!(left.await, "the leaver did not become a cluster of one");
+    let alone = cluster.svc(leaver).state();
+    assert!(alone.ring().owners().iter().all(|o| *o == name(leaver)));
+    assert_eq!(alone.members()[&name(leaver)].incarnation, 2);
+    assert_eq!(cluster.svc(0).state().members().len(), 3);
+}
