@@ -10,6 +10,7 @@ mod service_support;
 use std::time::Duration;
 
 use eddy_cluster::{MemberStatus, MembershipError, StageError};
+use eddy_net::sim::LinkFaults;
 use serde_json::json;
 use service_support::{SimCluster, name};
 use tokio::time::Instant;
@@ -150,5 +151,34 @@ async fn writes_on_both_sides_of_a_partition_converge_after_the_heal() {
             state.bucket_types()["maps"].props,
             json!({"datatype": "map"})
         );
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn gossip_converges_over_lossy_reordering_links() {
+    for seed in 0..4 {
+        let cluster = SimCluster::new(100 + seed, 4).await;
+        cluster.join_all().await;
+        cluster.net.set_default_faults(LinkFaults {
+            drop_probability: 0.3,
+            delay_min: Duration::from_millis(1),
+            delay_max: Duration::from_millis(40),
+        });
+        for i in 0..4 {
+            let bucket = format!("b{i}");
+            let props = json!({ "n_val": i + 1 });
+            // Pushes may miss members here; gossip must make up for it.
+            cluster
+                .svc(i)
+                .set_bucket_props("default", &bucket, props)
+                .await
+                .unwrap();
+        }
+        cluster.settle(Duration::from_secs(30)).await;
+        let state = cluster.svc(0).state();
+        let props = state.bucket_props("default").unwrap();
+        for i in 0..4 {
+            assert_eq!(props[&format!("b{i}")].props["n_val"], i + 1, "seed {seed}");
+        }
     }
 }

@@ -99,3 +99,25 @@ async fn a_member_leaves_hands_off_and_is_removed() {
     assert_eq!(alone.members()[&name(leaver)].incarnation, 2);
     assert_eq!(cluster.svc(0).state().members().len(), 3);
 }
+
+/// Joins three nodes and returns the network's trace.
+async fn traced_run(seed: u64) -> Vec<eddy_net::sim::TraceEvent> {
+    let cluster = SimCluster::new(seed, 3).await;
+    cluster.join_all().await;
+    cluster.net.trace()
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run() {
+    let run = |seed| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(traced_run(seed))
+    };
+    let first = run(5);
+    assert!(first.len() > 100);
+    assert_eq!(first, run(5));
+}

@@ -79,11 +79,13 @@ impl SimCluster {
         self.svc(i).join(name(target), addr(target)).await.unwrap();
     }
 
-    /// Nodes 1.. join node 0 one by one, each with plan and commit from
-    /// the joining node, and every transfer completed, settling between.
+    /// Nodes 1.. join one by one, each through the node before it (from
+    /// node 2 on, a member that is not the claimant), with plan and commit
+    /// from the joining node and every transfer completed, settling
+    /// between.
     pub async fn join_all(&self) {
         for i in 1..self.nodes.len() {
-            self.join(i, 0).await;
+            self.join(i, i - 1).await;
             let plan = self.svc(i).plan().await.unwrap();
             assert_eq!(plan.changes.len(), 1);
             self.svc(i).commit().await.unwrap();
