@@ -121,3 +121,48 @@ fn the_same_seed_gives_the_same_run() {
     assert!(first.len() > 100);
     assert_eq!(first, run(5));
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_replacement_takes_exactly_the_replaced_nodes_partitions() {
+    for forced in [false, true] {
+        let cluster = SimCluster::new(61, 4).await;
+        let three = [0, 1, 2];
+        for i in 1..3 {
+            cluster.join(i, 0).await;
+            cluster.svc(i).commit().await.unwrap();
+            cluster
+                .settle_among(&three[..=i], Duration::from_secs(5))
+                .await;
+            cluster.complete_transfers(&three[..=i]).await;
+        }
+        let (old, new) = (name(1), name(3));
+        let owned = cluster.svc(0).ring().owned_by(&old);
+        cluster.join(3, 2).await;
+        let asker = cluster.svc(2);
+        if forced {
+            asker.force_replace(old.clone(), new.clone()).await.unwrap();
+        } else {
+            asker.replace(old.clone(), new.clone()).await.unwrap();
+        }
+        let plan = asker.plan().await.unwrap();
+        assert_eq!(plan.changes.len(), 2, "{:?}", plan.changes);
+        assert_eq!(plan.lost, if forced { vec![old.clone()] } else { vec![] });
+        asker.commit().await.unwrap();
+        let rest = [0, 2, 3];
+        cluster.settle_among(&rest, Duration::from_secs(5)).await;
+        if !forced {
+            cluster.complete_transfers(&rest).await;
+        }
+        let gone = cluster
+            .wait_until(Duration::from_secs(10), || {
+                rest.iter()
+                    .all(|i| !cluster.svc(*i).state().members().contains_key(&old))
+                    && cluster.converged(&rest)
+            })
+            .await;
+        assert!(gone, "{old} is still a member (forced: {forced})");
+        let ring = cluster.svc(3).ring();
+        assert!(ring.is_settled());
+        assert_eq!(ring.owned_by(&new), owned, "forced: {forced}");
+    }
+}
