@@ -42,7 +42,9 @@ pub(crate) async fn run_duties(inner: &Inner) -> Result<(), MembershipError> {
     let (reported, changed) = inner
         .update(|s| {
             s.take_over(&me, is_up);
-            if s.ring_state().claimant == me {
+            // An exiting claimant is still recorded until its successor
+            // takes over; it has no duties left.
+            if s.claimant(is_up) == Some(&me) {
                 claimant_round(s, &me, is_up)?;
             }
             Ok(re_report(inner, s))
