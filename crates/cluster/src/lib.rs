@@ -19,11 +19,15 @@
 //! - `transfers`: completed-transfer facts and the claimant's round that
 //!   applies them;
 //! - `views`: `member-status`, `ring-status`, `transfers`;
-//! - `persist`: `save` and `load`.
+//! - `persist`: `save` and `load`;
+//! - [`service`]: the membership service that runs a node's state over
+//!   the transport: gossip, failure detection, the claimant's duties and
+//!   the admin operations.
 //!
-//! Nothing here does I/O but `save`/`load`, reads a clock (times come in
-//! as arguments) or draws a random number. Liveness comes in as an
-//! `is_up` predicate, other members' epochs as a `peer_epoch` function.
+//! Outside [`service`], nothing does I/O but `save`/`load`, reads a clock
+//! (times come in as arguments) or draws a random number. Liveness comes
+//! in as an `is_up` predicate, other members' epochs as a `peer_epoch`
+//! function.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -36,6 +40,7 @@ mod persist;
 mod plan;
 mod register;
 mod ring_state;
+pub mod service;
 mod staging;
 pub mod state;
 mod transfers;
@@ -48,6 +53,7 @@ pub use persist::FORMAT_VERSION;
 pub use plan::Plan;
 pub use register::{Register, Registers, Stamp};
 pub use ring_state::RingState;
+pub use service::{BucketMetadata, Membership, MembershipConfig, MembershipError, PushReport};
 pub use staging::Change;
 pub use state::{ClusterState, FACT_EPOCHS_KEPT};
 pub use transfers::TransferFact;
