@@ -7,6 +7,7 @@
 //! then the data-directory lock.
 
 pub mod actors;
+pub mod cluster;
 pub mod datadir;
 pub mod storage;
 pub mod vnodes;
@@ -52,6 +53,8 @@ pub enum StartError {
     },
     #[error("runtime: {0}")]
     Runtime(std::io::Error),
+    #[error(transparent)]
+    Cluster(#[from] cluster::ClusterError),
 }
 
 /// Runs a node in the foreground until SIGTERM or SIGINT.
@@ -78,7 +81,8 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
             .collect();
         registry = registry.with_backend_names(names);
     }
-    let node = open_node(settings, &datadir, Arc::new(registry))?;
+    let state = cluster::load_state(settings, &root)?;
+    let node = open_node(settings, &datadir, Arc::new(registry), state.ring().clone())?;
     let damaged = node.damaged_partitions();
     if settings.node.partition_repair == PartitionRepair::Auto && !damaged.is_empty() {
         node.spawn_repair(damaged);
@@ -94,6 +98,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         listeners.protobuf,
         settings.protobuf.backlog,
     )?;
+    let cluster = cluster::start(settings, &root, &node, state).await?;
     let budget = eddy_api::net::RequestBudget::new(
         settings.request_budget.bytes_max,
         settings.request_budget.wait,
@@ -133,6 +138,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     for server in servers {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), server).await;
     }
+    cluster.shutdown();
     let stopping = node.clone();
     let closed = tokio::task::spawn_blocking(move || stopping.shutdown()).await;
     if closed.is_ok() && closed_cleanly(&root) {
@@ -151,6 +157,7 @@ fn open_node(
     settings: &Settings,
     datadir: &DataDir,
     registry: Arc<BucketRegistry>,
+    ring: Ring,
 ) -> Result<Arc<Node>, StartError> {
     let storage = Arc::new(Storage::new(
         &settings.storage,
@@ -160,8 +167,6 @@ fn open_node(
     eddy_storage::destroy::remove_leftovers(&storage.partitions_dir())?;
     let last_run = LastRun::detect(datadir, &storage.partitions_dir())?;
     let mut actors = Actors::new(datadir, last_run, settings.storage.backend);
-    let ring = Ring::single(settings.node.ring_size, settings.node.nodename.clone())
-        .map_err(eddy_kv::StartError::from)?;
     let partitions = vnodes::hosted(&ring, &settings.node.nodename, &storage);
     let mut opened = BTreeMap::new();
     for p in &partitions {
