@@ -26,6 +26,7 @@
 
 pub mod apply;
 pub mod damage;
+pub mod fold;
 pub mod msg;
 pub mod once;
 pub mod replay;
@@ -145,6 +146,13 @@ impl Vnode {
                     false => self.read_encoded(&key),
                 };
                 reply.send(self.partition, VnodeReply::Get(got), LocalHint::default());
+            }
+            VnodeRequest::Fold(_) if closed => {
+                let e = Err(KvError::ShuttingDown);
+                reply.send(self.partition, VnodeReply::Fold(e), LocalHint::default());
+            }
+            VnodeRequest::Fold(fold) => {
+                fold::spawn(self.partition, self.backend.clone(), fold, reply)
             }
             VnodeRequest::Reap { .. } if closed => {}
             VnodeRequest::Reap { key, tombstone } => {
