@@ -9,6 +9,8 @@
 //! - [`vnode`]: the owner of one partition's backend, and the messages it
 //!   takes and sends;
 //! - [`router`]: delivery of those messages to a vnode here or elsewhere;
+//! - [`remote`]: those messages over the network (wire format, requests
+//!   awaiting replies, inbound requests off the transport's threads);
 //! - [`clock`]: the injected wall clock;
 //! - [`commitlog`]: the node-wide log that makes writes durable in groups;
 //! - [`coordinator`]: the async get/put/delete/list drivers;
@@ -16,6 +18,23 @@
 //! - [`handoff`]: moving a partition's data to another node, resumably;
 //! - [`limits`]: per-object limits on usermeta, links and index entries;
 //! - [`node`]: the node that ties them together.
+//!
+//! # Threads: the one rule
+//! A storage call that can wait on the disk for long never runs on the
+//! async runtime's threads: syncs (fsync/fdatasync), folds (listing,
+//! repair, handoff), opening, closing or destroying a backend, replaying
+//! the commit log. These run on threads of their own (the commit log's
+//! syncer and checkpointer, `spawn_blocking`, repair's and handoff's
+//! threads, the transport's inbound workers).
+//!
+//! A vnode's point operations may run on the caller's thread, runtime or
+//! not: a get (a keydir lookup and a read of cached pages), a put or delete
+//! written without sync (a copy into the page cache) and its commit-log
+//! append (a copy into a mapped segment). They are bounded: none syncs,
+//! none folds, and each holds a key lock only for its own work. This is
+//! the fast path a one-member ring keeps (design note 005). A put that
+//! asks for durability does not wait on the caller's thread: its reply is
+//! sent when the commit log's syncer has made the write durable.
 
 pub mod bucket_props;
 pub mod clock;
@@ -29,6 +48,7 @@ pub mod node;
 pub mod props;
 pub mod quorum;
 pub mod refusal;
+pub mod remote;
 pub mod repair;
 pub mod request;
 pub mod router;
@@ -37,6 +57,6 @@ pub mod vnode;
 
 pub use coordinator::delete::DeleteOutcome;
 pub use error::KvError;
-pub use node::{DeleteMode, Node, NodeConfig, StartError, VnodeFactory};
+pub use node::{DeleteMode, Liveness, Node, NodeConfig, StartError, VnodeFactory, VnodeParts};
 pub use quorum::Quorum;
 pub use request::*;

@@ -20,6 +20,7 @@ use eddy_storage::Backend;
 
 use crate::clock::{Clock, SystemClock};
 use crate::commitlog::{self, CommitLog, LogOptions};
+use crate::coordinator::RingView;
 use crate::request::BucketRef;
 use crate::types::BucketRegistry;
 use crate::vnode::table::VnodeTable;
@@ -128,7 +129,7 @@ pub enum StartError {
 /// of the requests it takes.
 pub struct Node {
     pub(crate) config: NodeConfig,
-    ring: ArcSwap<Ring>,
+    ring: ArcSwap<RingView>,
     pub(crate) vnodes: Arc<VnodeTable>,
     log: Option<Arc<CommitLog>>,
     pub(crate) registry: Arc<BucketRegistry>,
@@ -144,17 +145,50 @@ pub struct Node {
     /// Opens the backends of vnodes started after the node (fallbacks,
     /// handoff receivers); unset: no vnode is started later.
     factory: OnceLock<Arc<dyn VnodeFactory>>,
+    /// Which other nodes are up; unset: all are (a single node).
+    pub(crate) liveness: OnceLock<Arc<dyn Liveness>>,
     /// Serialises the start of vnodes, so a partition gets one.
     starting: parking_lot::Mutex<()>,
     /// The node itself, for work handed to other threads.
     pub(crate) me: std::sync::Weak<Node>,
+    /// Vnodes opened at start whose incarnation the commit log says was
+    /// dropped: not run; the caller destroys their data.
+    dropped_at_start: Vec<(Partition, u64)>,
+}
+
+/// Which nodes are up, as the cluster's failure detector sees them.
+pub trait Liveness: Send + Sync {
+    /// True while `node` is believed up.
+    fn is_up(&self, node: &NodeName) -> bool;
+}
+
+/// What a vnode is made of: its backend, the actor it coordinates writes
+/// as, and its incarnation (design note 010 §1; a new vnode gets a new
+/// actor and an incarnation never used for its partition on this node).
+#[derive(Clone)]
+pub struct VnodeParts {
+    pub backend: Arc<dyn Backend>,
+    pub actor: Actor,
+    pub incarnation: u64,
+}
+
+impl From<(Arc<dyn Backend>, Actor)> for VnodeParts {
+    /// A partition's first incarnation (a single node's partitions).
+    fn from((backend, actor): (Arc<dyn Backend>, Actor)) -> Self {
+        VnodeParts {
+            backend,
+            actor,
+            incarnation: commitlog::FIRST_INCARNATION,
+        }
+    }
 }
 
 /// Opens the backend of a vnode that starts while the node runs, and
 /// gives the actor it coordinates as (a new one: design note 004).
 pub trait VnodeFactory: Send + Sync {
-    /// Opens partition `p`'s backend on this node. May block.
-    fn open(&self, p: Partition) -> Result<(Arc<dyn Backend>, Actor), String>;
+    /// Opens partition `p`'s backend on this node, as a new incarnation.
+    /// May block.
+    fn open(&self, p: Partition) -> Result<VnodeParts, String>;
 }
 
 impl Node {
@@ -167,6 +201,8 @@ impl Node {
         open: impl FnMut(Partition) -> (Arc<dyn Backend>, Actor),
     ) -> Result<Arc<Node>, StartError> {
         let ring = Ring::single(config.ring_size, config.node_name.clone())?;
+        let mut open = open;
+        let open = move |p| VnodeParts::from(open(p));
         let partitions: Vec<Partition> = ring.partitions().collect();
         Node::start_with(config, registry, ring, &partitions, open)
     }
@@ -181,25 +217,30 @@ impl Node {
         registry: Arc<BucketRegistry>,
         ring: Ring,
         partitions: &[Partition],
-        mut open: impl FnMut(Partition) -> (Arc<dyn Backend>, Actor),
+        mut open: impl FnMut(Partition) -> VnodeParts,
     ) -> Result<Arc<Node>, StartError> {
         let vnodes = Arc::new(VnodeTable::new(ring.size()));
-        let opened: Vec<_> = partitions.iter().map(|p| (*p, open(*p))).collect();
-        let log = match &config.commit_log_dir {
-            Some(dir) => Some(Arc::new(start_log(
-                dir,
-                &config.commit_log,
-                &opened,
-                &vnodes,
-            )?)),
-            None => None,
+        let mut opened: Vec<_> = partitions.iter().map(|p| (*p, open(*p))).collect();
+        let (log, dropped_at_start) = match &config.commit_log_dir {
+            Some(dir) => {
+                let (log, left_out) = start_log(dir, &config.commit_log, &mut opened, &vnodes)?;
+                (Some(Arc::new(log)), left_out)
+            }
+            None => (None, Vec::new()),
         };
-        for (p, (backend, actor)) in opened {
-            vnodes.insert(crate::vnode::Vnode::new(p, actor, backend, log.clone()));
+        for (p, parts) in opened {
+            vnodes.insert(crate::vnode::Vnode::with_incarnation(
+                p,
+                parts.incarnation,
+                parts.actor,
+                parts.backend,
+                log.clone(),
+            ));
         }
+        let me = config.node_name.clone();
         let node = Node {
             config,
-            ring: ArcSwap::from_pointee(ring),
+            ring: ArcSwap::from_pointee(RingView::new(ring, me)),
             vnodes,
             log,
             registry,
@@ -209,8 +250,10 @@ impl Node {
             reaper: Default::default(),
             remote: OnceLock::new(),
             factory: OnceLock::new(),
+            liveness: OnceLock::new(),
             starting: parking_lot::Mutex::new(()),
             me: std::sync::Weak::new(),
+            dropped_at_start,
         };
         node.mark_damaged_at_start(node.config.partitions_dir.as_deref());
         Ok(Arc::new_cyclic(|me| Node {
@@ -240,24 +283,37 @@ impl Node {
         self.log.as_ref()
     }
 
-    /// The ring as this node knows it now.
-    pub fn ring(&self) -> Arc<Ring> {
+    /// The ring as this node knows it now (a [`RingView`] derefs to it).
+    pub fn ring(&self) -> Arc<RingView> {
         self.ring.load_full()
     }
 
     /// The ring, without taking a reference (request paths).
-    pub(crate) fn ring_now(&self) -> arc_swap::Guard<Arc<Ring>> {
+    pub(crate) fn ring_now(&self) -> arc_swap::Guard<Arc<RingView>> {
         self.ring.load()
     }
 
     /// Replaces the ring (the cluster layer, after a membership change).
     pub fn set_ring(&self, ring: Ring) {
-        self.ring.store(Arc::new(ring));
+        let me = self.config.node_name.clone();
+        self.ring.store(Arc::new(RingView::new(ring, me)));
+    }
+
+    /// The partitions (and incarnations) opened at start that the commit
+    /// log says were dropped after a handoff: the node does not run them,
+    /// and whoever opened their data destroys it.
+    pub fn dropped_at_start(&self) -> &[(Partition, u64)] {
+        &self.dropped_at_start
     }
 
     /// Connects the node to other nodes' vnodes (once).
     pub fn set_remote(&self, remote: Arc<dyn crate::router::RemoteVnodes>) {
         let _ = self.remote.set(remote);
+    }
+
+    /// Lets the node route around nodes that are down (once).
+    pub fn set_liveness(&self, liveness: Arc<dyn Liveness>) {
+        let _ = self.liveness.set(liveness);
     }
 
     /// Lets the node start vnodes while it runs (once).
@@ -276,8 +332,14 @@ impl Node {
             return Err(crate::KvError::NotHosted(p.0));
         }
         let factory = self.factory.get().ok_or(crate::KvError::NotHosted(p.0))?;
-        let (backend, actor) = factory.open(p).map_err(crate::KvError::VnodeStart)?;
-        let vnode = crate::vnode::Vnode::new(p, actor, backend, self.log.clone());
+        let parts = factory.open(p).map_err(crate::KvError::VnodeStart)?;
+        let vnode = crate::vnode::Vnode::with_incarnation(
+            p,
+            parts.incarnation,
+            parts.actor,
+            parts.backend,
+            self.log.clone(),
+        );
         self.vnodes.insert(vnode.clone());
         tracing::info!(partition = p.0, "vnode started");
         Ok(vnode)
@@ -343,37 +405,37 @@ impl Node {
     }
 }
 
-/// A partition's backend and the actor its vnode coordinates as.
-type Opened = (Arc<dyn Backend>, Actor);
-
-/// Replays the log in `dir` into the `opened` partitions' backends, syncs
-/// them, drops what was replayed and opens a fresh log whose checkpoint
-/// syncs every vnode in `vnodes` at the time.
+/// Replays the log in `dir` into the `opened` vnodes' backends (records of
+/// other partitions or other incarnations belong to vnodes this node no
+/// longer runs), closes and leaves out an opened incarnation the log says
+/// was dropped (a crash between its drop record and its destroy: the
+/// caller destroys it), syncs the rest, drops what was replayed, and opens
+/// a fresh log whose checkpoint syncs every vnode in `vnodes` at the time.
 fn start_log(
     dir: &std::path::Path,
     opts: &LogOptions,
-    opened: &[(Partition, Opened)],
+    opened: &mut Vec<(Partition, VnodeParts)>,
     vnodes: &Arc<VnodeTable>,
-) -> Result<CommitLog, StartError> {
-    let backends: Vec<_> = opened.iter().map(|(p, (b, _))| (*p, b.clone())).collect();
-    let mut skipped = 0u64;
-    let recovered = commitlog::recover(dir, |record| {
-        match opened.iter().find(|(p, _)| p.0 == record.partition) {
-            Some((_, (backend, _))) => replay::apply_record(&**backend, record),
-            None => {
-                skipped += 1;
-                Ok(())
-            }
-        }
+) -> Result<(CommitLog, Vec<(Partition, u64)>), StartError> {
+    let live: Vec<(u32, u64)> = opened.iter().map(|(p, v)| (p.0, v.incarnation)).collect();
+    let is_live = |p: u32, inc: u64| live.contains(&(p, inc));
+    let recovered = commitlog::recover_live(dir, is_live, |record| {
+        let at = opened.iter().find(|(p, _)| p.0 == record.partition);
+        at.map_or(Ok(()), |(_, v)| replay::apply_record(&*v.backend, record))
     })?;
     if recovered.records > 0 {
         tracing::info!(
             records = recovered.records,
-            skipped,
+            skipped = recovered.skipped,
             segments = recovered.segments.len(),
             "commit log replayed"
         );
     }
+    let left_out = leave_out_dropped(opened, &recovered.dropped)?;
+    let backends: Vec<_> = opened
+        .iter()
+        .map(|(p, v)| (*p, v.backend.clone()))
+        .collect();
     sync_each(&backends, Duration::ZERO).map_err(StartError::CommitLog)?;
     recovered
         .remove()
@@ -388,13 +450,49 @@ fn start_log(
             .collect();
         sync_each(&backends, pace)
     };
-    CommitLog::open(
+    let log = CommitLog::open(
         dir,
         recovered.next_seq(),
         opts.clone(),
         Box::new(checkpoint),
     )
-    .map_err(|e| StartError::CommitLog(format!("{}: {e}", dir.display())))
+    .map_err(|e| StartError::CommitLog(format!("{}: {e}", dir.display())))?;
+    // The replayed segments held the drop records: the new log keeps the
+    // facts until the caller has destroyed what they name.
+    for (p, incarnation) in &left_out {
+        log.append_drop(p.0, *incarnation)
+            .map_err(|e| StartError::CommitLog(format!("recording a drop: {e}")))?;
+    }
+    Ok((log, left_out))
+}
+
+/// Takes out of `opened` (closing them) the vnodes whose incarnation the
+/// log says was dropped: their data is never served again.
+fn leave_out_dropped(
+    opened: &mut Vec<(Partition, VnodeParts)>,
+    dropped: &std::collections::BTreeSet<commitlog::Dropped>,
+) -> Result<Vec<(Partition, u64)>, StartError> {
+    let is_dropped = |p: &Partition, v: &VnodeParts| {
+        dropped
+            .iter()
+            .any(|d| d.partition == p.0 && d.incarnation == v.incarnation)
+    };
+    let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(opened)
+        .into_iter()
+        .partition(|(p, v)| is_dropped(p, v));
+    *opened = kept;
+    let left_out = gone.iter().map(|(p, v)| (*p, v.incarnation)).collect();
+    for (p, v) in gone {
+        tracing::info!(
+            partition = p.0,
+            incarnation = v.incarnation,
+            "left out a dropped vnode's data"
+        );
+        v.backend.close().map_err(|e| {
+            StartError::CommitLog(format!("closing dropped partition {}: {e}", p.0))
+        })?;
+    }
+    Ok(left_out)
 }
 
 /// Syncs every backend, pausing `pace` between two, so that a checkpoint's

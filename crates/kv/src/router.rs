@@ -17,7 +17,7 @@ use eddy_ring::Partition;
 
 use crate::error::KvError;
 use crate::node::Node;
-use crate::vnode::msg::{VnodeId, VnodeReply, VnodeRequest};
+use crate::vnode::msg::{FoldChunk, VnodeId, VnodeReply, VnodeRequest};
 use crate::vnode::reply::{LocalHint, ReplyTo};
 
 /// Sends vnode requests to other nodes.
@@ -45,6 +45,16 @@ impl Node {
         }
     }
 
+    /// Takes a request another node sent to this node's vnode of
+    /// `partition` (the transport's inbound side calls this): it is
+    /// handled as a local delivery, replies going to `reply`.
+    pub fn receive(&self, partition: Partition, req: VnodeRequest, reply: ReplyTo) {
+        match self.vnode(partition) {
+            Some(vnode) => vnode.send(req, reply, LocalHint::default()),
+            None => self.deliver_to_new_vnode(partition, req, reply),
+        }
+    }
+
     /// Answers a request for a partition this node runs no vnode for: a
     /// get finds nothing (a fallback starts empty, as Riak's does), a
     /// put starts the vnode (a fallback taking a down primary's writes)
@@ -55,6 +65,14 @@ impl Node {
                 reply.send(p, VnodeReply::Get(Ok(None)), LocalHint::default());
             }
             VnodeRequest::Reap { .. } => {}
+            VnodeRequest::Fold(_) => {
+                let chunk = FoldChunk {
+                    seq: 0,
+                    last: true,
+                    items: Vec::new(),
+                };
+                reply.send(p, VnodeReply::Fold(Ok(chunk)), LocalHint::default());
+            }
             VnodeRequest::Put(_) => {
                 let Some(node) = self.me.upgrade() else {
                     return unanswerable(p, &req, &reply, KvError::ShuttingDown);
@@ -76,10 +94,14 @@ impl Node {
         id.node == self.config.node_name
     }
 
-    /// The vnode `id` names, if it is one of this node's.
-    pub(crate) fn local_vnode(&self, id: &VnodeId) -> Option<crate::vnode::VnodeHandle> {
-        self.is_local(id)
-            .then(|| self.vnode(id.partition))
+    /// The vnode a preflist entry names, if it is one of this node's.
+    pub(crate) fn local_vnode(
+        &self,
+        entry: &crate::coordinator::PreflistEntry,
+    ) -> Option<crate::vnode::VnodeHandle> {
+        entry
+            .local
+            .then(|| self.vnode(entry.id.partition))
             .flatten()
     }
 }
@@ -89,6 +111,7 @@ pub fn unanswerable(partition: Partition, req: &VnodeRequest, reply: &ReplyTo, e
     let answer = match req {
         VnodeRequest::Put(_) => VnodeReply::Put(Err(e)),
         VnodeRequest::Get { .. } => VnodeReply::Get(Err(e)),
+        VnodeRequest::Fold(_) => VnodeReply::Fold(Err(e)),
         VnodeRequest::Reap { .. } => return,
     };
     reply.send(partition, answer, LocalHint::default());

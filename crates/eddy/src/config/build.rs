@@ -28,6 +28,11 @@ impl Settings {
             listeners: Listeners {
                 http: raw.addr("listener.http.internal")?,
                 protobuf: raw.addr("listener.protobuf.internal")?,
+                cluster: raw.addr("listener.cluster.internal")?,
+            },
+            cluster: ClusterSettings {
+                cookie: raw.text("distributed_cookie").to_string(),
+                transfer_limit: u32::try_from(raw.int("transfer_limit")?).unwrap_or(u32::MAX),
             },
             storage: storage(raw)?,
             commit_log: commit_log(raw)?,

@@ -68,6 +68,24 @@ pub const SETTINGS: &[Setting] = &[
         "Address of the Protocol Buffers API.",
     ),
     s(
+        "listener.cluster.internal",
+        "127.0.0.1:8099",
+        Kind::Addr,
+        "Address other nodes reach this one at: gossip, vnode requests, handoff.",
+    ),
+    s(
+        "distributed_cookie",
+        "eddy",
+        Kind::Text,
+        "Nodes talk only to nodes with the same cookie (Riak's distributed_cookie).",
+    ),
+    s(
+        "transfer_limit",
+        "2",
+        Kind::Int,
+        "Handoffs this node sends or receives at once (Riak's transfer_limit).",
+    ),
+    s(
         "platform_data_dir",
         "./eddy-data",
         Kind::Text,

@@ -25,6 +25,7 @@ use eddy_storage::memory::MemoryConfig;
 pub struct Settings {
     pub node: NodeSettings,
     pub listeners: Listeners,
+    pub cluster: ClusterSettings,
     pub storage: StorageSettings,
     /// `commit_log.*`.
     pub commit_log: LogOptions,
@@ -62,11 +63,22 @@ pub enum PartitionRepair {
     Manual,
 }
 
-/// `listener.*.internal`: where the APIs listen.
+/// `listener.*.internal`: where the APIs and other nodes reach the node.
 #[derive(Clone, Copy, Debug)]
 pub struct Listeners {
     pub http: SocketAddr,
     pub protobuf: SocketAddr,
+    /// `listener.cluster.internal`: the node-to-node transport.
+    pub cluster: SocketAddr,
+}
+
+/// How the node takes part in a cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterSettings {
+    /// `distributed_cookie`: the transport's cluster name.
+    pub cookie: String,
+    /// `transfer_limit`: concurrent handoffs.
+    pub transfer_limit: u32,
 }
 
 /// The storage engine of every partition.

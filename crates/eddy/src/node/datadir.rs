@@ -139,17 +139,34 @@ impl DataDir {
     /// writes it no longer holds (Riak's kv679), so they must not be
     /// reused for new ones.
     pub fn renew_actor(&self, partition_dir: &Path, p: Partition) -> Result<Actor, DataDirError> {
-        std::fs::create_dir_all(partition_dir).map_err(io(partition_dir))?;
-        let path = partition_dir.join("actor");
-        let fresh = partition_dir.join("actor.new");
-        let id = rand::random::<u64>() ^ u64::from(p.0);
-        let mut file = File::create(&fresh).map_err(io(&fresh))?;
-        write!(file, "{id:016x}").map_err(io(&fresh))?;
-        file.sync_all().map_err(io(&fresh))?;
-        std::fs::rename(&fresh, &path).map_err(io(&path))?;
-        sync_dir(partition_dir)?;
-        Ok(Actor(id))
+        fresh_actor(partition_dir, p)
     }
+}
+
+/// Gives partition `p` a fresh actor id in `partition_dir` and saves it
+/// (temp file, fsync, rename, directory fsync).
+pub fn fresh_actor(partition_dir: &Path, p: Partition) -> Result<Actor, DataDirError> {
+    let id = rand::random::<u64>() ^ u64::from(p.0);
+    write_id(partition_dir, "actor", id)?;
+    Ok(Actor(id))
+}
+
+/// Writes `id` as hex to `partition_dir/name`, durably.
+pub fn write_id(partition_dir: &Path, name: &str, id: u64) -> Result<(), DataDirError> {
+    std::fs::create_dir_all(partition_dir).map_err(io(partition_dir))?;
+    let path = partition_dir.join(name);
+    let fresh = partition_dir.join(format!("{name}.new"));
+    let mut file = File::create(&fresh).map_err(io(&fresh))?;
+    write!(file, "{id:016x}").map_err(io(&fresh))?;
+    file.sync_all().map_err(io(&fresh))?;
+    std::fs::rename(&fresh, &path).map_err(io(&path))?;
+    sync_dir(partition_dir)
+}
+
+/// Reads a hex id `write_id` wrote; `None` if absent or unreadable.
+pub fn read_id(partition_dir: &Path, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(partition_dir.join(name)).ok()?;
+    u64::from_str_radix(text.trim(), 16).ok()
 }
 
 impl Drop for DataDir {

@@ -7,8 +7,10 @@
 //! then the data-directory lock.
 
 pub mod actors;
+pub mod cluster;
 pub mod datadir;
 pub mod storage;
+pub mod vnodes;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -16,8 +18,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use eddy_kv::types::BucketRegistry;
-use eddy_kv::{Node, NodeConfig};
-use eddy_ring::Partition;
+use std::collections::BTreeMap;
+
+use eddy_kv::{Node, NodeConfig, VnodeParts};
+use eddy_ring::Ring;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -49,6 +53,8 @@ pub enum StartError {
     },
     #[error("runtime: {0}")]
     Runtime(std::io::Error),
+    #[error(transparent)]
+    Cluster(#[from] cluster::ClusterError),
 }
 
 /// Runs a node in the foreground until SIGTERM or SIGINT.
@@ -75,7 +81,8 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
             .collect();
         registry = registry.with_backend_names(names);
     }
-    let node = open_node(settings, &datadir, Arc::new(registry))?;
+    let state = cluster::load_state(settings, &root)?;
+    let node = open_node(settings, &datadir, Arc::new(registry), state.ring().clone())?;
     let damaged = node.damaged_partitions();
     if settings.node.partition_repair == PartitionRepair::Auto && !damaged.is_empty() {
         node.spawn_repair(damaged);
@@ -91,6 +98,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         listeners.protobuf,
         settings.protobuf.backlog,
     )?;
+    let cluster = cluster::start(settings, &root, &node, state).await?;
     let budget = eddy_api::net::RequestBudget::new(
         settings.request_budget.bytes_max,
         settings.request_budget.wait,
@@ -130,6 +138,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     for server in servers {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), server).await;
     }
+    cluster.shutdown();
     let stopping = node.clone();
     let closed = tokio::task::spawn_blocking(move || stopping.shutdown()).await;
     if closed.is_ok() && closed_cleanly(&root) {
@@ -148,26 +157,44 @@ fn open_node(
     settings: &Settings,
     datadir: &DataDir,
     registry: Arc<BucketRegistry>,
+    ring: Ring,
 ) -> Result<Arc<Node>, StartError> {
-    let storage = Storage::new(&settings.storage, datadir.root(), registry.clone())?;
+    let storage = Arc::new(Storage::new(
+        &settings.storage,
+        datadir.root(),
+        registry.clone(),
+    )?);
+    eddy_storage::destroy::remove_leftovers(&storage.partitions_dir())?;
     let last_run = LastRun::detect(datadir, &storage.partitions_dir())?;
     let mut actors = Actors::new(datadir, last_run, settings.storage.backend);
-    let mut opened = Vec::new();
-    for p in 0..settings.node.ring_size {
-        let p = Partition(p);
-        let backend = storage.open(p)?;
-        let marker = eddy_kv::repair::marker::path(&storage.partitions_dir(), p);
+    let partitions = vnodes::hosted(&ring, &settings.node.nodename, &storage);
+    let mut opened = BTreeMap::new();
+    for p in &partitions {
+        let backend = storage.open(*p)?;
+        let marker = eddy_kv::repair::marker::path(&storage.partitions_dir(), *p);
         let lost =
             eddy_kv::repair::marker::newly_damaged(Some(&marker), &backend.recovery_report());
-        let actor = actors.actor(&storage.partition_dir(p), p, lost)?;
-        opened.push((backend, actor));
+        let actor = actors.actor(&storage.partition_dir(*p), *p, lost)?;
+        let incarnation = vnodes::incarnation(&storage, *p);
+        opened.insert(
+            *p,
+            VnodeParts {
+                backend,
+                actor,
+                incarnation,
+            },
+        );
     }
     actors.finish();
-    Ok(Node::start(
-        node_config(settings, datadir.root()),
-        registry,
-        |p| opened[p.0 as usize].clone(),
-    )?)
+    let config = node_config(settings, datadir.root());
+    let node = Node::start_with(config, registry, ring, &partitions, |p| {
+        opened
+            .remove(&p)
+            .expect("each hosted partition opened once")
+    })?;
+    vnodes::destroy_dropped(&node, &storage)?;
+    node.set_vnode_factory(Arc::new(vnodes::Factory { storage }));
+    Ok(node)
 }
 
 /// Whether the node's shutdown closed the commit log and every backend

@@ -15,6 +15,7 @@ pub struct TestNode {
     dir: tempfile::TempDir,
     pub http_port: u16,
     pub pb_port: u16,
+    pub cluster_port: u16,
     env: Vec<(String, String)>,
 }
 
@@ -35,6 +36,7 @@ impl TestNode {
             dir,
             http_port: free_port(),
             pb_port: free_port(),
+            cluster_port: free_port(),
             env: extra
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -59,6 +61,10 @@ impl TestNode {
             (
                 "EDDY_LISTENER_PROTOBUF_INTERNAL".into(),
                 format!("127.0.0.1:{}", self.pb_port),
+            ),
+            (
+                "EDDY_LISTENER_CLUSTER_INTERNAL".into(),
+                format!("127.0.0.1:{}", self.cluster_port),
             ),
             (
                 "EDDY_PLATFORM_DATA_DIR".into(),

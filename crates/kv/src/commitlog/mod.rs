@@ -155,6 +155,9 @@ struct State {
     /// Where the current segment begins in the log.
     segment_start: Lsn,
     waiters: Vec<(Lsn, Waiter)>,
+    /// Waiters for stable storage whatever the strategy
+    /// ([`CommitLog::when_synced`]).
+    sync_waiters: Vec<(Lsn, Waiter)>,
     stopping: bool,
     failed: Option<String>,
     /// Why the last attempt to create a segment failed, until one is
@@ -214,6 +217,7 @@ impl CommitLog {
                 synced: 0,
                 segment_start: 0,
                 waiters: Vec::new(),
+                sync_waiters: Vec::new(),
                 stopping: false,
                 failed: None,
                 spare_failed: None,
@@ -377,6 +381,24 @@ impl CommitLog {
         }
     }
 
+    /// Calls `waiter` once everything before `lsn` is on stable storage
+    /// (fdatasynced), whatever the [`SyncStrategy`]: the syncer syncs at
+    /// once for it rather than at its interval (`sync_on_write`, handoff).
+    pub fn when_synced(&self, lsn: Lsn, waiter: Waiter) {
+        let mut st = self.shared.state.lock();
+        if let Some(e) = &st.failed {
+            let e = e.clone();
+            drop(st);
+            return waiter(Err(e));
+        }
+        if lsn <= st.synced {
+            drop(st);
+            return waiter(Ok(()));
+        }
+        st.sync_waiters.push((lsn, waiter));
+        self.shared.work.notify_one();
+    }
+
     /// Syncs everything appended, answers every waiter and stops the
     /// threads. Appends fail afterwards.
     pub fn close(&self) -> Result<(), String> {
@@ -423,13 +445,8 @@ impl Shared {
     /// Takes the waiters that are durable now.
     fn ready_waiters(&self, st: &mut State) -> Vec<(Lsn, Waiter)> {
         let durable = self.durable(st);
-        if st.waiters.iter().all(|(lsn, _)| *lsn > durable) {
-            return Vec::new();
-        }
-        let (ready, rest) = std::mem::take(&mut st.waiters)
-            .into_iter()
-            .partition(|(lsn, _)| *lsn <= durable);
-        st.waiters = rest;
+        let mut ready = take_ready(&mut st.waiters, durable);
+        ready.extend(take_ready(&mut st.sync_waiters, st.synced));
         ready
     }
 
@@ -463,7 +480,9 @@ impl Shared {
             let e = st.failed.get_or_insert(e).clone();
             self.refusing
                 .store(true, std::sync::atomic::Ordering::Release);
-            (e, std::mem::take(&mut st.waiters))
+            let mut waiters = std::mem::take(&mut st.waiters);
+            waiters.append(&mut st.sync_waiters);
+            (e, waiters)
         };
         self.work.notify_all();
         waiters.into_iter().for_each(|(_, w)| w(Err(e.clone())));
@@ -565,4 +584,16 @@ fn poisoned(e: &str) -> KvError {
     KvError::Storage(eddy_storage::StorageError::Poisoned(format!(
         "commit log: {e}"
     )))
+}
+
+/// Takes the waiters of `waiting` whose position is at or before `upto`.
+fn take_ready(waiting: &mut Vec<(Lsn, Waiter)>, upto: Lsn) -> Vec<(Lsn, Waiter)> {
+    if waiting.iter().all(|(lsn, _)| *lsn > upto) {
+        return Vec::new();
+    }
+    let (ready, rest) = std::mem::take(waiting)
+        .into_iter()
+        .partition(|(lsn, _)| *lsn <= upto);
+    *waiting = rest;
+    ready
 }

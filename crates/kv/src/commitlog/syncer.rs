@@ -95,7 +95,10 @@ impl Syncer {
         let opts = &self.shared.opts;
         let mut st = self.shared.state.lock();
         let waited = |st: &super::State| {
-            opts.sync == SyncStrategy::OSync && st.waiters.iter().any(|(l, _)| *l > self.synced)
+            let forced = st.sync_waiters.iter().any(|(l, _)| *l > self.synced);
+            forced
+                || (opts.sync == SyncStrategy::OSync
+                    && st.waiters.iter().any(|(l, _)| *l > self.synced))
         };
         let sync_due = st.appended > self.synced && self.sync_due();
         let ahead_due = self.ahead(&st).is_some();

@@ -24,7 +24,10 @@ use crate::node::{Node, NodeCounters};
 use crate::repair::around::{self, ReplicaRead, Verdict};
 use crate::request::{GetRequest, GetResponse};
 use crate::vnode::VnodeHandle;
-use crate::vnode::msg::{PutKind, PutRequest, StorageKey, VnodeReply, VnodeRequest, WritePolicy};
+use crate::vnode::msg::{
+    PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
+};
+use crate::vnode::once::one_version;
 use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
 
 impl Node {
@@ -64,13 +67,13 @@ impl Node {
             }
             let outcome = fsm.tally.core.response();
             if !fsm.tally.core.all_replied() {
-                let node = self.clone();
+                let (node, policy) = (self.clone(), fsm.policy);
                 tokio::spawn(async move { fsm.finish_late(&node, rx).await });
-                return answer(outcome);
+                return answer(outcome, policy);
             }
         }
         fsm.repair(self);
-        answer(fsm.tally.core.response())
+        answer(fsm.tally.core.response(), fsm.policy)
     }
 
     /// Reads the local replicas of `preflist` and hands each reply to
@@ -84,20 +87,22 @@ impl Node {
         key: &StorageKey,
         mut record: impl FnMut(ReplicaReply),
     ) -> bool {
-        let local: Vec<_> = preflist
-            .iter()
-            .filter_map(|e| self.local_vnode(&e.id))
-            .collect();
+        let vnodes = self.vnodes.snapshot();
+        let local = || {
+            preflist
+                .iter()
+                .filter(|e| e.local)
+                .filter_map(|e| vnodes.get(e.id.partition.0 as usize)?.as_ref())
+        };
         let read = |v: &VnodeHandle| {
             NodeCounters::bump(&self.counters.vnode_gets);
             (v.partition, v.read(key))
         };
-        if !local.iter().any(|v| v.is_marked()) {
-            local.iter().for_each(|v| record(read(v)));
+        if !local().any(|v| v.is_marked()) {
+            local().for_each(|v| record(read(v)));
             return false;
         }
-        let reads: Vec<ReplicaRead<_>> = local
-            .iter()
+        let reads: Vec<ReplicaRead<_>> = local()
             .map(|v| ReplicaRead {
                 reply: read(v),
                 marked: v.is_marked(),
@@ -119,6 +124,7 @@ impl Node {
             allow_mult: props.allow_mult,
             last_write_wins: props.last_write_wins,
             max_siblings: self.config.siblings_max,
+            write_once: props.write_once,
         }
     }
 }
@@ -132,7 +138,7 @@ struct GetFsm {
     key: StorageKey,
     policy: WritePolicy,
     deadline: Instant,
-    preflist: Vec<PreflistEntry>,
+    preflist: Arc<[PreflistEntry]>,
     /// Every replica is local and marked damaged.
     all_marked: bool,
 }
@@ -141,7 +147,7 @@ impl GetFsm {
     /// Sends `Get` to the remote replicas; their replies come on the
     /// returned channel (none if every replica is local).
     fn ask_remote(&self, node: &Node) -> Option<UnboundedReceiver<Reply>> {
-        let mut remote = self.preflist.iter().filter(|e| !node.is_local(&e.id));
+        let mut remote = self.preflist.iter().filter(|e| !e.local);
         let first = remote.next()?;
         let (tx, rx) = unbounded_channel();
         for entry in std::iter::once(first).chain(remote) {
@@ -185,6 +191,14 @@ impl GetFsm {
         let Some(merged) = self.tally.core.merged().filter(|_| !self.all_marked) else {
             return;
         };
+        let resolved;
+        let merged = match self.policy.write_once {
+            true => {
+                resolved = one_version(merged.clone());
+                &resolved
+            }
+            false => merged,
+        };
         let mut encoded = None;
         for (p, obj) in &self.tally.seen {
             if obj.as_ref() == Some(merged) {
@@ -202,7 +216,7 @@ impl GetFsm {
                     encoded: encoded.clone(),
                 },
                 policy: self.policy,
-                sync: false,
+                sync: SyncLevel::Written,
             });
             node.deliver(&entry.id, req, ReplyTo::Nobody, LocalHint::default());
         }
@@ -253,8 +267,9 @@ fn decode_reply(got: Result<Option<Bytes>, KvError>) -> Result<Option<RiakObject
 
 /// Maps the core's outcome to the API's answer. Tombstone siblings are
 /// hidden when a live sibling exists (the context still covers them).
-fn answer(outcome: GetOutcome) -> Result<GetResponse, KvError> {
+fn answer(outcome: GetOutcome, policy: WritePolicy) -> Result<GetResponse, KvError> {
     match outcome {
+        GetOutcome::Found(obj) if policy.write_once => Ok(GetResponse::Found(one_version(obj))),
         GetOutcome::Found(mut obj) => {
             obj.siblings.retain(|s| !s.content.meta.deleted);
             Ok(GetResponse::Found(obj))

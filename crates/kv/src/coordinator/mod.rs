@@ -2,11 +2,15 @@
 //! request to the vnodes of a preflist, feeds their replies to its core
 //! until the core has an answer or the deadline passes, and answers.
 
+pub mod coverage;
 pub mod delete;
 pub mod get;
 pub mod list;
+pub mod preflist;
 pub mod put;
 pub mod reap;
+
+pub use preflist::{PreflistEntry, RingView};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,33 +23,9 @@ use crate::node::Node;
 use crate::props::BucketProps;
 use crate::quorum::Quorum;
 use crate::request::BucketRef;
-use crate::vnode::msg::{StorageKey, VnodeId};
-
-/// One vnode of a request's preflist.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PreflistEntry {
-    pub id: VnodeId,
-    /// The partition's owner (not a fallback standing in for it).
-    pub primary: bool,
-}
+use crate::vnode::msg::StorageKey;
 
 impl Node {
-    /// The vnodes a key's requests go to: its n_val partitions with their
-    /// owners, all primaries.
-    pub(crate) fn preflist_entries(&self, hash: u64, n_val: u32) -> Vec<PreflistEntry> {
-        self.ring_now()
-            .preflist(hash, n_val)
-            .into_iter()
-            .map(|(partition, node)| PreflistEntry {
-                id: VnodeId {
-                    partition,
-                    node: node.clone(),
-                },
-                primary: true,
-            })
-            .collect()
-    }
-
     pub(crate) fn deadline(&self, timeout_ms: Option<u64>) -> Instant {
         let ms = timeout_ms.unwrap_or(self.config.default_timeout_ms);
         Instant::now() + Duration::from_millis(ms)

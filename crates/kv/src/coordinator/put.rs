@@ -19,10 +19,11 @@ use super::{PreflistEntry, quorum, storage_key};
 use crate::core::put::{NodeIndex, PutCore, PutReply};
 use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
+use crate::props::SyncOnWrite;
 use crate::request::{PutRequest, PutResponse};
 use crate::vnode::msg::{
-    Conditions, Coordinate, PutKind, PutRequest as VnodePut, StorageKey, VnodeReply, VnodeRequest,
-    WritePolicy,
+    Conditions, Coordinate, PutKind, PutRequest as VnodePut, StorageKey, SyncLevel, VnodeReply,
+    VnodeRequest, WritePolicy,
 };
 use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
 
@@ -39,8 +40,8 @@ impl Node {
         let dw = quorum("dw", req.options.dw, props.dw, n)?;
         let pw = quorum("pw", req.options.pw, props.pw, n)?;
         let node_confirms = quorum("node_confirms", None, props.node_confirms, n)?;
-        let mut preflist = self.preflist_entries(Node::key_hash(&req.bucket, &key), n);
-        self.coordinator_first(&mut preflist);
+        let preflist = self.preflist_entries(Node::key_hash(&req.bucket, &key), n);
+        let first = self.coordinator(&preflist);
         let mut content = req.content;
         content.meta.last_modified_us = self.config.clock.now_us();
         content.meta.vtag = generate_vtag();
@@ -58,18 +59,22 @@ impl Node {
             conditions,
         };
         let skey = storage_key(&req.bucket, &key);
-        if let Some(vnode) = self.local_vnode(&preflist[0].id) {
+        if let Some(vnode) = self.local_vnode(&preflist[first]) {
             vnode.check_writable(&skey.bucket)?;
         }
         let fsm = PutFsm {
             node: self,
             preflist: &preflist,
+            first,
             key: skey,
             policy: self.write_policy(&props),
-            sync: dw > 0,
+            sync: Syncs {
+                dw: dw > 0,
+                on_write: props.sync_on_write,
+            },
             deadline: self.deadline(req.options.timeout_ms),
         };
-        let core = PutCore::new(n, w, dw, pw).with_node_confirms(node_confirms);
+        let core = PutCore::new(preflist.len() as u32, w, dw, pw).with_node_confirms(node_confirms);
         let coordinated = fsm.run(coordinate, core).await?;
         self.warn_siblings(coordinated.siblings);
         let wants_object = req.options.return_body || req.options.return_head;
@@ -80,20 +85,17 @@ impl Node {
         Ok(PutResponse { key, object })
     }
 
-    /// Moves the vnode that should coordinate to the front: the first
-    /// local one not marked damaged (a marked vnode may have lost the
-    /// key's latest version, design note 009), else the first unmarked
-    /// one. With every replica marked the order stays.
-    fn coordinator_first(&self, preflist: &mut [PreflistEntry]) {
-        let local = |e: &PreflistEntry| self.local_vnode(&e.id);
+    /// The vnode that should coordinate: the first local one not marked
+    /// damaged (a marked vnode may have lost the key's latest version,
+    /// design note 009), else the first unmarked one, else the first.
+    fn coordinator(&self, preflist: &[PreflistEntry]) -> usize {
+        let local = |e: &PreflistEntry| self.local_vnode(e);
         let healthy = |e: &PreflistEntry| local(e).is_none_or(|v| !v.is_marked());
-        let pick = preflist
+        preflist
             .iter()
             .position(|e| local(e).is_some_and(|v| !v.is_marked()))
-            .or_else(|| preflist.iter().position(healthy));
-        if let Some(i) = pick {
-            preflist[..=i].rotate_right(1);
-        }
+            .or_else(|| preflist.iter().position(healthy))
+            .unwrap_or(0)
     }
 
     fn warn_siblings(&self, siblings: usize) {
@@ -115,10 +117,30 @@ struct Coordinated {
 struct PutFsm<'a> {
     node: &'a Arc<Node>,
     preflist: &'a [PreflistEntry],
+    /// The coordinating vnode's place in `preflist`.
+    first: usize,
     key: StorageKey,
     policy: WritePolicy,
-    sync: bool,
+    sync: Syncs,
     deadline: Instant,
+}
+
+/// What makes a replica sync before it replies: the request's dw, and the
+/// bucket's `sync_on_write` (all: every replica to disk; one: the
+/// coordinating vnode to disk).
+struct Syncs {
+    dw: bool,
+    on_write: SyncOnWrite,
+}
+
+impl Syncs {
+    fn level(&self, coordinating: bool) -> SyncLevel {
+        match (self.on_write.syncs(coordinating), self.dw) {
+            (true, _) => SyncLevel::Disk,
+            (false, true) => SyncLevel::Durable,
+            (false, false) => SyncLevel::Written,
+        }
+    }
 }
 
 impl PutFsm<'_> {
@@ -127,8 +149,8 @@ impl PutFsm<'_> {
     async fn run(&self, coordinate: Coordinate, mut core: PutCore) -> Result<Coordinated, KvError> {
         let node = self.node;
         let (tx, mut rx) = unbounded_channel::<Reply>();
-        let first = &self.preflist[0];
-        let req = self.request(PutKind::Coordinate(Box::new(coordinate)));
+        let first = &self.preflist[self.first];
+        let req = self.request(PutKind::Coordinate(Box::new(coordinate)), true);
         node.deliver(
             &first.id,
             req,
@@ -195,19 +217,27 @@ impl PutFsm<'_> {
                         durable: ack.durable,
                     })
                 }
-                VnodeReply::Get(_) => {}
+                VnodeReply::Get(_) | VnodeReply::Fold(_) => {}
             }
         }
     }
 
     /// Sends the coordinating vnode's object to the other replicas.
     fn replicate(&self, encoded: &Bytes, hint: LocalHint, tx: UnboundedSender<Reply>) {
-        for entry in &self.preflist[1..] {
-            let req = self.request(PutKind::Replicate {
-                encoded: encoded.clone(),
-            });
+        let others = self
+            .preflist
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != self.first);
+        for (_, entry) in others {
+            let req = self.request(
+                PutKind::Replicate {
+                    encoded: encoded.clone(),
+                },
+                false,
+            );
             // The commit-log position is a fact of this node only.
-            let hint = match self.node.is_local(&entry.id) {
+            let hint = match entry.local {
                 true => hint,
                 false => LocalHint::default(),
             };
@@ -231,7 +261,7 @@ impl PutFsm<'_> {
                     exhausted.get_or_insert(e);
                 }
             }
-            VnodeReply::Coordinated { .. } | VnodeReply::Get(_) => {}
+            VnodeReply::Coordinated { .. } | VnodeReply::Get(_) | VnodeReply::Fold(_) => {}
         }
     }
 
@@ -250,12 +280,12 @@ impl PutFsm<'_> {
         (node as NodeIndex, entry.primary)
     }
 
-    fn request(&self, kind: PutKind) -> VnodeRequest {
+    fn request(&self, kind: PutKind, coordinating: bool) -> VnodeRequest {
         VnodeRequest::Put(VnodePut {
             key: self.key.clone(),
             kind,
             policy: self.policy,
-            sync: self.sync,
+            sync: self.sync.level(coordinating),
         })
     }
 }

@@ -49,7 +49,7 @@ struct ReapJob {
     due: Instant,
     key: StorageKey,
     tombstone: VersionVector,
-    preflist: Vec<PreflistEntry>,
+    preflist: Arc<[PreflistEntry]>,
 }
 
 impl Node {
@@ -59,7 +59,7 @@ impl Node {
         self: &Arc<Self>,
         key: StorageKey,
         tombstone: VersionVector,
-        preflist: Vec<PreflistEntry>,
+        preflist: Arc<[PreflistEntry]>,
     ) {
         let delay_ms = match self.config.delete_mode {
             DeleteMode::Keep => return,
@@ -89,7 +89,7 @@ impl Node {
             NodeCounters::bump(&self.reaper.kept);
             return;
         }
-        for entry in &job.preflist {
+        for entry in job.preflist.iter() {
             let req = VnodeRequest::Reap {
                 key: job.key.clone(),
                 tombstone: job.tombstone.clone(),
@@ -104,7 +104,7 @@ impl Node {
             return false;
         }
         let (tx, mut rx) = unbounded_channel();
-        for entry in &job.preflist {
+        for entry in job.preflist.iter() {
             let req = VnodeRequest::Get {
                 key: job.key.clone(),
             };

@@ -27,7 +27,7 @@ pub(crate) fn drop_vnode(
 ) -> Result<(), String> {
     let _retiring = h.watch.retiring(p);
     if let Some(log) = node.commit_log() {
-        log_drop(log, p, h.store.incarnation(p))?;
+        log_drop(log, p, vnode.incarnation())?;
     }
     if node.vnodes.get(p).is_some_and(|v| Arc::ptr_eq(&v, vnode)) {
         node.vnodes.remove(p);

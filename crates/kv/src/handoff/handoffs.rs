@@ -107,7 +107,7 @@ impl Handoffs {
                 }),
             };
         }
-        let incarnation = self.store.incarnation(p);
+        let incarnation = vnode.incarnation();
         let t = Arc::new(Outgoing::new(p, kind, to, incarnation, vnode, watched));
         outgoing.insert(p.0, t.clone());
         let me = self.me.upgrade().ok_or(HandoffError::ShuttingDown)?;

@@ -100,9 +100,6 @@ impl Default for HandoffConfig {
 /// What handoff needs from the node's storage beyond the `Node`: the
 /// composition root, which opens and names partitions, provides it.
 pub trait PartitionStore: Send + Sync {
-    /// The incarnation of partition `p`'s vnode on this node: the one its
-    /// commit-log records name (design note 005).
-    fn incarnation(&self, p: Partition) -> u64;
     /// Destroys partition `p`'s data on this node, crash-atomically; its
     /// vnode is closed and out of the node's table. May block.
     fn destroy(&self, p: Partition) -> Result<(), String>;

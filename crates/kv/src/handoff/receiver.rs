@@ -25,7 +25,9 @@ use super::limit::{Slot, TransferLimit};
 use super::wire::{Digest, Item, Position, Progress, Reply, Request, TransferKey};
 use crate::node::Node;
 use crate::request::BucketRef;
-use crate::vnode::msg::{PutKind, PutRequest, StorageKey, VnodeReply, VnodeRequest, WritePolicy};
+use crate::vnode::msg::{
+    PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
+};
 use crate::vnode::reply::{LocalHint, ReplyTo};
 use crate::vnode::{Vnode, VnodeHandle};
 
@@ -188,7 +190,7 @@ fn apply(h: &Handoffs, from: &NodeName, request: Request) -> Result<Reply, Strin
             position,
             items,
         } => {
-            let mut c = current(h, from, transfer, session)?;
+            let mut c = current(h, &node, from, transfer, session)?;
             if seq <= c.progress.seq {
                 return Ok(Reply::Acked { seq });
             }
@@ -214,7 +216,7 @@ fn apply(h: &Handoffs, from: &NodeName, request: Request) -> Result<Reply, Strin
             session,
             digests,
         } => {
-            current(h, from, transfer, session)?;
+            current(h, &node, from, transfer, session)?;
             let vnode = vnode_of(&node, transfer)?;
             Ok(Reply::Wanted {
                 indices: wanted(&vnode, &digests),
@@ -225,7 +227,7 @@ fn apply(h: &Handoffs, from: &NodeName, request: Request) -> Result<Reply, Strin
             session,
             seq,
         } => {
-            let mut c = current(h, from, transfer, session)?;
+            let mut c = current(h, &node, from, transfer, session)?;
             if seq != c.progress.seq {
                 let last = c.progress.seq;
                 return Err(format!(
@@ -254,8 +256,10 @@ fn start(
     session: u64,
 ) -> Result<Reply, String> {
     let p = Partition(transfer.partition);
-    node.start_vnode(p).map_err(|e| e.to_string())?;
-    let incarnation = h.store.incarnation(p);
+    let incarnation = node
+        .start_vnode(p)
+        .map_err(|e| e.to_string())?
+        .incarnation();
     let resume = h
         .checkpoints
         .load(p.0, from)
@@ -286,12 +290,13 @@ fn start(
 /// The checkpoint of the transfer `session` runs, if it is the one open.
 fn current(
     h: &Handoffs,
+    node: &Node,
     from: &NodeName,
     transfer: TransferKey,
     session: u64,
 ) -> Result<Checkpoint, String> {
     let p = transfer.partition;
-    let incarnation = h.store.incarnation(Partition(p));
+    let incarnation = vnode_of(node, transfer)?.incarnation();
     h.checkpoints
         .load(p, from)
         .filter(|c| {
@@ -328,7 +333,7 @@ fn merge(node: &Node, vnode: &Vnode, items: &[Item]) -> Result<(), String> {
                 encoded: item.encoded.clone(),
             },
             policy: policy(node, &item.bucket),
-            sync: false,
+            sync: SyncLevel::Written,
         };
         vnode.send(
             VnodeRequest::Put(put),
@@ -364,6 +369,7 @@ fn policy(node: &Node, storage_bucket: &[u8]) -> WritePolicy {
             allow_mult: true,
             last_write_wins: false,
             max_siblings: node.config.siblings_max,
+            write_once: false,
         },
     }
 }

@@ -25,7 +25,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use eddy_object::Actor;
 use eddy_ring::Partition;
 use eddy_storage::fold::{KeyVisitor, ObjectVisitor};
 use eddy_storage::{
@@ -34,7 +33,7 @@ use eddy_storage::{
 };
 use parking_lot::{Condvar, Mutex};
 
-use crate::node::VnodeFactory;
+use crate::node::{VnodeFactory, VnodeParts};
 use crate::vnode::msg::StorageKey;
 
 /// Keys recorded per partition before the record gives up and the
@@ -114,10 +113,13 @@ struct WatchedFactory {
 }
 
 impl VnodeFactory for WatchedFactory {
-    fn open(&self, p: Partition) -> Result<(Arc<dyn Backend>, Actor), String> {
+    fn open(&self, p: Partition) -> Result<VnodeParts, String> {
         self.watch.wait_retired(p);
-        let (backend, actor) = self.inner.open(p)?;
-        Ok((self.watch.wrap(p, backend), actor))
+        let parts = self.inner.open(p)?;
+        Ok(VnodeParts {
+            backend: self.watch.wrap(p, parts.backend),
+            ..parts
+        })
     }
 }
 

@@ -16,20 +16,21 @@
 //!   `{node_confirms_val_unsatisfied, Needed, Got}`. A value above n_val is
 //!   refused at the request, as `w` is.
 //! - `sync_on_write` ([`SyncOnWrite`]; default `backend`): `all` — every
-//!   replica's vnode syncs the write to stable storage before it replies
-//!   (as if the put had `dw = all`'s durability on every replica, whatever
-//!   the client's `dw`); `one` — the coordinating vnode syncs before it
-//!   replies and the other replicas follow their backend's policy;
-//!   `backend` — every vnode follows its backend's own sync policy (today's
-//!   behaviour). A vnode asks [`SyncOnWrite::syncs`] whether it must.
+//!   replica's vnode syncs the write to stable storage (fdatasync of the
+//!   commit log, whatever its strategy) before it replies, whatever the
+//!   client's `dw`; `one` — the coordinating vnode does and the other
+//!   replicas follow the request's `dw`; `backend` — every vnode follows the
+//!   request's `dw` and the log's strategy. The put coordinator asks
+//!   [`SyncOnWrite::syncs`] per replica and sends the answer as the put's
+//!   [`crate::vnode::msg::SyncLevel`].
 //! - `write_once` (bucket types only, fixed at creation, not with a
-//!   `datatype` or `consistent`): the coordinating vnode skips the read
-//!   before write — it does not fetch or merge the stored object, nor
-//!   advance its causal history from it: it writes the new object as is,
-//!   and replicas do the same. Conflicting writes to one key are resolved
-//!   by last write wins (the later timestamp), never kept as siblings,
-//!   whatever `allow_mult` and `last_write_wins` say; commit hooks never run
-//!   for them.
+//!   `datatype` or `consistent`): vnodes write a put without reading the
+//!   stored object first (unless the new version has index entries, whose
+//!   removal needs the old ones) and keep one version per key: versions
+//!   that meet resolve to the sibling whose content hashes highest, the
+//!   same on every vnode and read (Riak's repeatable "random write wins"),
+//!   never kept as siblings, whatever `allow_mult` and `last_write_wins`
+//!   say ([`crate::vnode::once`]).
 
 use std::collections::BTreeMap;
 

@@ -115,6 +115,7 @@ mod tests {
         allow_mult: true,
         last_write_wins: false,
         max_siblings: 3,
+        write_once: false,
     };
 
     fn content(v: &str, t: u64) -> Content {

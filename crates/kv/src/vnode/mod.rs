@@ -26,7 +26,9 @@
 
 pub mod apply;
 pub mod damage;
+pub mod fold;
 pub mod msg;
+pub mod once;
 pub mod replay;
 pub mod reply;
 pub mod table;
@@ -42,7 +44,9 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::commitlog::{CommitLog, Lsn, Op, Record};
 use crate::error::KvError;
-use msg::{PutAck, PutKind, PutRequest, StorageKey, VnodeReply, VnodeRequest, WritePolicy};
+use msg::{
+    PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
+};
 use reply::{LocalHint, ReplyTo};
 
 /// Key locks per vnode: keys hash onto these stripes.
@@ -54,6 +58,9 @@ pub type VnodeHandle = Arc<Vnode>;
 /// One partition's owner.
 pub struct Vnode {
     pub partition: Partition,
+    /// Which life of this partition on this node the vnode is: its commit
+    /// log records carry it, so a dropped one's never replay.
+    incarnation: u64,
     actor: Actor,
     backend: Arc<dyn Backend>,
     locks: Box<[Mutex<()>]>,
@@ -94,8 +101,26 @@ impl Vnode {
         backend: Arc<dyn Backend>,
         log: Option<Arc<CommitLog>>,
     ) -> VnodeHandle {
+        Vnode::with_incarnation(
+            partition,
+            crate::commitlog::FIRST_INCARNATION,
+            actor,
+            backend,
+            log,
+        )
+    }
+
+    /// A vnode of `partition`'s incarnation `incarnation`.
+    pub fn with_incarnation(
+        partition: Partition,
+        incarnation: u64,
+        actor: Actor,
+        backend: Arc<dyn Backend>,
+        log: Option<Arc<CommitLog>>,
+    ) -> VnodeHandle {
         Arc::new(Vnode {
             partition,
+            incarnation,
             actor,
             backend,
             locks: (0..KEY_LOCKS).map(|_| Mutex::new(())).collect(),
@@ -121,6 +146,13 @@ impl Vnode {
                     false => self.read_encoded(&key),
                 };
                 reply.send(self.partition, VnodeReply::Get(got), LocalHint::default());
+            }
+            VnodeRequest::Fold(_) if closed => {
+                let e = Err(KvError::ShuttingDown);
+                reply.send(self.partition, VnodeReply::Fold(e), LocalHint::default());
+            }
+            VnodeRequest::Fold(fold) => {
+                fold::spawn(self.partition, self.backend.clone(), fold, reply)
             }
             VnodeRequest::Reap { .. } if closed => {}
             VnodeRequest::Reap { key, tombstone } => {
@@ -156,6 +188,11 @@ impl Vnode {
             VnodeReply::Put(result),
             LocalHint::default(),
         );
+    }
+
+    /// This vnode's incarnation.
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
     }
 
     /// Reads `key` from this vnode's backend. Reads need no lock: each
@@ -195,8 +232,11 @@ impl Vnode {
         hint: LocalHint,
     ) -> Result<Written, KvError> {
         let _locked = self.lock(key);
+        if policy.write_once {
+            return self.put_once(key, kind, policy, hint);
+        }
         let current = self.read(key)?;
-        let (mut encoded, mut same_as) = (None, None);
+        let mut sent = None;
         let next = match kind {
             PutKind::Coordinate(c) => {
                 let c = *c;
@@ -209,27 +249,42 @@ impl Vnode {
                     self.actor,
                 )?
             }
-            PutKind::Replicate { encoded: sent } => {
-                let incoming = codec::decode(&sent)?;
+            PutKind::Replicate { encoded } => {
+                let incoming = codec::decode(&encoded)?;
                 let merged = apply::replicate(current.as_ref(), incoming, policy);
                 if merged.is_incoming {
-                    (encoded, same_as) = (Some(sent), hint.logged_at);
+                    sent = Some((encoded, hint.logged_at));
                 }
                 merged.object
             }
         };
+        self.store(key, current.as_ref(), &next, sent)
+    }
+
+    /// Stores `next` over `current` unless they are equal. `sent` is
+    /// `next`'s encoding when the request carried it, with where this
+    /// node's commit log already holds those bytes, if it does.
+    fn store(
+        &self,
+        key: &StorageKey,
+        current: Option<&RiakObject>,
+        next: &RiakObject,
+        sent: Option<(Bytes, Option<Lsn>)>,
+    ) -> Result<Written, KvError> {
         let siblings = next.siblings.len();
-        if current.as_ref() == Some(&next) {
+        let (bytes, same_as) = match sent {
+            Some((bytes, logged_at)) => (bytes, logged_at),
+            None => (Bytes::from(codec::encode(next)), None),
+        };
+        if current == Some(next) {
             return Ok(Written {
                 durability: self.durability_of_stored(&key.bucket),
-                encoded: encoded.unwrap_or_else(|| codec::encode(&next).into()),
+                encoded: bytes,
                 siblings,
                 logged_at: None,
             });
         }
-        let same_as = same_as.filter(|_| encoded.is_some());
-        let bytes = encoded.unwrap_or_else(|| codec::encode(&next).into());
-        let (durability, logged_at) = self.write(key, current.as_ref(), &next, &bytes, same_as)?;
+        let (durability, logged_at) = self.write(key, current, next, &bytes, same_as)?;
         Ok(Written {
             encoded: bytes,
             siblings,
@@ -314,7 +369,7 @@ impl Vnode {
         };
         let record = Record {
             partition: self.partition.0,
-            incarnation: crate::commitlog::FIRST_INCARNATION,
+            incarnation: self.incarnation,
             bucket: &key.bucket,
             key: &key.key,
             op,
@@ -334,8 +389,8 @@ impl Vnode {
     }
 
     /// Answers a put: at once, or once its write is durable if `sync`.
-    fn reply_put(&self, durability: Durability, sync: bool, reply: ReplyTo) {
-        if !sync {
+    fn reply_put(&self, durability: Durability, sync: SyncLevel, reply: ReplyTo) {
+        if sync == SyncLevel::Written {
             return self.answer_put(&reply, Ok(PutAck { durable: false }));
         }
         let waiting = Pending {
@@ -343,6 +398,9 @@ impl Vnode {
             reply,
         };
         match (durability, &self.log) {
+            (Durability::Log(lsn), Some(log)) if sync == SyncLevel::Disk => {
+                log.when_synced(lsn, Box::new(move |r| waiting.answer(r)));
+            }
             (Durability::Log(lsn), Some(log)) if lsn > log.durable() => {
                 log.when_durable(lsn, Box::new(move |r| waiting.answer(r)));
             }

@@ -36,6 +36,12 @@ impl VnodeTable {
         self.slots.load().get(p.0 as usize).cloned().flatten()
     }
 
+    /// The table as it is now, indexed by partition (request paths: no
+    /// reference counts taken).
+    pub fn snapshot(&self) -> arc_swap::Guard<Arc<Vec<Option<VnodeHandle>>>> {
+        self.slots.load()
+    }
+
     /// Every vnode, in partition order.
     pub fn all(&self) -> Vec<VnodeHandle> {
         self.slots.load().iter().flatten().cloned().collect()

@@ -76,8 +76,10 @@ impl Store {
         self.dir(p).exists()
     }
 
-    fn open(&self, p: Partition) -> (Arc<dyn Backend>, Actor) {
+    /// Opens `p` as its current incarnation (a destroy starts the next).
+    fn open(&self, p: Partition) -> VnodeParts {
         let actor = Actor(self.actors.fetch_add(1, Ordering::Relaxed));
+        let incarnation = *self.incarnations.lock().entry(p.0).or_insert(1);
         let backend: Arc<dyn Backend> = match self.engine {
             Engine::Memory => Arc::new(MemoryBackend::new(MemoryConfig::default())),
             Engine::Bitcask => {
@@ -88,15 +90,15 @@ impl Store {
                 Arc::new(Bitcask::open(&self.dir(p), config).unwrap())
             }
         };
-        (backend, actor)
+        VnodeParts {
+            backend,
+            actor,
+            incarnation,
+        }
     }
 }
 
 impl PartitionStore for Store {
-    fn incarnation(&self, p: Partition) -> u64 {
-        *self.incarnations.lock().entry(p.0).or_insert(1)
-    }
-
     fn destroy(&self, p: Partition) -> Result<(), String> {
         *self.incarnations.lock().entry(p.0).or_insert(1) += 1;
         self.destroyed.fetch_add(1, Ordering::Relaxed);
@@ -112,7 +114,7 @@ impl PartitionStore for Store {
 struct Factory(Arc<Store>);
 
 impl VnodeFactory for Factory {
-    fn open(&self, p: Partition) -> Result<(Arc<dyn Backend>, Actor), String> {
+    fn open(&self, p: Partition) -> Result<VnodeParts, String> {
         Ok(self.0.open(p))
     }
 }
@@ -198,8 +200,11 @@ pub fn start_with_store(
     let opener = store.clone();
     let w = watch.clone();
     let node = Node::start_with(node_config, registry(), ring, partitions, move |p| {
-        let (backend, actor) = opener.open(p);
-        (w.wrap(p, backend), actor)
+        let parts = opener.open(p);
+        VnodeParts {
+            backend: w.wrap(p, parts.backend),
+            ..parts
+        }
     })
     .unwrap();
     node.set_vnode_factory(watch.wrap_factory(Arc::new(Factory(store.clone()))));

@@ -1,0 +1,203 @@
+//! The node in its cluster (design note 010): the cluster state it starts
+//! from, the transport, kv's vnode requests over it, the membership
+//! service (gossip, failure detection, the claimant's duties), and what a
+//! ring change does to the node.
+//!
+//! One transport handler serves every service: membership's messages
+//! first (`b'M'`), then kv's vnode requests and replies (`b'K'`); the rest
+//! is dropped with a debug line.
+//!
+//! Invariants: the node's ring is the membership service's, replaced as
+//! the service's changes; a partition the ring gives the node gets a vnode
+//! (started off the runtime's threads, as opening a backend reads the
+//! disk); the kv layer routes around the nodes the service reports down.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Weak};
+
+use eddy_cluster::{ClusterState, Membership, MembershipConfig};
+use eddy_kv::remote::{NetRemote, RemoteConfig, WorkerPool};
+use eddy_kv::router::unanswerable;
+use eddy_kv::{KvError, Liveness, Node};
+use eddy_net::{NetConfig, Transport};
+use eddy_ring::{NodeName, Ring};
+
+use crate::config::Settings;
+
+/// Threads running vnode requests from other nodes, and their queue.
+const INBOUND_THREADS: usize = 2;
+const INBOUND_QUEUE: usize = 4096;
+/// Frame room beyond the largest object: the message around it.
+const FRAME_SLACK: usize = 1 << 20;
+
+/// Why the node could not join its cluster's services.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("cluster state {path}: {reason}")]
+    State { path: String, reason: String },
+    #[error("cannot listen on {addr} (listener.cluster.internal): {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("membership: {0}")]
+    Membership(String),
+    #[error("inbound workers: {0}")]
+    Workers(std::io::Error),
+}
+
+/// The path of the node's cluster state.
+pub fn state_path(root: &Path) -> std::path::PathBuf {
+    root.join("meta").join("cluster.json")
+}
+
+/// The cluster state the node starts from: its saved one, or a cluster of
+/// one (itself) on a fresh data directory.
+pub fn load_state(settings: &Settings, root: &Path) -> Result<ClusterState, ClusterError> {
+    let path = state_path(root);
+    let failed = |reason: String| ClusterError::State {
+        path: path.display().to_string(),
+        reason,
+    };
+    if let Some(state) = ClusterState::load(&path).map_err(|e| failed(e.to_string()))? {
+        if state.ring().size() != settings.node.ring_size {
+            tracing::warn!(
+                ring_size = state.ring().size(),
+                configured = settings.node.ring_size,
+                "the cluster's ring size wins over ring_size"
+            );
+        }
+        return Ok(state);
+    }
+    ClusterState::new(
+        settings.cluster.cookie.clone(),
+        settings.node.nodename.clone(),
+        rand::random(),
+        settings.listeners.cluster.to_string(),
+        settings.node.ring_size,
+    )
+    .map_err(|e| failed(e.to_string()))
+}
+
+/// The running cluster services of a node.
+pub struct Cluster {
+    pub membership: Membership,
+    transport: Transport,
+}
+
+impl Cluster {
+    /// Stops gossip and failure detection and closes the transport.
+    pub fn shutdown(&self) {
+        self.membership.shutdown();
+        self.transport.shutdown();
+    }
+}
+
+/// Starts the transport, kv's remote vnodes and the membership service
+/// for `node`, from `state`.
+pub async fn start(
+    settings: &Settings,
+    root: &Path,
+    node: &Arc<Node>,
+    state: ClusterState,
+) -> Result<Cluster, ClusterError> {
+    let me = settings.node.nodename.clone();
+    let addr = settings.listeners.cluster;
+    let net = NetConfig {
+        cluster_name: settings.cluster.cookie.clone(),
+        frame_body_bytes_max: settings.objects.size_max_bytes + FRAME_SLACK,
+        ..NetConfig::default()
+    };
+    let transport = Transport::tcp(me, addr, net)
+        .await
+        .map_err(|source| ClusterError::Listen { addr, source })?;
+    let remote = NetRemote::new(transport.clone(), RemoteConfig::default());
+    node.set_remote(remote.clone());
+    let workers = WorkerPool::new(INBOUND_THREADS, INBOUND_QUEUE).map_err(ClusterError::Workers)?;
+    let weak: Weak<Node> = Arc::downgrade(node);
+    let inbound =
+        Arc::new(
+            move |to: eddy_kv::vnode::msg::VnodeId, req, reply| match weak.upgrade() {
+                Some(n) => n.receive(to.partition, req, reply),
+                None => unanswerable(to.partition, &req, &reply, KvError::ShuttingDown),
+            },
+        );
+    let _ = remote.serve(inbound, Arc::new(workers));
+    let mut config = MembershipConfig::new(state_path(root));
+    config.transfer_limit = settings.cluster.transfer_limit;
+    let membership = Membership::start(config, transport.clone(), state)
+        .await
+        .map_err(|e| ClusterError::Membership(e.to_string()))?;
+    route_inbound(&transport, &membership, &remote);
+    tokio::spawn(remote.watch_peers());
+    node.set_liveness(Arc::new(Alive(membership.clone())));
+    follow_ring(node, &membership);
+    Ok(Cluster {
+        membership,
+        transport,
+    })
+}
+
+/// One handler for the transport: membership's messages, then kv's.
+fn route_inbound(transport: &Transport, membership: &Membership, remote: &Arc<NetRemote>) {
+    let (membership, remote) = (membership.clone(), remote.clone());
+    let handler = Arc::new(move |incoming: eddy_net::Incoming| {
+        let Some(rest) = membership.handle(incoming) else {
+            return;
+        };
+        match rest.body.first() {
+            Some(&eddy_kv::remote::wire::SERVICE) => remote.handle(rest),
+            other => tracing::debug!(from = %rest.from, tag = ?other, "no service for a message"),
+        }
+    });
+    if transport.set_handler(handler).is_err() {
+        tracing::error!("the cluster transport already had a handler");
+    }
+}
+
+/// Hands every ring the service adopts to the node, and starts the vnodes
+/// of partitions the node now owns.
+fn follow_ring(node: &Arc<Node>, membership: &Membership) {
+    let mut rings = membership.ring_watch();
+    let weak = Arc::downgrade(node);
+    adopt(node, &membership.ring());
+    tokio::spawn(async move {
+        while rings.changed().await.is_ok() {
+            let ring = rings.borrow_and_update().clone();
+            let Some(node) = weak.upgrade() else { return };
+            adopt(&node, &ring);
+        }
+    });
+}
+
+/// Gives `node` the ring and starts vnodes for the partitions it owns or
+/// will own once their transfers finish.
+fn adopt(node: &Arc<Node>, ring: &Ring) {
+    node.set_ring(ring.clone());
+    let me: &NodeName = &node.config().node_name;
+    let future = ring.future();
+    let wanted: Vec<_> = ring
+        .owned_by(me)
+        .into_iter()
+        .chain(future.owned_by(me))
+        .collect();
+    let node = node.clone();
+    tokio::task::spawn_blocking(move || {
+        for p in wanted {
+            if let Err(e) = node.start_vnode(p) {
+                tracing::error!(partition = p.0, "starting an owned vnode: {e}");
+            }
+        }
+    });
+}
+
+/// The membership service's view of who is up, for kv's preflists.
+struct Alive(Membership);
+
+impl Liveness for Alive {
+    fn is_up(&self, node: &NodeName) -> bool {
+        self.0.is_up(node)
+    }
+}

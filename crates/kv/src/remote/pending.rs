@@ -1,0 +1,335 @@
+//! Requests sent to other nodes that still expect replies, by request id.
+//!
+//! An entry holds where the request's replies go (the coordinator's
+//! channel) and which replies are still due: a get or a replicated put
+//! ends with its one reply; a coordinated put with both `Coordinated` and
+//! `Put` (in either order, as a network may reorder them), or with a
+//! `Put` error that is not a sync failure, which a vnode sends only when
+//! it refused before writing.
+//!
+//! Invariants: the table never holds more than its limit; an entry leaves
+//! with its last expected reply, when its peer is lost, or at a sweep once
+//! its coordinator stopped listening (dropped its receiver) or it is
+//! older than the age limit. Sweeps run as inserts pass a threshold that
+//! doubles with the table, so their cost is amortised.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use eddy_ring::{NodeName, Partition};
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+use crate::error::KvError;
+use crate::vnode::msg::VnodeReply;
+use crate::vnode::reply::ReplyTo;
+
+/// Entries at which the first automatic sweep runs.
+const SWEEP_AT_MIN: usize = 1024;
+
+/// What replies a request still expects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Due {
+    /// A get's one reply.
+    Get,
+    /// A replicated put's one reply.
+    Put,
+    /// A coordinated put's two replies; `true` once seen.
+    Coordinated { coordinated: bool, put: bool },
+    /// A fold's numbered chunks: how many came, and how many there are
+    /// once the last one came (chunks may come in any order).
+    Fold { received: u32, total: Option<u32> },
+}
+
+/// One request awaiting replies.
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub(super) peer: NodeName,
+    pub(super) partition: Partition,
+    pub(super) reply: ReplyTo,
+    pub(super) due: Due,
+    sent_at: Instant,
+}
+
+impl Entry {
+    pub(super) fn new(peer: NodeName, partition: Partition, reply: ReplyTo, due: Due) -> Entry {
+        Entry {
+            peer,
+            partition,
+            reply,
+            due,
+            sent_at: Instant::now(),
+        }
+    }
+
+    /// Answers the request with `e`, as the vnode would have.
+    pub(super) fn fail(self, e: KvError) {
+        let answer = match self.due {
+            Due::Get => VnodeReply::Get(Err(e)),
+            Due::Put | Due::Coordinated { .. } => VnodeReply::Put(Err(e)),
+            Due::Fold { .. } => VnodeReply::Fold(Err(e)),
+        };
+        self.reply.send(self.partition, answer, Default::default());
+    }
+
+    /// True once nobody listens for the replies.
+    fn abandoned(&self) -> bool {
+        match &self.reply {
+            ReplyTo::Local(tx) => tx.is_closed(),
+            ReplyTo::Remote { .. } => false,
+            ReplyTo::Nobody => true,
+        }
+    }
+
+    /// Notes `reply`; true when it was the last one due.
+    fn note(&mut self, reply: &VnodeReply) -> bool {
+        match (&mut self.due, reply) {
+            (Due::Get, _) | (Due::Put, _) => true,
+            (Due::Fold { received, total }, VnodeReply::Fold(Ok(chunk))) => {
+                *received += 1;
+                if chunk.last {
+                    *total = Some(chunk.seq + 1);
+                }
+                Some(*received) == *total
+            }
+            (Due::Fold { .. }, _) => true,
+            (Due::Coordinated { coordinated, put }, VnodeReply::Coordinated { .. }) => {
+                *coordinated = true;
+                *put
+            }
+            (Due::Coordinated { coordinated, .. }, VnodeReply::Put(Err(e)))
+                if !*coordinated && !matches!(e, KvError::SyncFailed(_)) =>
+            {
+                true
+            }
+            (Due::Coordinated { coordinated, put }, _) => {
+                *put = true;
+                *coordinated
+            }
+        }
+    }
+}
+
+/// The table was full even after a sweep.
+#[derive(Debug)]
+pub(super) struct Full(pub(super) Entry);
+
+/// The table of requests awaiting replies.
+pub(super) struct Pending {
+    table: Mutex<Table>,
+    entries_max: usize,
+    age_max: Duration,
+}
+
+struct Table {
+    entries: HashMap<u64, Entry>,
+    sweep_at: usize,
+}
+
+impl Pending {
+    pub(super) fn new(entries_max: usize, age_max: Duration) -> Pending {
+        let table = Table {
+            entries: HashMap::new(),
+            sweep_at: SWEEP_AT_MIN.min(entries_max),
+        };
+        Pending {
+            table: Mutex::new(table),
+            entries_max,
+            age_max,
+        }
+    }
+
+    /// Registers request `id`; sweeps first when the table has grown past
+    /// the threshold. Entries swept for age are returned to be answered.
+    pub(super) fn insert(&self, id: u64, entry: Entry) -> Result<Vec<Entry>, Full> {
+        let mut table = self.table.lock();
+        let mut aged = Vec::new();
+        if table.entries.len() >= table.sweep_at {
+            aged = self.sweep_locked(&mut table);
+        }
+        if table.entries.len() >= self.entries_max {
+            drop(table);
+            for e in aged {
+                e.fail(KvError::Timeout);
+            }
+            return Err(Full(entry));
+        }
+        table.entries.insert(id, entry);
+        Ok(aged)
+    }
+
+    /// Removes request `id`, if it is still waiting.
+    pub(super) fn remove(&self, id: u64) -> Option<Entry> {
+        self.table.lock().entries.remove(&id)
+    }
+
+    /// Where `reply` to request `id` from `from` goes, if it is expected;
+    /// the entry leaves with its last reply.
+    pub(super) fn route(&self, id: u64, from: &NodeName, reply: &VnodeReply) -> Option<ReplyTo> {
+        let mut table = self.table.lock();
+        let entry = table.entries.get_mut(&id)?;
+        if entry.peer != *from {
+            return None;
+        }
+        if entry.note(reply) {
+            return table.entries.remove(&id).map(|e| e.reply);
+        }
+        Some(entry.reply.clone())
+    }
+
+    /// Removes and returns every entry waiting on `peer`, in the order
+    /// they were sent (ids only grow), so a simulation replays the same.
+    pub(super) fn take_peer(&self, peer: &NodeName) -> Vec<Entry> {
+        let mut table = self.table.lock();
+        let mut ids: Vec<u64> = table
+            .entries
+            .iter()
+            .filter(|(_, e)| e.peer == *peer)
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        ids.iter()
+            .filter_map(|id| table.entries.remove(id))
+            .collect()
+    }
+
+    /// Drops abandoned entries and answers those past the age limit with
+    /// [`KvError::Timeout`]; returns how many left.
+    pub(super) fn sweep(&self) -> usize {
+        let mut table = self.table.lock();
+        let before = table.entries.len();
+        let aged = self.sweep_locked(&mut table);
+        let after = table.entries.len();
+        drop(table);
+        for e in aged {
+            e.fail(KvError::Timeout);
+        }
+        before - after
+    }
+
+    /// Requests awaiting replies.
+    pub(super) fn len(&self) -> usize {
+        self.table.lock().entries.len()
+    }
+
+    fn sweep_locked(&self, table: &mut Table) -> Vec<Entry> {
+        let now = Instant::now();
+        let age_max = self.age_max;
+        let mut aged_ids = Vec::new();
+        table.entries.retain(|id, e| {
+            if e.abandoned() {
+                return false;
+            }
+            if now.saturating_duration_since(e.sent_at) > age_max {
+                aged_ids.push(*id);
+            }
+            true
+        });
+        aged_ids.sort_unstable();
+        let aged = aged_ids
+            .iter()
+            .filter_map(|id| table.entries.remove(id))
+            .collect();
+        let len = table.entries.len();
+        table.sweep_at = (len * 2).clamp(SWEEP_AT_MIN.min(self.entries_max), self.entries_max);
+        aged
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vnode::msg::PutAck;
+    use tokio::sync::mpsc::unbounded_channel;
+
+    fn put_ok() -> VnodeReply {
+        VnodeReply::Put(Ok(PutAck { durable: false }))
+    }
+
+    fn coordinated() -> VnodeReply {
+        VnodeReply::Coordinated {
+            encoded: Default::default(),
+            siblings: 1,
+        }
+    }
+
+    fn entry(
+        due: Due,
+    ) -> (
+        Entry,
+        tokio::sync::mpsc::UnboundedReceiver<crate::vnode::reply::Reply>,
+    ) {
+        let (tx, rx) = unbounded_channel();
+        let e = Entry::new(NodeName("b".into()), Partition(3), ReplyTo::Local(tx), due);
+        (e, rx)
+    }
+
+    fn coordinate_due() -> Due {
+        Due::Coordinated {
+            coordinated: false,
+            put: false,
+        }
+    }
+
+    #[test]
+    fn a_coordinated_put_ends_with_both_replies_in_either_order() {
+        for order in [[coordinated(), put_ok()], [put_ok(), coordinated()]] {
+            let (mut e, _rx) = entry(coordinate_due());
+            assert!(!e.note(&order[0]));
+            assert!(e.note(&order[1]));
+        }
+    }
+
+    #[test]
+    fn a_refusal_ends_a_coordinated_put_but_a_sync_failure_waits_for_its_object() {
+        let (mut e, _rx) = entry(coordinate_due());
+        assert!(e.note(&VnodeReply::Put(Err(KvError::MatchFound))));
+        let (mut e, _rx) = entry(coordinate_due());
+        assert!(!e.note(&VnodeReply::Put(Err(KvError::SyncFailed("x".into())))));
+        assert!(e.note(&coordinated()));
+    }
+
+    #[test]
+    fn replies_from_another_node_are_not_routed() {
+        let pending = Pending::new(8, Duration::from_secs(60));
+        let (e, _rx) = entry(Due::Get);
+        pending.insert(1, e).unwrap();
+        let get = VnodeReply::Get(Ok(None));
+        assert!(pending.route(1, &NodeName("c".into()), &get).is_none());
+        assert!(pending.route(1, &NodeName("b".into()), &get).is_some());
+        assert_eq!(pending.len(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_table_sweeps_abandoned_entries_then_refuses() {
+        let pending = Pending::new(4, Duration::from_secs(60));
+        let mut keep = Vec::new();
+        for id in 0..4 {
+            let (e, rx) = entry(Due::Get);
+            pending.insert(id, e).unwrap();
+            keep.push(rx);
+        }
+        let (e, _rx) = entry(Due::Get);
+        assert!(pending.insert(9, e).is_err(), "every listener is alive");
+        keep.truncate(1);
+        let (e, _rx) = entry(Due::Get);
+        pending.insert(9, e).unwrap();
+        assert_eq!(pending.len(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn old_entries_are_answered_with_a_timeout() {
+        let pending = Pending::new(8, Duration::from_secs(60));
+        let (e, mut rx) = entry(Due::Put);
+        pending.insert(1, e).unwrap();
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert_eq!(pending.sweep(), 0);
+        tokio::time::advance(Duration::from_secs(31)).await;
+        assert_eq!(pending.sweep(), 1);
+        let reply = rx.try_recv().unwrap();
+        assert!(matches!(
+            reply.reply,
+            VnodeReply::Put(Err(KvError::Timeout))
+        ));
+    }
+}

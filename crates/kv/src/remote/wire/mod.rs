@@ -1,0 +1,234 @@
+//! The binary format of vnode messages between nodes, version 1
+//! (docs/formats/vnode-messages.md has it byte by byte).
+//!
+//! Every message is one transport frame body: a 15-byte header (service
+//! byte `K`, version, kind, request id, partition), then a request
+//! ([`VnodeRequest`]) or a reply ([`VnodeReply`]). The header's layout is
+//! the same in every version, so a node can always tell whose message it
+//! is and which request it answers.
+//!
+//! Invariants:
+//! - an object's encoded bytes travel as one length-prefixed blob, copied
+//!   into the message once and decoded as a slice of the received frame:
+//!   never re-encoded, never copied on the way in;
+//! - decoding never panics: every length is checked against its limit and
+//!   against the bytes that remain, and a bad message is a [`WireError`];
+//! - whatever decodes re-encodes to the same bytes.
+
+mod buf;
+mod error;
+mod reply;
+mod request;
+
+use bytes::Bytes;
+use eddy_ring::Partition;
+
+use crate::vnode::msg::{VnodeReply, VnodeRequest};
+use buf::{Reader, Writer};
+pub use error::{OTHER_ENGINE, STORAGE_ENGINE};
+
+/// The first byte of every kv vnode message: a node's transport handler
+/// can tell them from other services' messages by it.
+pub const SERVICE: u8 = b'K';
+/// The format version this code writes and reads.
+pub const VERSION: u8 = 1;
+/// Bytes of the header.
+pub const HEADER_BYTES: usize = 15;
+/// Longest blob (an encoded object or version vector): twice the storage
+/// layer's value limit, room for any object's metadata too; the
+/// transport's frame limit is usually far lower.
+pub const BLOB_BYTES_MAX: usize = 2 * eddy_storage::limits::VALUE_BYTES_MAX;
+/// Longest text in an error (longer ones are cut when encoded).
+pub const TEXT_BYTES_MAX: usize = 4096;
+
+const KIND_REQUEST: u8 = 1;
+const KIND_REPLY: u8 = 2;
+
+/// Why bytes are not a vnode message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WireError {
+    /// The message ended inside a field.
+    #[error("vnode message truncated")]
+    Truncated,
+    /// The first byte is not [`SERVICE`]: another service's message.
+    #[error("not a vnode message (service byte {0:#04x})")]
+    NotVnodeMessage(u8),
+    /// A version this node does not speak.
+    #[error("unknown vnode message version {0}")]
+    UnknownVersion(u8),
+    /// A byte that must be one of a few values is not.
+    #[error("bad {what} byte {value}")]
+    BadByte { what: &'static str, value: u8 },
+    /// A length above its limit.
+    #[error("{what} of {len} bytes exceeds the limit of {max}")]
+    TooLong {
+        what: &'static str,
+        len: usize,
+        max: usize,
+    },
+    /// A count that does not fit this machine's `usize`.
+    #[error("count out of range")]
+    BadCount,
+    /// A text that is not UTF-8.
+    #[error("{0} is not UTF-8")]
+    BadUtf8(&'static str),
+    /// An embedded object or version vector does not decode.
+    #[error("{what}: {source}")]
+    BadObject {
+        what: &'static str,
+        source: eddy_object::DecodeError,
+    },
+    /// A structure the format does not allow.
+    #[error("malformed vnode message: {0}")]
+    Malformed(&'static str),
+    /// A reply with request id 0 (ids of replies are never 0).
+    #[error("reply to request id 0")]
+    ZeroReplyId,
+    /// Bytes left after the message.
+    #[error("{0} trailing bytes after the vnode message")]
+    Trailing(usize),
+}
+
+/// A request, with its id and target partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestEnvelope {
+    /// The id replies name; 0 when the sender wants no reply.
+    pub request_id: u64,
+    pub partition: Partition,
+    pub request: VnodeRequest,
+}
+
+/// A reply, with the id of the request it answers and the partition of
+/// the vnode that sent it.
+#[derive(Debug)]
+pub struct ReplyEnvelope {
+    pub request_id: u64,
+    pub partition: Partition,
+    pub reply: VnodeReply,
+}
+
+/// One decoded message.
+#[derive(Debug)]
+pub enum Message {
+    Request(RequestEnvelope),
+    Reply(ReplyEnvelope),
+}
+
+/// What a request expects back: the header and its operation, readable
+/// from a request whose body does not decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestHead {
+    pub request_id: u64,
+    pub partition: Partition,
+    /// The operation byte, if the message reaches it.
+    pub op: Option<u8>,
+}
+
+/// Encodes a request to `partition`; `request_id` 0 asks for no reply.
+/// Fails only for a field above its limit.
+pub fn encode_request(
+    request_id: u64,
+    partition: Partition,
+    req: &VnodeRequest,
+) -> Result<Bytes, WireError> {
+    let mut w = Writer::with_capacity(HEADER_BYTES + request::size_hint(req));
+    header(&mut w, KIND_REQUEST, request_id, partition);
+    request::encode(&mut w, req)?;
+    Ok(w.finish())
+}
+
+/// Encodes a reply from the vnode of `partition` to request `request_id`
+/// (not 0). Fails only for a field above its limit.
+pub fn encode_reply(
+    request_id: u64,
+    partition: Partition,
+    reply: &VnodeReply,
+) -> Result<Bytes, WireError> {
+    if request_id == 0 {
+        return Err(WireError::ZeroReplyId);
+    }
+    let mut w = Writer::with_capacity(HEADER_BYTES + reply::size_hint(reply));
+    header(&mut w, KIND_REPLY, request_id, partition);
+    reply::encode(&mut w, reply)?;
+    Ok(w.finish())
+}
+
+/// Decodes a message. Objects' bytes in it are slices of `frame`.
+pub fn decode(frame: &Bytes) -> Result<Message, WireError> {
+    let mut r = Reader::new(frame);
+    let (kind, request_id, partition) = read_header(&mut r)?;
+    let message = match kind {
+        KIND_REQUEST => Message::Request(RequestEnvelope {
+            request_id,
+            partition,
+            request: request::decode(&mut r)?,
+        }),
+        KIND_REPLY if request_id == 0 => return Err(WireError::ZeroReplyId),
+        KIND_REPLY => Message::Reply(ReplyEnvelope {
+            request_id,
+            partition,
+            reply: reply::decode(&mut r)?,
+        }),
+        value => {
+            return Err(WireError::BadByte {
+                what: "kind",
+                value,
+            });
+        }
+    };
+    r.end()?;
+    Ok(message)
+}
+
+/// The head of a request that may not decode as a whole, so that its
+/// sender can still be answered; `None` unless it is a request of a
+/// known version.
+pub fn request_head(frame: &Bytes) -> Option<RequestHead> {
+    let mut r = Reader::new(frame);
+    let (kind, request_id, partition) = read_header(&mut r).ok()?;
+    (kind == KIND_REQUEST).then(|| RequestHead {
+        request_id,
+        partition,
+        op: r.u8().ok(),
+    })
+}
+
+/// The operation byte of a put (coordinate or replicate), for
+/// [`RequestHead::op`].
+pub fn is_put_op(op: u8) -> bool {
+    request::is_put_op(op)
+}
+
+/// The operation byte of a get, for [`RequestHead::op`].
+pub fn is_get_op(op: u8) -> bool {
+    request::is_get_op(op)
+}
+
+/// True for a request op whose replies are fold chunks.
+pub fn is_fold_op(op: u8) -> bool {
+    request::is_fold_op(op)
+}
+
+fn header(w: &mut Writer, kind: u8, request_id: u64, partition: Partition) {
+    w.u8(SERVICE);
+    w.u8(VERSION);
+    w.u8(kind);
+    w.u64(request_id);
+    w.u32(partition.0);
+}
+
+fn read_header(r: &mut Reader<'_>) -> Result<(u8, u64, Partition), WireError> {
+    match r.u8()? {
+        SERVICE => {}
+        other => return Err(WireError::NotVnodeMessage(other)),
+    }
+    match r.u8()? {
+        VERSION => {}
+        other => return Err(WireError::UnknownVersion(other)),
+    }
+    let kind = r.u8()?;
+    let request_id = r.u64()?;
+    let partition = Partition(r.u32()?);
+    Ok((kind, request_id, partition))
+}

@@ -1,0 +1,325 @@
+//! Requests to a vnode: put (coordinate or replicate), get, reap.
+//!
+//! A coordinated put's client write (context and content) travels as an
+//! object in eddy_object's format with one sibling whose dot is 0.0: the
+//! object's version vector is the context. Version vectors travel in
+//! eddy_object's format too.
+
+use bytes::Bytes;
+use eddy_object::{Actor, Dot, RiakObject, Sibling, VersionVector, codec};
+use eddy_storage::limits::{BUCKET_BYTES_MAX, KEY_BYTES_MAX};
+
+use super::WireError;
+use super::buf::{Reader, Writer};
+use eddy_ring::Partition;
+
+use crate::vnode::msg::{
+    Conditions, Coordinate, FoldKind, FoldRequest, PutKind, PutRequest, StorageKey, SyncLevel,
+    VnodeRequest, WritePolicy,
+};
+
+const OP_COORDINATE: u8 = 1;
+const OP_REPLICATE: u8 = 2;
+const OP_GET: u8 = 3;
+const OP_REAP: u8 = 4;
+const OP_FOLD: u8 = 5;
+const FOLD_KEYS: u8 = 1;
+const FOLD_BUCKETS: u8 = 2;
+/// Longest bucket type name in a fold request.
+const BUCKET_TYPE_BYTES_MAX: usize = 4096;
+
+const POLICY_ALLOW_MULT: u8 = 1;
+const POLICY_LWW: u8 = 2;
+const POLICY_WRITE_ONCE: u8 = 4;
+const IF_NONE_MATCH: u8 = 1;
+const IF_NOT_MODIFIED: u8 = 2;
+
+pub(super) fn is_put_op(op: u8) -> bool {
+    matches!(op, OP_COORDINATE | OP_REPLICATE)
+}
+
+pub(super) fn is_get_op(op: u8) -> bool {
+    op == OP_GET
+}
+
+pub(super) fn is_fold_op(op: u8) -> bool {
+    op == OP_FOLD
+}
+
+/// Roughly the encoded size, to allocate once.
+pub(super) fn size_hint(req: &VnodeRequest) -> usize {
+    let key = |k: &StorageKey| 4 + k.bucket.len() + k.key.len();
+    match req {
+        VnodeRequest::Put(put) => {
+            let body = match &put.kind {
+                PutKind::Coordinate(c) => 64 + c.content.value.len(),
+                PutKind::Replicate { encoded } => 4 + encoded.len(),
+            };
+            1 + key(&put.key) + 10 + body
+        }
+        VnodeRequest::Get { key: k } => 1 + key(k),
+        VnodeRequest::Reap { key: k, .. } => 1 + key(k) + 64,
+        VnodeRequest::Fold(f) => 64 + 4 * f.ranges.as_ref().map_or(0, Vec::len),
+    }
+}
+
+pub(super) fn encode(w: &mut Writer, req: &VnodeRequest) -> Result<(), WireError> {
+    match req {
+        VnodeRequest::Put(put) => {
+            let op = match put.kind {
+                PutKind::Coordinate(_) => OP_COORDINATE,
+                PutKind::Replicate { .. } => OP_REPLICATE,
+            };
+            w.u8(op);
+            key(w, &put.key)?;
+            policy(w, put.policy);
+            w.u8(put.sync as u8);
+            match &put.kind {
+                PutKind::Coordinate(c) => coordinate(w, c),
+                PutKind::Replicate { encoded } => w.blob("replicated object", encoded),
+            }
+        }
+        VnodeRequest::Get { key: k } => {
+            w.u8(OP_GET);
+            key(w, k)
+        }
+        VnodeRequest::Reap { key: k, tombstone } => {
+            w.u8(OP_REAP);
+            key(w, k)?;
+            w.blob("tombstone version vector", &codec::encode_vv(tombstone))
+        }
+        VnodeRequest::Fold(f) => {
+            w.u8(OP_FOLD);
+            fold(w, f)
+        }
+    }
+}
+
+fn fold(w: &mut Writer, f: &FoldRequest) -> Result<(), WireError> {
+    w.u32(f.ring_size);
+    match &f.kind {
+        FoldKind::Keys { bucket } => {
+            w.u8(FOLD_KEYS);
+            w.short("bucket", bucket, BUCKET_BYTES_MAX)?;
+        }
+        FoldKind::Buckets { bucket_type } => {
+            w.u8(FOLD_BUCKETS);
+            w.short("bucket type", bucket_type.as_bytes(), BUCKET_TYPE_BYTES_MAX)?;
+        }
+    }
+    match &f.ranges {
+        None => w.flag(false),
+        Some(ranges) => {
+            w.flag(true);
+            check_ranges(ranges.len())?;
+            w.u32(ranges.len() as u32);
+            ranges.iter().for_each(|p| w.u32(p.0));
+        }
+    }
+    Ok(())
+}
+
+fn read_fold(r: &mut Reader<'_>) -> Result<FoldRequest, WireError> {
+    let ring_size = r.u32()?;
+    let kind = match r.u8()? {
+        FOLD_KEYS => FoldKind::Keys {
+            bucket: r.short("bucket", BUCKET_BYTES_MAX)?,
+        },
+        FOLD_BUCKETS => FoldKind::Buckets {
+            bucket_type: r.text("bucket type", BUCKET_TYPE_BYTES_MAX)?,
+        },
+        value => {
+            return Err(WireError::BadByte {
+                what: "fold kind",
+                value,
+            });
+        }
+    };
+    let ranges = match r.flag()? {
+        false => None,
+        true => {
+            let n = r.u32()? as usize;
+            check_ranges(n)?;
+            Some(
+                (0..n)
+                    .map(|_| r.u32().map(Partition))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+    };
+    Ok(FoldRequest {
+        kind,
+        ring_size,
+        ranges,
+    })
+}
+
+/// A fold names at most a whole ring's ranges.
+fn check_ranges(n: usize) -> Result<(), WireError> {
+    let max = eddy_ring::RING_SIZE_MAX as usize;
+    match n <= max {
+        true => Ok(()),
+        false => Err(WireError::TooLong {
+            what: "fold ranges",
+            len: n,
+            max,
+        }),
+    }
+}
+
+pub(super) fn decode(r: &mut Reader<'_>) -> Result<VnodeRequest, WireError> {
+    let op = r.u8()?;
+    match op {
+        OP_COORDINATE | OP_REPLICATE => {
+            let key = read_key(r)?;
+            let policy = read_policy(r)?;
+            let sync = read_sync(r)?;
+            let kind = match op {
+                OP_COORDINATE => PutKind::Coordinate(Box::new(read_coordinate(r)?)),
+                _ => PutKind::Replicate {
+                    encoded: r.blob("replicated object")?,
+                },
+            };
+            Ok(VnodeRequest::Put(PutRequest {
+                key,
+                kind,
+                policy,
+                sync,
+            }))
+        }
+        OP_GET => Ok(VnodeRequest::Get { key: read_key(r)? }),
+        OP_REAP => {
+            let key = read_key(r)?;
+            let tombstone = read_vv(r, "tombstone version vector")?;
+            Ok(VnodeRequest::Reap { key, tombstone })
+        }
+        OP_FOLD => Ok(VnodeRequest::Fold(read_fold(r)?)),
+        value => Err(WireError::BadByte { what: "op", value }),
+    }
+}
+
+fn key(w: &mut Writer, k: &StorageKey) -> Result<(), WireError> {
+    w.short("bucket", &k.bucket, BUCKET_BYTES_MAX)?;
+    w.short("key", &k.key, KEY_BYTES_MAX)
+}
+
+fn read_key(r: &mut Reader<'_>) -> Result<StorageKey, WireError> {
+    Ok(StorageKey {
+        bucket: r.short("bucket", BUCKET_BYTES_MAX)?,
+        key: r.short("key", KEY_BYTES_MAX)?,
+    })
+}
+
+fn policy(w: &mut Writer, p: WritePolicy) {
+    let mut flags = 0;
+    if p.allow_mult {
+        flags |= POLICY_ALLOW_MULT;
+    }
+    if p.last_write_wins {
+        flags |= POLICY_LWW;
+    }
+    if p.write_once {
+        flags |= POLICY_WRITE_ONCE;
+    }
+    w.u8(flags);
+    w.u64(p.max_siblings as u64);
+}
+
+fn read_policy(r: &mut Reader<'_>) -> Result<WritePolicy, WireError> {
+    let flags = r.u8()?;
+    if flags & !(POLICY_ALLOW_MULT | POLICY_LWW | POLICY_WRITE_ONCE) != 0 {
+        return Err(WireError::BadByte {
+            what: "policy flags",
+            value: flags,
+        });
+    }
+    Ok(WritePolicy {
+        allow_mult: flags & POLICY_ALLOW_MULT != 0,
+        last_write_wins: flags & POLICY_LWW != 0,
+        write_once: flags & POLICY_WRITE_ONCE != 0,
+        max_siblings: r.count()?,
+    })
+}
+
+fn coordinate(w: &mut Writer, c: &Coordinate) -> Result<(), WireError> {
+    let write = RiakObject {
+        vv: c.context.clone(),
+        siblings: vec![Sibling {
+            dot: NO_DOT,
+            content: c.content.clone(),
+        }],
+    };
+    w.blob("client write", &codec::encode(&write))?;
+    let mut flags = 0;
+    if c.conditions.if_none_match {
+        flags |= IF_NONE_MATCH;
+    }
+    if c.conditions.if_not_modified.is_some() {
+        flags |= IF_NOT_MODIFIED;
+    }
+    w.u8(flags);
+    match &c.conditions.if_not_modified {
+        Some(vv) => w.blob("if_not_modified version vector", &codec::encode_vv(vv)),
+        None => Ok(()),
+    }
+}
+
+/// The dot of a client's write, which has none until a vnode applies it.
+const NO_DOT: Dot = Dot {
+    actor: Actor(0),
+    counter: 0,
+};
+
+fn read_coordinate(r: &mut Reader<'_>) -> Result<Coordinate, WireError> {
+    let blob = r.blob("client write")?;
+    let write = codec::decode(&blob).map_err(|source| WireError::BadObject {
+        what: "client write",
+        source,
+    })?;
+    let RiakObject { vv, mut siblings } = write;
+    let content = match siblings.pop() {
+        Some(s) if siblings.is_empty() && s.dot == NO_DOT => s.content,
+        _ => {
+            return Err(WireError::Malformed(
+                "a client write has one sibling, dot 0.0",
+            ));
+        }
+    };
+    let flags = r.u8()?;
+    if flags & !(IF_NONE_MATCH | IF_NOT_MODIFIED) != 0 {
+        return Err(WireError::BadByte {
+            what: "condition flags",
+            value: flags,
+        });
+    }
+    let if_not_modified = match flags & IF_NOT_MODIFIED != 0 {
+        true => Some(read_vv(r, "if_not_modified version vector")?),
+        false => None,
+    };
+    Ok(Coordinate {
+        context: vv,
+        content,
+        conditions: Conditions {
+            if_none_match: flags & IF_NONE_MATCH != 0,
+            if_not_modified,
+        },
+    })
+}
+
+fn read_vv(r: &mut Reader<'_>, what: &'static str) -> Result<VersionVector, WireError> {
+    let blob: Bytes = r.blob(what)?;
+    codec::decode_vv(&blob).map_err(|source| WireError::BadObject { what, source })
+}
+
+/// The put's sync level: 0 written, 1 durable, 2 on disk.
+fn read_sync(r: &mut Reader<'_>) -> Result<SyncLevel, WireError> {
+    match r.u8()? {
+        0 => Ok(SyncLevel::Written),
+        1 => Ok(SyncLevel::Durable),
+        2 => Ok(SyncLevel::Disk),
+        value => Err(WireError::BadByte {
+            what: "sync level",
+            value,
+        }),
+    }
+}

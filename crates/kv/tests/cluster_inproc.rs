@@ -1,0 +1,327 @@
+//! Three nodes in one process, their coordinators and vnodes connected
+//! directly (no transport): the cluster's quorum rules, fallbacks and
+//! node_confirms, with a failure detector the test controls.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Weak};
+
+use eddy_kv::props::BucketProps;
+use eddy_kv::router::{RemoteVnodes, unanswerable};
+use eddy_kv::types::BucketRegistry;
+use eddy_kv::vnode::msg::{VnodeId, VnodeRequest};
+use eddy_kv::vnode::reply::ReplyTo;
+use eddy_kv::*;
+use eddy_object::{Actor, Content};
+use eddy_ring::{ClaimParams, NodeName, Partition, Ring, claim};
+use eddy_storage::Backend;
+use eddy_storage::memory::{MemoryBackend, MemoryConfig};
+use parking_lot::Mutex;
+
+const RING_SIZE: u32 = 16;
+
+/// Delivers requests between the test's nodes, and says which are up.
+#[derive(Debug, Default)]
+struct Wires {
+    nodes: Mutex<BTreeMap<NodeName, Weak<Node>>>,
+    down: Mutex<BTreeSet<NodeName>>,
+}
+
+impl RemoteVnodes for Wires {
+    fn send(&self, to: &VnodeId, req: VnodeRequest, reply: ReplyTo) {
+        let target = match self.down.lock().contains(&to.node) {
+            true => None,
+            false => self.nodes.lock().get(&to.node).and_then(Weak::upgrade),
+        };
+        match target {
+            Some(node) => node.receive(to.partition, req, reply),
+            None => unanswerable(
+                to.partition,
+                &req,
+                &reply,
+                KvError::Unreachable(to.node.to_string()),
+            ),
+        }
+    }
+}
+
+impl Liveness for Wires {
+    fn is_up(&self, node: &NodeName) -> bool {
+        !self.down.lock().contains(node)
+    }
+}
+
+/// Opens empty memory backends for vnodes started later (fallbacks).
+struct Memory;
+
+impl VnodeFactory for Memory {
+    fn open(&self, p: Partition) -> Result<VnodeParts, String> {
+        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
+        Ok((backend, Actor(rand::random::<u64>() ^ u64::from(p.0))).into())
+    }
+}
+
+struct Cluster {
+    wires: Arc<Wires>,
+    nodes: Vec<Arc<Node>>,
+    ring: Ring,
+}
+
+fn name(i: usize) -> NodeName {
+    NodeName(format!("dev{}@127.0.0.1", i + 1))
+}
+
+fn cluster(size: usize) -> Cluster {
+    let members: Vec<NodeName> = (0..size).map(name).collect();
+    let single = Ring::single(RING_SIZE, members[0].clone()).unwrap();
+    let plan = claim(&single, &members, &ClaimParams::default()).unwrap();
+    let ring = Ring::from_owners(plan.owners).unwrap();
+    let wires = Arc::new(Wires::default());
+    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let nodes: Vec<Arc<Node>> = members
+        .iter()
+        .map(|me| {
+            let config = NodeConfig {
+                node_name: me.clone(),
+                ring_size: RING_SIZE,
+                ..NodeConfig::default()
+            };
+            let owned = ring.owned_by(me);
+            let node = Node::start_with(config, registry.clone(), ring.clone(), &owned, |p| {
+                Memory.open(p).unwrap()
+            })
+            .unwrap();
+            node.set_remote(wires.clone());
+            node.set_liveness(wires.clone());
+            node.set_vnode_factory(Arc::new(Memory));
+            wires.nodes.lock().insert(me.clone(), Arc::downgrade(&node));
+            node
+        })
+        .collect();
+    Cluster { wires, nodes, ring }
+}
+
+fn bucket() -> BucketRef {
+    BucketRef::default_type(b"b".to_vec())
+}
+
+fn put(key: &str, value: &str, options: PutOptions) -> PutRequest {
+    PutRequest {
+        bucket: bucket(),
+        key: Some(key.as_bytes().to_vec()),
+        context: None,
+        content: Content::new(value.as_bytes().to_vec()),
+        options,
+    }
+}
+
+fn get(key: &str, options: GetOptions) -> GetRequest {
+    GetRequest {
+        bucket: bucket(),
+        key: key.as_bytes().to_vec(),
+        options,
+    }
+}
+
+fn values(resp: &GetResponse) -> Vec<Vec<u8>> {
+    match resp {
+        GetResponse::Found(o) => o.contents().map(|c| c.value.clone()).collect(),
+        GetResponse::NotFound { .. } => vec![],
+    }
+}
+
+/// What node `i` stores for `key` in partition `p`, if it runs that vnode.
+fn stored(c: &Cluster, i: usize, p: Partition, key: &str) -> Option<Vec<u8>> {
+    let backend = c.nodes[i].partition_backend(p)?;
+    backend
+        .get(&bucket().storage_bucket(), key.as_bytes())
+        .unwrap()
+}
+
+fn index_of(c: &Cluster, node: &NodeName) -> usize {
+    c.nodes
+        .iter()
+        .position(|n| &n.config().node_name == node)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_write_lands_on_each_primary_of_its_preflist_on_distinct_nodes() {
+    let c = cluster(4);
+    for k in 0..50 {
+        let key = format!("k{k}");
+        let w = Some(Quorum::All);
+        let req = put(
+            &key,
+            "v",
+            PutOptions {
+                w,
+                ..PutOptions::default()
+            },
+        );
+        c.nodes[k % 4].put(req).await.unwrap();
+        let hash = Node::key_hash(&bucket(), key.as_bytes());
+        let preflist = c.ring.preflist(hash, 3);
+        let owners: BTreeSet<_> = preflist.iter().map(|(_, n)| (*n).clone()).collect();
+        assert_eq!(owners.len(), 3, "a claimed ring of 4 spaces preflists");
+        for (p, owner) in preflist {
+            let i = index_of(&c, owner);
+            assert!(stored(&c, i, p, &key).is_some(), "{key} missing at {p}");
+            for other in (0..4).filter(|j| *j != i) {
+                assert!(stored(&c, other, p, &key).is_none());
+            }
+        }
+        for n in &c.nodes {
+            let got = n.get(get(&key, GetOptions::default())).await.unwrap();
+            assert_eq!(values(&got), vec![b"v".to_vec()]);
+        }
+    }
+}
+
+#[tokio::test]
+async fn with_a_node_down_fallbacks_take_its_writes_and_pw_counts_primaries_only() {
+    let c = cluster(4);
+    let down = name(3);
+    c.wires.down.lock().insert(down.clone());
+    let key = (0..)
+        .map(|k| format!("k{k}"))
+        .find(|k| {
+            let hash = Node::key_hash(&bucket(), k.as_bytes());
+            c.ring.preflist(hash, 3).iter().any(|(_, n)| **n == down)
+        })
+        .unwrap();
+    let hash = Node::key_hash(&bucket(), key.as_bytes());
+    let (lost, _) = *c
+        .ring
+        .preflist(hash, 3)
+        .iter()
+        .find(|(_, n)| **n == down)
+        .unwrap();
+    let w3 = PutOptions {
+        w: Some(Quorum::All),
+        ..PutOptions::default()
+    };
+    c.nodes[0].put(put(&key, "v1", w3)).await.unwrap();
+    // The fallback for the down primary's partition holds the write.
+    let holders: Vec<usize> = (0..3)
+        .filter(|i| stored(&c, *i, lost, &key).is_some())
+        .collect();
+    assert_eq!(holders.len(), 1, "one fallback vnode for partition {lost}");
+    let pw3 = PutOptions {
+        pw: Some(Quorum::All),
+        ..PutOptions::default()
+    };
+    let err = c.nodes[0].put(put(&key, "v2", pw3)).await.unwrap_err();
+    assert!(
+        matches!(err, KvError::WriteQuorum(_)),
+        "pw=3 with a primary down: {err}"
+    );
+    let pr3 = GetOptions {
+        pr: Some(Quorum::All),
+        ..GetOptions::default()
+    };
+    let err = c.nodes[1].get(get(&key, pr3)).await.unwrap_err();
+    assert!(
+        matches!(err, KvError::ReadQuorum { which: "pr", .. }),
+        "{err}"
+    );
+    let got = c.nodes[1]
+        .get(get(&key, GetOptions::default()))
+        .await
+        .unwrap();
+    assert!(!values(&got).is_empty());
+}
+
+#[tokio::test]
+async fn node_confirms_counts_distinct_nodes() {
+    let c = cluster(3);
+    let registry = c.nodes[0].registry().clone();
+    let patch = serde_json::json!({"node_confirms": 3});
+    registry
+        .set_bucket_props("default", b"b", patch.as_object().unwrap())
+        .unwrap();
+    c.nodes[0]
+        .put(put("k", "v", PutOptions::default()))
+        .await
+        .expect("three nodes answer for a 3-node cluster");
+    c.wires.down.lock().insert(name(2));
+    let err = c.nodes[0]
+        .put(put("k2", "v", PutOptions::default()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, KvError::WriteQuorum(_)), "{err}");
+}
+
+#[tokio::test]
+async fn a_coordinator_away_from_every_replica_still_coordinates() {
+    let c = cluster(4);
+    // Find a key none of whose replicas is on node 0.
+    let key = (0..)
+        .map(|k| format!("k{k}"))
+        .find(|k| {
+            let hash = Node::key_hash(&bucket(), k.as_bytes());
+            c.ring.preflist(hash, 3).iter().all(|(_, n)| **n != name(0))
+        })
+        .unwrap();
+    let w3 = PutOptions {
+        w: Some(Quorum::All),
+        return_body: true,
+        ..PutOptions::default()
+    };
+    let resp = c.nodes[0].put(put(&key, "v", w3)).await.unwrap();
+    assert!(resp.object.is_some());
+    let got = c.nodes[0]
+        .get(get(&key, GetOptions::default()))
+        .await
+        .unwrap();
+    assert_eq!(values(&got), vec![b"v".to_vec()]);
+}
+
+/// The keys of `bucket()` as node `i` lists them.
+async fn listed(c: &Cluster, i: usize) -> Result<Vec<Vec<u8>>, KvError> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let node = c.nodes[i].clone();
+    let fold = tokio::task::spawn_blocking(move || node.list_keys_blocking(&bucket(), &tx));
+    let mut keys = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        keys.extend(chunk);
+    }
+    fold.await.unwrap()?;
+    keys.sort();
+    Ok(keys)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_covers_every_key_once_across_nodes() {
+    let c = cluster(4);
+    let mut written: Vec<Vec<u8>> = (0..300).map(|k| format!("k{k}").into_bytes()).collect();
+    for (i, key) in written.iter().enumerate() {
+        let key = String::from_utf8(key.clone()).unwrap();
+        c.nodes[i % 4]
+            .put(put(&key, "v", PutOptions::default()))
+            .await
+            .unwrap();
+    }
+    written.sort();
+    for i in 0..4 {
+        assert_eq!(
+            listed(&c, i).await.unwrap(),
+            written,
+            "listed from node {i}"
+        );
+    }
+    // One node down: n_val 3 still covers every range from the others.
+    c.wires.down.lock().insert(name(2));
+    assert_eq!(listed(&c, 0).await.unwrap(), written);
+    let buckets = {
+        let node = c.nodes[1].clone();
+        tokio::task::spawn_blocking(move || node.list_buckets_blocking("default"))
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(buckets, vec![b"b".to_vec()]);
+    // Three of four down: some ranges have no replica up.
+    c.wires.down.lock().extend([name(1), name(3)]);
+    let err = listed(&c, 0).await.unwrap_err();
+    assert!(matches!(err, KvError::InsufficientVnodes(_)), "{err}");
+}

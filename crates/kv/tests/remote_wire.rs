@@ -1,0 +1,696 @@
+//! The vnode message format (docs/formats/vnode-messages.md): fixture
+//! bytes written from the format page decode to known values and
+//! re-encode byte for byte; any message round-trips; every truncation and
+//! any garbage is an error, never a panic; objects' bytes are slices of
+//! the received frame.
+
+use bytes::Bytes;
+use eddy_kv::KvError;
+use eddy_kv::remote::wire::{
+    self, Message, OTHER_ENGINE, RequestEnvelope, STORAGE_ENGINE, WireError,
+};
+use eddy_kv::vnode::msg::{
+    Conditions, Coordinate, FoldChunk, FoldKind, FoldRequest, PutAck, PutKind, PutRequest,
+    StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
+};
+use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
+use eddy_ring::Partition;
+use eddy_storage::{Resource, StorageError};
+use proptest::prelude::*;
+
+fn fixture(name: &str) -> Bytes {
+    let path = format!(
+        "{}/tests/fixtures/vnode-messages-v1/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(path).unwrap().into()
+}
+
+fn vv(entries: &[(u64, u64)]) -> VersionVector {
+    VersionVector::from_entries(entries.iter().map(|&(a, c)| (Actor(a), c)))
+}
+
+fn key(k: &str) -> StorageKey {
+    StorageKey {
+        bucket: b"users".to_vec(),
+        key: k.as_bytes().to_vec(),
+    }
+}
+
+/// The object every stored-object fixture carries, as the object codec
+/// encodes it.
+fn stored() -> Bytes {
+    let content = Content {
+        value: b"hi".to_vec(),
+        meta: Metadata {
+            last_modified_us: 5,
+            ..Metadata::default()
+        },
+    };
+    let obj = eddy_object::RiakObject {
+        vv: vv(&[(11, 3)]),
+        siblings: vec![eddy_object::Sibling {
+            dot: eddy_object::Dot {
+                actor: Actor(11),
+                counter: 3,
+            },
+            content,
+        }],
+    };
+    eddy_object::codec::encode(&obj).into()
+}
+
+fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
+    let content = Content {
+        value: b"hello".to_vec(),
+        meta: Metadata {
+            content_type: Some(b"text/plain".to_vec()),
+            vtag: b"v1".to_vec(),
+            last_modified_us: 1_700_000_000_000_000,
+            user_meta: vec![(b"m".to_vec(), b"1".to_vec())],
+            indexes: vec![(b"age_int".to_vec(), b"42".to_vec())],
+            ..Metadata::default()
+        },
+    };
+    let coordinate = VnodeRequest::Put(PutRequest {
+        key: key("alice"),
+        kind: PutKind::Coordinate(Box::new(Coordinate {
+            context: vv(&[(11, 2)]),
+            content,
+            conditions: Conditions {
+                if_none_match: false,
+                if_not_modified: Some(vv(&[(11, 2)])),
+            },
+        })),
+        policy: WritePolicy {
+            allow_mult: true,
+            last_write_wins: false,
+            max_siblings: 100,
+            write_once: false,
+        },
+        sync: SyncLevel::Durable,
+    });
+    let replicate = VnodeRequest::Put(PutRequest {
+        key: key("alice"),
+        kind: PutKind::Replicate { encoded: stored() },
+        policy: WritePolicy {
+            allow_mult: false,
+            last_write_wins: true,
+            max_siblings: 100,
+            write_once: false,
+        },
+        sync: SyncLevel::Written,
+    });
+    let env = |request_id, p, request| RequestEnvelope {
+        request_id,
+        partition: Partition(p),
+        request,
+    };
+    vec![
+        ("coordinate.bin", env(7, 3, coordinate)),
+        ("replicate.bin", env(8, 4, replicate)),
+        ("get.bin", env(9, 5, VnodeRequest::Get { key: key("bob") })),
+        (
+            "reap.bin",
+            env(
+                0,
+                6,
+                VnodeRequest::Reap {
+                    key: key("carol"),
+                    tombstone: vv(&[(11, 4), (12, 1)]),
+                },
+            ),
+        ),
+    ]
+}
+
+fn engine(engine: &'static str, text: &str) -> KvError {
+    KvError::Storage(StorageError::Engine {
+        engine,
+        source: text.into(),
+    })
+}
+
+/// The errors of reply-put-error-NN.bin, by kind NN.
+fn pinned_errors() -> Vec<KvError> {
+    vec![
+        engine(
+            OTHER_ENGINE,
+            "too many usermeta: 2000 exceeds the limit of 1000",
+        ),
+        KvError::Storage(StorageError::Exhausted {
+            resource: Resource::Disk,
+            detail: "disk full".into(),
+        }),
+        KvError::MatchFound,
+        KvError::Modified,
+        KvError::TooManySiblings {
+            count: 101,
+            max: 100,
+        },
+        KvError::Damaged(5),
+        KvError::ShuttingDown,
+        KvError::SyncFailed("fdatasync: EIO".into()),
+        KvError::Corrupt(DecodeError::UnknownVersion(9)),
+        engine(STORAGE_ENGINE, "I/O error on /data/p/1.data: EIO"),
+        KvError::Storage(StorageError::Poisoned("fsync failed".into())),
+        KvError::Unreachable("dev2@127.0.0.1 (overloaded)".into()),
+        KvError::Timeout,
+        KvError::TooLarge {
+            what: "value",
+            size: 300,
+            max: 200,
+        },
+        KvError::NotHosted(7),
+        KvError::VnodeStart("open partitions/7: EMFILE".into()),
+    ]
+}
+
+fn pinned_replies() -> Vec<(String, u64, u32, VnodeReply)> {
+    let mut out = vec![
+        (
+            "reply-coordinated.bin".to_string(),
+            7,
+            3,
+            VnodeReply::Coordinated {
+                encoded: stored(),
+                siblings: 1,
+            },
+        ),
+        (
+            "reply-put-ok.bin".into(),
+            7,
+            3,
+            VnodeReply::Put(Ok(PutAck { durable: true })),
+        ),
+        (
+            "reply-get-found.bin".into(),
+            9,
+            5,
+            VnodeReply::Get(Ok(Some(stored()))),
+        ),
+        (
+            "reply-get-not-found.bin".into(),
+            10,
+            5,
+            VnodeReply::Get(Ok(None)),
+        ),
+        (
+            "reply-get-error.bin".into(),
+            11,
+            5,
+            VnodeReply::Get(Err(KvError::Damaged(5))),
+        ),
+    ];
+    for (kind, e) in pinned_errors().into_iter().enumerate() {
+        let name = format!("reply-put-error-{kind:02}.bin");
+        out.push((name, 100 + kind as u64, 4, VnodeReply::Put(Err(e))));
+    }
+    out
+}
+
+#[test]
+fn pinned_requests_decode_to_their_values_and_encode_to_their_bytes() {
+    for (name, env) in pinned_requests() {
+        let bytes = fixture(name);
+        match wire::decode(&bytes) {
+            Ok(Message::Request(got)) => assert_eq!(got, env, "{name}"),
+            other => panic!("{name}: {other:?}"),
+        }
+        let encoded = wire::encode_request(env.request_id, env.partition, &env.request).unwrap();
+        assert_eq!(encoded, bytes, "{name}");
+    }
+}
+
+#[test]
+fn pinned_replies_decode_to_their_values_and_encode_to_their_bytes() {
+    for (name, id, p, reply) in pinned_replies() {
+        let bytes = fixture(&name);
+        match wire::decode(&bytes) {
+            Ok(Message::Reply(got)) => {
+                assert_eq!(
+                    (got.request_id, got.partition),
+                    (id, Partition(p)),
+                    "{name}"
+                );
+                assert_eq!(format!("{:?}", got.reply), format!("{reply:?}"), "{name}");
+                let again = wire::encode_reply(id, Partition(p), &got.reply).unwrap();
+                assert_eq!(again, bytes, "{name}: decoded re-encodes");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        let encoded = wire::encode_reply(id, Partition(p), &reply).unwrap();
+        assert_eq!(encoded, bytes, "{name}");
+    }
+}
+
+#[test]
+fn errors_a_vnode_never_sends_travel_as_text_and_storage_errors_keep_their_kind() {
+    let cases = [
+        (
+            KvError::Storage(StorageError::Io {
+                path: "/d/1.data".into(),
+                source: std::io::Error::other("EIO"),
+            }),
+            engine(STORAGE_ENGINE, "I/O error on /d/1.data: EIO"),
+        ),
+        (
+            KvError::Empty("key"),
+            engine(OTHER_ENGINE, "key must not be empty"),
+        ),
+        (
+            KvError::Storage(StorageError::TooLarge {
+                what: "key",
+                size: 9,
+                max: 8,
+            }),
+            KvError::TooLarge {
+                what: "key",
+                size: 9,
+                max: 8,
+            },
+        ),
+        (
+            KvError::TooLarge {
+                what: "encoded lsm key",
+                size: 9,
+                max: 8,
+            },
+            engine(
+                OTHER_ENGINE,
+                "encoded lsm key of 9 bytes exceeds the limit of 8",
+            ),
+        ),
+    ];
+    for (sent, expected) in cases {
+        let reply = VnodeReply::Put(Err(sent));
+        let bytes = wire::encode_reply(1, Partition(0), &reply).unwrap();
+        let Ok(Message::Reply(got)) = wire::decode(&bytes) else {
+            panic!("{reply:?} does not decode");
+        };
+        let expected = VnodeReply::Put(Err(expected));
+        assert_eq!(format!("{:?}", got.reply), format!("{expected:?}"));
+    }
+}
+
+#[test]
+fn long_error_texts_are_cut_at_a_character_boundary() {
+    let text = "é".repeat(3000);
+    let reply = VnodeReply::Get(Err(KvError::SyncFailed(text)));
+    let bytes = wire::encode_reply(1, Partition(0), &reply).unwrap();
+    let Ok(Message::Reply(got)) = wire::decode(&bytes) else {
+        panic!("does not decode")
+    };
+    match got.reply {
+        VnodeReply::Get(Err(KvError::SyncFailed(m))) => {
+            assert_eq!(m, "é".repeat(wire::TEXT_BYTES_MAX / 2));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn fields_over_their_limits_are_refused_both_ways() {
+    let long_key = StorageKey {
+        bucket: b"b".to_vec(),
+        key: vec![b'k'; eddy_storage::limits::KEY_BYTES_MAX + 1],
+    };
+    let err = wire::encode_request(1, Partition(0), &VnodeRequest::Get { key: long_key });
+    assert!(
+        matches!(err, Err(WireError::TooLong { what: "key", .. })),
+        "{err:?}"
+    );
+    // A get whose bucket claims 65,535 bytes, and a replicate whose blob
+    // claims 4 GiB: refused from the length, before any allocation.
+    let mut get = fixture("get.bin").to_vec();
+    get[16..18].copy_from_slice(&u16::MAX.to_be_bytes());
+    let err = wire::decode(&get.into()).unwrap_err();
+    assert!(
+        matches!(err, WireError::TooLong { what: "bucket", .. }),
+        "{err:?}"
+    );
+    let mut replicate = fixture("replicate.bin").to_vec();
+    let at = replicate.len() - stored().len() - 4;
+    replicate[at..at + 4].copy_from_slice(&u32::MAX.to_be_bytes());
+    let err = wire::decode(&replicate.into()).unwrap_err();
+    assert!(matches!(err, WireError::TooLong { .. }), "{err:?}");
+}
+
+#[test]
+fn foreign_and_unknown_headers_are_refused() {
+    let get = fixture("get.bin").to_vec();
+    let with = |i: usize, v: u8| {
+        let mut b = get.clone();
+        b[i] = v;
+        wire::decode(&b.into()).unwrap_err()
+    };
+    assert_eq!(with(0, b'G'), WireError::NotVnodeMessage(b'G'));
+    assert_eq!(with(1, 2), WireError::UnknownVersion(2));
+    assert!(matches!(
+        with(2, 9),
+        WireError::BadByte { what: "kind", .. }
+    ));
+    assert!(matches!(
+        with(15, 99),
+        WireError::BadByte { what: "op", .. }
+    ));
+    let mut zero = fixture("reply-put-ok.bin").to_vec();
+    zero[3..11].copy_from_slice(&[0; 8]);
+    assert_eq!(
+        wire::decode(&zero.into()).unwrap_err(),
+        WireError::ZeroReplyId
+    );
+    let mut trailing = get.clone();
+    trailing.push(0);
+    assert_eq!(
+        wire::decode(&trailing.into()).unwrap_err(),
+        WireError::Trailing(1)
+    );
+}
+
+#[test]
+fn a_client_write_must_be_one_sibling_at_dot_zero() {
+    let two = eddy_object::RiakObject {
+        vv: VersionVector::new(),
+        siblings: vec![],
+    };
+    let mut bytes = fixture("coordinate.bin").to_vec();
+    // Swap the write blob for an object without siblings.
+    let write_at = 15 + 1 + 2 + 5 + 2 + 5 + 9 + 1;
+    let old_len = u32::from_be_bytes(bytes[write_at..write_at + 4].try_into().unwrap()) as usize;
+    let new = eddy_object::codec::encode(&two);
+    let mut out = bytes[..write_at].to_vec();
+    out.extend_from_slice(&(new.len() as u32).to_be_bytes());
+    out.extend_from_slice(&new);
+    out.extend_from_slice(&bytes[write_at + 4 + old_len..]);
+    bytes = out;
+    let err = wire::decode(&bytes.into()).unwrap_err();
+    assert!(matches!(err, WireError::Malformed(_)), "{err:?}");
+}
+
+#[test]
+fn the_head_of_an_undecodable_request_says_what_it_expects() {
+    let mut get = fixture("get.bin").to_vec();
+    get.truncate(get.len() - 2);
+    let bytes: Bytes = get.into();
+    assert!(wire::decode(&bytes).is_err());
+    let head = wire::request_head(&bytes).unwrap();
+    assert_eq!((head.request_id, head.partition), (9, Partition(5)));
+    assert!(wire::is_get_op(head.op.unwrap()));
+    assert!(wire::request_head(&fixture("reply-put-ok.bin")).is_none());
+}
+
+fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(any::<u8>(), 0..max)
+}
+
+fn version_vector() -> impl Strategy<Value = VersionVector> {
+    proptest::collection::vec((any::<u64>(), 1..u64::MAX), 0..4)
+        .prop_map(|e| VersionVector::from_entries(e.into_iter().map(|(a, c)| (Actor(a), c))))
+}
+
+fn content() -> impl Strategy<Value = Content> {
+    let pairs = || proptest::collection::vec((bytes(6), bytes(6)), 0..3);
+    let links = proptest::collection::vec((bytes(6), bytes(6), bytes(6)), 0..2);
+    (
+        bytes(32),
+        proptest::option::of(bytes(8)),
+        bytes(8),
+        any::<u64>(),
+        pairs(),
+        links,
+        pairs(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(value, ct, vtag, lm, user_meta, links, indexes, deleted)| Content {
+                value,
+                meta: Metadata {
+                    content_type: ct,
+                    vtag,
+                    last_modified_us: lm,
+                    user_meta,
+                    links: links
+                        .into_iter()
+                        .map(|(bucket, key, tag)| Link { bucket, key, tag })
+                        .collect(),
+                    indexes,
+                    deleted,
+                    ..Metadata::default()
+                },
+            },
+        )
+}
+
+fn storage_key() -> impl Strategy<Value = StorageKey> {
+    (bytes(16), bytes(16)).prop_map(|(bucket, key)| StorageKey { bucket, key })
+}
+
+fn put_kind() -> impl Strategy<Value = PutKind> {
+    let coordinate = (
+        version_vector(),
+        content(),
+        any::<bool>(),
+        proptest::option::of(version_vector()),
+    )
+        .prop_map(|(context, content, if_none_match, if_not_modified)| {
+            PutKind::Coordinate(Box::new(Coordinate {
+                context,
+                content,
+                conditions: Conditions {
+                    if_none_match,
+                    if_not_modified,
+                },
+            }))
+        });
+    let replicate = bytes(64).prop_map(|b| PutKind::Replicate { encoded: b.into() });
+    prop_oneof![coordinate, replicate]
+}
+
+fn sync_level() -> impl Strategy<Value = SyncLevel> {
+    prop_oneof![
+        Just(SyncLevel::Written),
+        Just(SyncLevel::Durable),
+        Just(SyncLevel::Disk),
+    ]
+}
+
+fn request() -> impl Strategy<Value = VnodeRequest> {
+    let policy =
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<u32>()).prop_map(|(m, l, o, s)| {
+            WritePolicy {
+                allow_mult: m,
+                last_write_wins: l,
+                max_siblings: s as usize,
+                write_once: o,
+            }
+        });
+    let put =
+        (storage_key(), put_kind(), policy, sync_level()).prop_map(|(key, kind, policy, sync)| {
+            VnodeRequest::Put(PutRequest {
+                key,
+                kind,
+                policy,
+                sync,
+            })
+        });
+    let get = storage_key().prop_map(|key| VnodeRequest::Get { key });
+    let reap = (storage_key(), version_vector())
+        .prop_map(|(key, tombstone)| VnodeRequest::Reap { key, tombstone });
+    let fold_kind = prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..32).prop_map(|bucket| FoldKind::Keys { bucket }),
+        "[a-z]{0,12}".prop_map(|bucket_type| FoldKind::Buckets { bucket_type }),
+    ];
+    let ranges = proptest::option::of(prop::collection::vec(
+        (0..1024u32).prop_map(eddy_ring::Partition),
+        0..16,
+    ));
+    let fold = (fold_kind, any::<u32>(), ranges).prop_map(|(kind, ring_size, ranges)| {
+        VnodeRequest::Fold(FoldRequest {
+            kind,
+            ring_size,
+            ranges,
+        })
+    });
+    prop_oneof![put, get, reap, fold]
+}
+
+/// An error of wire kind `kind`, its fields drawn from the rest.
+fn error_of(kind: u8, text: String, a: u32, b: u32, byte: u8) -> KvError {
+    let (a_us, b_us) = (a as usize, b as usize);
+    let resources = [Resource::Descriptors, Resource::Disk, Resource::Memory];
+    let decode_errors = [
+        DecodeError::BadMagic,
+        DecodeError::UnknownVersion(byte),
+        DecodeError::Truncated,
+        DecodeError::BadVarint,
+        DecodeError::BadFlag,
+        DecodeError::Trailing,
+    ];
+    match kind {
+        0 => engine(OTHER_ENGINE, &text),
+        1 => KvError::Storage(StorageError::Exhausted {
+            resource: resources[usize::from(byte) % 3],
+            detail: text,
+        }),
+        2 => KvError::MatchFound,
+        3 => KvError::Modified,
+        4 => KvError::TooManySiblings {
+            count: a_us,
+            max: b_us,
+        },
+        5 => KvError::Damaged(a),
+        6 => KvError::ShuttingDown,
+        7 => KvError::SyncFailed(text),
+        8 => KvError::Corrupt(decode_errors[a_us % 6].clone()),
+        9 => engine(STORAGE_ENGINE, &text),
+        10 => KvError::Storage(StorageError::Poisoned(text)),
+        11 => KvError::Unreachable(text),
+        12 => KvError::Timeout,
+        14 => KvError::NotHosted(a),
+        15 => KvError::VnodeStart(text),
+        _ => KvError::TooLarge {
+            what: ["key", "value", "object"][usize::from(byte) % 3],
+            size: a_us,
+            max: b_us,
+        },
+    }
+}
+
+fn error() -> impl Strategy<Value = KvError> {
+    (
+        0..14u8,
+        "[ -~]{0,40}",
+        any::<u32>(),
+        any::<u32>(),
+        any::<u8>(),
+    )
+        .prop_map(|(kind, text, a, b, byte)| error_of(kind, text, a, b, byte))
+}
+
+fn reply() -> impl Strategy<Value = VnodeReply> {
+    prop_oneof![
+        (bytes(64), any::<u32>()).prop_map(|(b, s)| VnodeReply::Coordinated {
+            encoded: b.into(),
+            siblings: s as usize
+        }),
+        any::<bool>().prop_map(|durable| VnodeReply::Put(Ok(PutAck { durable }))),
+        error().prop_map(|e| VnodeReply::Put(Err(e))),
+        proptest::option::of(bytes(64)).prop_map(|b| VnodeReply::Get(Ok(b.map(Bytes::from)))),
+        error().prop_map(|e| VnodeReply::Get(Err(e))),
+        (
+            any::<u32>(),
+            any::<bool>(),
+            prop::collection::vec(prop::collection::vec(any::<u8>(), 0..16), 0..8)
+        )
+            .prop_map(|(seq, last, items)| VnodeReply::Fold(Ok(FoldChunk {
+                seq,
+                last,
+                items
+            }))),
+        error().prop_map(|e| VnodeReply::Fold(Err(e))),
+    ]
+}
+
+/// Every message kind, encoded.
+fn message() -> impl Strategy<Value = Bytes> {
+    prop_oneof![
+        (any::<u64>(), any::<u32>(), request()).prop_map(|(id, p, r)| wire::encode_request(
+            id,
+            Partition(p),
+            &r
+        )
+        .unwrap()),
+        (1..u64::MAX, any::<u32>(), reply()).prop_map(|(id, p, r)| wire::encode_reply(
+            id,
+            Partition(p),
+            &r
+        )
+        .unwrap()),
+    ]
+}
+
+/// The object bytes a decoded message carries.
+fn blobs(m: &Message) -> Vec<Bytes> {
+    match m {
+        Message::Request(env) => match &env.request {
+            VnodeRequest::Put(PutRequest {
+                kind: PutKind::Replicate { encoded },
+                ..
+            }) => vec![encoded.clone()],
+            _ => vec![],
+        },
+        Message::Reply(env) => match &env.reply {
+            VnodeReply::Coordinated { encoded, .. } | VnodeReply::Get(Ok(Some(encoded))) => {
+                vec![encoded.clone()]
+            }
+            _ => vec![],
+        },
+    }
+}
+
+proptest! {
+    #[test]
+    fn requests_round_trip(id in any::<u64>(), p in any::<u32>(), req in request()) {
+        let bytes = wire::encode_request(id, Partition(p), &req).unwrap();
+        match wire::decode(&bytes) {
+            Ok(Message::Request(env)) => {
+                prop_assert_eq!(env, RequestEnvelope { request_id: id, partition: Partition(p), request: req });
+            }
+            other => prop_assert!(false, "{:?}", other),
+        }
+    }
+
+    #[test]
+    fn replies_round_trip(id in 1..u64::MAX, p in any::<u32>(), reply in reply()) {
+        let bytes = wire::encode_reply(id, Partition(p), &reply).unwrap();
+        match wire::decode(&bytes) {
+            Ok(Message::Reply(env)) => {
+                prop_assert_eq!((env.request_id, env.partition), (id, Partition(p)));
+                prop_assert_eq!(format!("{:?}", env.reply), format!("{reply:?}"));
+                prop_assert_eq!(wire::encode_reply(id, Partition(p), &env.reply).unwrap(), bytes);
+            }
+            other => prop_assert!(false, "{:?}", other),
+        }
+    }
+
+    #[test]
+    fn objects_are_slices_of_the_frame(bytes in message()) {
+        let decoded = wire::decode(&bytes).unwrap();
+        let frame = bytes.as_ptr_range();
+        for blob in blobs(&decoded) {
+            let inside = blob.is_empty()
+                || (frame.contains(&blob.as_ptr()) && blob.as_ptr_range().end <= frame.end);
+            prop_assert!(inside, "an object's bytes were copied out of the frame");
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_an_error(bytes in message()) {
+        for cut in 0..bytes.len() {
+            prop_assert!(wire::decode(&bytes.slice(..cut)).is_err(), "a prefix of {} bytes decoded", cut);
+        }
+    }
+
+    #[test]
+    fn damaged_messages_are_errors_or_messages_never_panics(
+        bytes in message(),
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), 1..=255u8), 1..4),
+    ) {
+        let mut damaged = bytes.to_vec();
+        for (at, x) in flips {
+            let i = at.index(damaged.len());
+            damaged[i] ^= x;
+        }
+        let _ = wire::decode(&damaged.into());
+    }
+
+    #[test]
+    fn garbage_never_panics(body in bytes(256), kind in 1..=2u8) {
+        let _ = wire::decode(&body.clone().into());
+        let mut framed = vec![b'K', 1, kind];
+        framed.extend_from_slice(&body);
+        let _ = wire::decode(&framed.clone().into());
+        let _ = wire::request_head(&framed.into());
+    }
+}
