@@ -117,6 +117,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     let mut http_config = http_config(&settings.http, settings.storage.backend);
     http_config.pb_table = pb_config.table.clone();
     http_config.budget = Some(budget);
+    http_config.membership = Some(cluster.membership.clone());
     let (stop_tx, stop_rx) = watch::channel(false);
     let servers = [
         tokio::spawn(eddy_api::http::serve(
