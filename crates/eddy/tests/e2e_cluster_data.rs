@@ -104,3 +104,37 @@ fn acknowledged_writes_survive_a_killed_node() {
     keys.sort();
     assert_eq!(keys, acked.keys().cloned().collect::<Vec<_>>());
 }
+
+#[test]
+fn bucket_props_and_types_set_on_one_node_reach_the_others() {
+    let nodes = cluster();
+    let json = [("Content-Type", "application/json")];
+    let props = br#"{"props":{"n_val":2,"allow_mult":true}}"#;
+    let set = nodes[0].http("PUT", "/buckets/shared/props", &json, props);
+    assert_eq!(set.status, 204, "{set:?}");
+    let types = nodes[1].http(
+        "POST",
+        "/admin/bucket-types/maps",
+        &json,
+        br#"{"props":{"allow_mult":true}}"#,
+    );
+    assert!(types.status < 300, "{types:?}");
+    let activated = nodes[1].http("POST", "/admin/bucket-types/maps/activate", &[], b"");
+    assert!(activated.status < 300, "{activated:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    for node in &nodes {
+        loop {
+            let got = node.http("GET", "/buckets/shared/props", &[], b"");
+            let body: serde_json::Value = serde_json::from_slice(&got.body).unwrap();
+            let typed = node.http("GET", "/types/maps/buckets/x/props", &[], b"");
+            if body["props"]["n_val"] == 2 && typed.status == 200 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "props not shared: {body}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

@@ -17,6 +17,7 @@
 //! - [`repair`]: damaged partitions: marks, reads around them, repair;
 //! - [`handoff`]: moving a partition's data to another node, resumably;
 //! - [`limits`]: per-object limits on usermeta, links and index entries;
+//! - [`metadata`]: the bucket registry as the cluster shares it;
 //! - [`node`]: the node that ties them together.
 //!
 //! # Threads: the one rule
@@ -44,6 +45,7 @@ pub mod core;
 pub mod error;
 pub mod handoff;
 pub mod limits;
+pub mod metadata;
 pub mod node;
 pub mod props;
 pub mod quorum;

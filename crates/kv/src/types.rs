@@ -64,24 +64,24 @@ pub enum RegistryError {
     Corrupt { path: PathBuf, reason: String },
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct StoredType {
-    status: TypeStatus,
-    patch: PropsPatch,
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StoredType {
+    pub(crate) status: TypeStatus,
+    pub(crate) patch: PropsPatch,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-struct StoredBucket {
-    bucket_type: String,
+pub(crate) struct StoredBucket {
+    pub(crate) bucket_type: String,
     /// Hex, since bucket names are arbitrary bytes.
-    bucket: String,
-    patch: PropsPatch,
+    pub(crate) bucket: String,
+    pub(crate) patch: PropsPatch,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-struct Stored {
-    types: BTreeMap<String, StoredType>,
-    buckets: Vec<StoredBucket>,
+pub(crate) struct Stored {
+    pub(crate) types: BTreeMap<String, StoredType>,
+    pub(crate) buckets: Vec<StoredBucket>,
 }
 
 /// A bucket type as listed.
@@ -105,11 +105,13 @@ type PropsCache = HashMap<(String, Vec<u8>), Arc<BucketProps>>;
 pub struct BucketRegistry {
     defaults: BucketProps,
     path: Option<PathBuf>,
-    stored: RwLock<Stored>,
+    pub(crate) stored: RwLock<Stored>,
     cache: RwLock<PropsCache>,
     /// The sub-backends a `backend` property may name (a multi node);
     /// `None` when the node has one backend and the property is inert.
     backend_names: Option<Vec<String>>,
+    /// Told of every local change, to share it with the cluster.
+    pub(crate) hook: std::sync::OnceLock<crate::metadata::MetadataHook>,
 }
 
 impl BucketRegistry {
@@ -121,6 +123,7 @@ impl BucketRegistry {
             stored: RwLock::new(Stored::default()),
             cache: RwLock::new(PropsCache::new()),
             backend_names: None,
+            hook: std::sync::OnceLock::new(),
         }
     }
 
@@ -143,6 +146,7 @@ impl BucketRegistry {
             stored: RwLock::new(stored),
             cache: RwLock::new(PropsCache::new()),
             backend_names: None,
+            hook: std::sync::OnceLock::new(),
         })
     }
 
@@ -223,7 +227,9 @@ impl BucketRegistry {
             };
             stored.types.insert(name.to_string(), t);
             Ok(())
-        })
+        })?;
+        self.publish_type(name);
+        Ok(())
     }
 
     /// Activates a created type (activating an active type is a no-op).
@@ -235,7 +241,9 @@ impl BucketRegistry {
                 .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
             t.status = TypeStatus::Active;
             Ok(())
-        })
+        })?;
+        self.publish_type(name);
+        Ok(())
     }
 
     /// Changes a type's props; immutable props must keep their values.
@@ -255,7 +263,9 @@ impl BucketRegistry {
                 .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
             t.patch.extend(patch.clone());
             Ok(())
-        })
+        })?;
+        self.publish_type(name);
+        Ok(())
     }
 
     /// The effective props of a bucket; its type must exist and be active.
@@ -333,6 +343,7 @@ impl BucketRegistry {
             }
             Ok(())
         })?;
+        self.publish_bucket(bucket_type, bucket);
         Ok(props)
     }
 
@@ -349,11 +360,13 @@ impl BucketRegistry {
                 .buckets
                 .retain(|b| !(b.bucket_type == bucket_type && b.bucket == hex));
             Ok(())
-        })
+        })?;
+        self.publish_bucket(bucket_type, bucket);
+        Ok(())
     }
 
     /// Applies `f` to a copy, persists the copy, then makes it current.
-    fn change(
+    pub(crate) fn change(
         &self,
         f: impl FnOnce(&mut Stored) -> Result<(), RegistryError>,
     ) -> Result<(), RegistryError> {
@@ -389,7 +402,7 @@ fn check_type_name(name: &str) -> Result<(), RegistryError> {
     }
 }
 
-fn to_hex(bytes: &[u8]) -> String {
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

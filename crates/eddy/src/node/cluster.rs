@@ -157,6 +157,7 @@ pub async fn start(
         config,
     );
     node.set_handoffs(&handoffs);
+    super::metadata::share(node.registry(), &membership);
     route_inbound(&transport, &membership, &remote, &handoffs);
     tokio::spawn(remote.watch_peers());
     node.set_liveness(Arc::new(Alive(membership.clone())));

@@ -10,6 +10,7 @@ pub mod actors;
 pub mod cluster;
 pub mod datadir;
 pub mod handoff;
+pub mod metadata;
 pub mod storage;
 pub mod vnodes;
 

@@ -245,7 +245,9 @@ impl Tally {
                 self.seen.push((p, None));
                 self.core.add_result(GetReply::NotFound { primary });
             }
-            Err(e @ KvError::Damaged(_)) => {
+            // Expected while a node is down: said once by the failure
+            // detector, not for every request.
+            Err(e @ (KvError::Damaged(_) | KvError::Unreachable(_))) => {
                 tracing::debug!(partition = p.0, "{e}");
                 self.core.add_result(GetReply::Failed { primary });
             }

@@ -255,7 +255,12 @@ impl PutFsm<'_> {
                 durable: ack.durable,
             }),
             VnodeReply::Put(Err(e)) => {
-                tracing::warn!(partition = reply.partition.0, "vnode put failed: {e}");
+                match e {
+                    KvError::Unreachable(_) => {
+                        tracing::debug!(partition = reply.partition.0, "{e}")
+                    }
+                    _ => tracing::warn!(partition = reply.partition.0, "vnode put failed: {e}"),
+                }
                 core.add_result(PutReply::Failed { primary });
                 if is_exhaustion(&e) {
                     exhausted.get_or_insert(e);
