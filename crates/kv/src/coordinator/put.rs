@@ -62,7 +62,7 @@ impl Node {
         if let Some(vnode) = self.local_vnode(&preflist[first]) {
             vnode.check_writable(&skey.bucket)?;
         }
-        let fsm = PutFsm {
+        let mut fsm = PutFsm {
             node: self,
             preflist: &preflist,
             first,
@@ -146,18 +146,41 @@ impl Syncs {
 impl PutFsm<'_> {
     /// Runs the put to its answer: the coordinating vnode's object once
     /// every quorum is met.
-    async fn run(&self, coordinate: Coordinate, mut core: PutCore) -> Result<Coordinated, KvError> {
+    async fn run(
+        &mut self,
+        coordinate: Coordinate,
+        mut core: PutCore,
+    ) -> Result<Coordinated, KvError> {
         let node = self.node;
-        let (tx, mut rx) = unbounded_channel::<Reply>();
-        let first = &self.preflist[self.first];
-        let req = self.request(PutKind::Coordinate(Box::new(coordinate)), true);
-        node.deliver(
-            &first.id,
-            req,
-            ReplyTo::Local(tx.clone()),
-            LocalHint::default(),
-        );
-        let coordinated = self.await_coordinated(&mut rx, &mut core).await?;
+        // A vnode of another node may be handing its partition off or be
+        // gone: the write then goes to the next replica, once each.
+        let mut spare = self
+            .preflist
+            .iter()
+            .any(|e| !e.local)
+            .then(|| coordinate.clone());
+        let mut coordinate = Some(coordinate);
+        let mut tries = 1;
+        let (tx, mut rx, coordinated) = loop {
+            let (tx, mut rx) = unbounded_channel::<Reply>();
+            let write = coordinate.take().or_else(|| spare.clone());
+            let Some(write) = write else {
+                return Err(KvError::Unreachable("no replica took the write".into()));
+            };
+            let req = self.request(PutKind::Coordinate(Box::new(write)), true);
+            let to = &self.preflist[self.first].id;
+            node.deliver(to, req, ReplyTo::Local(tx.clone()), LocalHint::default());
+            match self.await_coordinated(&mut rx, &mut core).await {
+                Ok(coordinated) => break (tx, rx, coordinated),
+                Err(e) if moving(&e) && tries < self.preflist.len() && spare.is_some() => {
+                    tracing::debug!(partition = to.partition.0, "coordinating elsewhere: {e}");
+                    tries += 1;
+                    self.first = (self.first + 1) % self.preflist.len();
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let _ = spare.take();
         self.replicate(&coordinated.encoded, coordinated.hint, tx);
         NodeCounters::add(&node.counters.vnode_puts, self.preflist.len() as u64);
         let mut exhausted = None;
@@ -300,6 +323,18 @@ struct Written {
     encoded: Bytes,
     siblings: usize,
     hint: LocalHint,
+}
+
+/// A coordinating vnode that did not apply the write because it is being
+/// handed off, closing, or out of reach: another replica may.
+fn moving(e: &KvError) -> bool {
+    matches!(
+        e,
+        KvError::Storage(eddy_storage::StorageError::Closed)
+            | KvError::NotHosted(_)
+            | KvError::ShuttingDown
+            | KvError::Unreachable(_)
+    )
 }
 
 /// A replica refused for want of a resource (disk, descriptors, memory).
