@@ -51,7 +51,7 @@ const REPORT_EVERY: Duration = Duration::from_secs(5);
 pub struct DevClusterArgs {
     /// How many nodes to run (1 to 9); `add` for one more, joined; `stop`
     /// to stop them all.
-    #[arg(value_name = "N|add|stop", value_parser = parse_action)]
+    #[arg(value_name = "N|add|stop", value_parser = parse_action, allow_negative_numbers = true)]
     pub action: DevAction,
     /// Ring size written into the configuration of nodes that have none
     /// yet (a power of two, 8 to 1024).
