@@ -1,7 +1,11 @@
 //! The commands that talk to a running node: `eddy ping`, `eddy stop` and
 //! `eddy admin …`. Output follows `riak` and `riak-admin` where Riak has
 //! the command. Each returns the text to print, or an error to report
-//! (exit status 1).
+//! (exit status 1). The cluster commands are in [`cluster`].
+
+mod cluster;
+mod render;
+mod views;
 
 use std::time::{Duration, Instant};
 
@@ -77,6 +81,8 @@ pub fn admin(settings: &Settings, action: &AdminAction) -> Result<String, Comman
         AdminAction::Status => status(settings),
         AdminAction::BucketType(action) => bucket_type(settings, action),
         AdminAction::Repair { partition, wait } => repair(settings, partition, *wait),
+        AdminAction::Cluster(action) => cluster::cluster(settings, action),
+        AdminAction::View(view) => cluster::view(settings, view),
     }
 }
 

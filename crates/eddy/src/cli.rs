@@ -5,10 +5,14 @@
 //! never reaches into a subsystem. Later commands (`start`, `admin`, …) are
 //! new variants of [`Command`].
 
+mod cluster;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use eddy_client::pb::Quorum;
+
+pub use cluster::{ClusterAction, ClusterView};
 
 /// Eddy: a Riak-compatible distributed key-value database.
 #[derive(Debug, Parser)]
@@ -41,8 +45,9 @@ pub enum Command {
 /// exists) and `EDDY_*` environment variables.
 #[derive(Clone, Debug, Args)]
 pub struct ConfigArgs {
-    /// Configuration file (TOML, riak.conf setting names).
-    #[arg(long, short = 'c')]
+    /// Configuration file (TOML, riak.conf setting names); given before
+    /// or after a subcommand (`eddy admin cluster plan --config F`).
+    #[arg(long, short = 'c', global = true)]
     pub config: Option<PathBuf>,
 }
 
@@ -88,6 +93,12 @@ pub enum AdminAction {
         #[arg(long)]
         wait: bool,
     },
+    /// Stage, plan and commit cluster membership changes.
+    #[command(subcommand)]
+    Cluster(ClusterAction),
+    /// The cluster's views and settings.
+    #[command(flatten)]
+    View(ClusterView),
 }
 
 /// `eddy admin bucket-type …`, as `riak-admin bucket-type`.

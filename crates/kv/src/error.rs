@@ -72,6 +72,10 @@ pub enum KvError {
     /// This node runs no vnode for the partition a request named.
     #[error("partition {0} has no vnode on this node")]
     NotHosted(u32),
+    /// Some key range has no vnode up to answer a coverage query for it
+    /// (Riak's `insufficient_vnodes_available`).
+    #[error("insufficient_vnodes_available: {0}")]
+    InsufficientVnodes(String),
     /// A vnode could not be started on this node.
     #[error("cannot start vnode: {0}")]
     VnodeStart(String),

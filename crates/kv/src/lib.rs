@@ -15,6 +15,7 @@
 //! - [`commitlog`]: the node-wide log that makes writes durable in groups;
 //! - [`coordinator`]: the async get/put/delete/list drivers;
 //! - [`repair`]: damaged partitions: marks, reads around them, repair;
+//! - [`handoff`]: moving a partition's data to another node, resumably;
 //! - [`limits`]: per-object limits on usermeta, links and index entries;
 //! - [`node`]: the node that ties them together.
 //!
@@ -41,6 +42,7 @@ pub mod commitlog;
 pub mod coordinator;
 pub mod core;
 pub mod error;
+pub mod handoff;
 pub mod limits;
 pub mod node;
 pub mod props;

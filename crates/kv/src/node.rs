@@ -145,6 +145,8 @@ pub struct Node {
     /// Opens the backends of vnodes started after the node (fallbacks,
     /// handoff receivers); unset: no vnode is started later.
     factory: OnceLock<Arc<dyn VnodeFactory>>,
+    /// The node's handoffs, once the cluster layer started them.
+    handoffs: OnceLock<std::sync::Weak<crate::handoff::Handoffs>>,
     /// Which other nodes are up; unset: all are (a single node).
     pub(crate) liveness: OnceLock<Arc<dyn Liveness>>,
     /// Serialises the start of vnodes, so a partition gets one.
@@ -251,6 +253,7 @@ impl Node {
             remote: OnceLock::new(),
             factory: OnceLock::new(),
             liveness: OnceLock::new(),
+            handoffs: OnceLock::new(),
             starting: parking_lot::Mutex::new(()),
             me: std::sync::Weak::new(),
             dropped_at_start,
@@ -311,6 +314,23 @@ impl Node {
         let _ = self.remote.set(remote);
     }
 
+    /// Tells the node its handoff manager (once): reaping waits while a
+    /// partition is being handed off.
+    pub fn set_handoffs(&self, handoffs: &Arc<crate::handoff::Handoffs>) {
+        let _ = self.handoffs.set(Arc::downgrade(handoffs));
+    }
+
+    /// True while partition `p` is being handed off from or to this node,
+    /// or the ring plans to move it.
+    pub(crate) fn handoff_pending(&self, p: Partition) -> bool {
+        let local = self
+            .handoffs
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .is_some_and(|h| h.is_pending(p));
+        local || self.ring_now().next_owner(p).is_some()
+    }
+
     /// Lets the node route around nodes that are down (once).
     pub fn set_liveness(&self, liveness: Arc<dyn Liveness>) {
         let _ = self.liveness.set(liveness);
@@ -348,6 +368,11 @@ impl Node {
     /// The vnode of partition `p` on this node, if it runs one.
     pub(crate) fn vnode(&self, p: Partition) -> Option<VnodeHandle> {
         self.vnodes.get(p)
+    }
+
+    /// The partitions this node runs vnodes for, in order.
+    pub fn local_partitions(&self) -> Vec<Partition> {
+        self.local_vnodes().iter().map(|v| v.partition).collect()
     }
 
     /// Every vnode this node runs, in partition order.

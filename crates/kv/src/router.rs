@@ -17,7 +17,7 @@ use eddy_ring::Partition;
 
 use crate::error::KvError;
 use crate::node::Node;
-use crate::vnode::msg::{VnodeId, VnodeReply, VnodeRequest};
+use crate::vnode::msg::{FoldChunk, VnodeId, VnodeReply, VnodeRequest};
 use crate::vnode::reply::{LocalHint, ReplyTo};
 
 /// Sends vnode requests to other nodes.
@@ -65,6 +65,14 @@ impl Node {
                 reply.send(p, VnodeReply::Get(Ok(None)), LocalHint::default());
             }
             VnodeRequest::Reap { .. } => {}
+            VnodeRequest::Fold(_) => {
+                let chunk = FoldChunk {
+                    seq: 0,
+                    last: true,
+                    items: Vec::new(),
+                };
+                reply.send(p, VnodeReply::Fold(Ok(chunk)), LocalHint::default());
+            }
             VnodeRequest::Put(_) => {
                 let Some(node) = self.me.upgrade() else {
                     return unanswerable(p, &req, &reply, KvError::ShuttingDown);
@@ -103,6 +111,7 @@ pub fn unanswerable(partition: Partition, req: &VnodeRequest, reply: &ReplyTo, e
     let answer = match req {
         VnodeRequest::Put(_) => VnodeReply::Put(Err(e)),
         VnodeRequest::Get { .. } => VnodeReply::Get(Err(e)),
+        VnodeRequest::Fold(_) => VnodeReply::Fold(Err(e)),
         VnodeRequest::Reap { .. } => return,
     };
     reply.send(partition, answer, LocalHint::default());

@@ -275,3 +275,53 @@ async fn a_coordinator_away_from_every_replica_still_coordinates() {
         .unwrap();
     assert_eq!(values(&got), vec![b"v".to_vec()]);
 }
+
+/// The keys of `bucket()` as node `i` lists them.
+async fn listed(c: &Cluster, i: usize) -> Result<Vec<Vec<u8>>, KvError> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let node = c.nodes[i].clone();
+    let fold = tokio::task::spawn_blocking(move || node.list_keys_blocking(&bucket(), &tx));
+    let mut keys = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        keys.extend(chunk);
+    }
+    fold.await.unwrap()?;
+    keys.sort();
+    Ok(keys)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_covers_every_key_once_across_nodes() {
+    let c = cluster(4);
+    let mut written: Vec<Vec<u8>> = (0..300).map(|k| format!("k{k}").into_bytes()).collect();
+    for (i, key) in written.iter().enumerate() {
+        let key = String::from_utf8(key.clone()).unwrap();
+        c.nodes[i % 4]
+            .put(put(&key, "v", PutOptions::default()))
+            .await
+            .unwrap();
+    }
+    written.sort();
+    for i in 0..4 {
+        assert_eq!(
+            listed(&c, i).await.unwrap(),
+            written,
+            "listed from node {i}"
+        );
+    }
+    // One node down: n_val 3 still covers every range from the others.
+    c.wires.down.lock().insert(name(2));
+    assert_eq!(listed(&c, 0).await.unwrap(), written);
+    let buckets = {
+        let node = c.nodes[1].clone();
+        tokio::task::spawn_blocking(move || node.list_buckets_blocking("default"))
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(buckets, vec![b"b".to_vec()]);
+    // Three of four down: some ranges have no replica up.
+    c.wires.down.lock().extend([name(1), name(3)]);
+    let err = listed(&c, 0).await.unwrap_err();
+    assert!(matches!(err, KvError::InsufficientVnodes(_)), "{err}");
+}

@@ -10,8 +10,8 @@ use eddy_kv::remote::wire::{
     self, Message, OTHER_ENGINE, RequestEnvelope, STORAGE_ENGINE, WireError,
 };
 use eddy_kv::vnode::msg::{
-    Conditions, Coordinate, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply,
-    VnodeRequest, WritePolicy,
+    Conditions, Coordinate, FoldChunk, FoldKind, FoldRequest, PutAck, PutKind, PutRequest,
+    StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
 };
 use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
 use eddy_ring::Partition;
@@ -497,7 +497,22 @@ fn request() -> impl Strategy<Value = VnodeRequest> {
     let get = storage_key().prop_map(|key| VnodeRequest::Get { key });
     let reap = (storage_key(), version_vector())
         .prop_map(|(key, tombstone)| VnodeRequest::Reap { key, tombstone });
-    prop_oneof![put, get, reap]
+    let fold_kind = prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..32).prop_map(|bucket| FoldKind::Keys { bucket }),
+        "[a-z]{0,12}".prop_map(|bucket_type| FoldKind::Buckets { bucket_type }),
+    ];
+    let ranges = proptest::option::of(prop::collection::vec(
+        (0..1024u32).prop_map(eddy_ring::Partition),
+        0..16,
+    ));
+    let fold = (fold_kind, any::<u32>(), ranges).prop_map(|(kind, ring_size, ranges)| {
+        VnodeRequest::Fold(FoldRequest {
+            kind,
+            ring_size,
+            ranges,
+        })
+    });
+    prop_oneof![put, get, reap, fold]
 }
 
 /// An error of wire kind `kind`, its fields drawn from the rest.
@@ -563,6 +578,17 @@ fn reply() -> impl Strategy<Value = VnodeReply> {
         error().prop_map(|e| VnodeReply::Put(Err(e))),
         proptest::option::of(bytes(64)).prop_map(|b| VnodeReply::Get(Ok(b.map(Bytes::from)))),
         error().prop_map(|e| VnodeReply::Get(Err(e))),
+        (
+            any::<u32>(),
+            any::<bool>(),
+            prop::collection::vec(prop::collection::vec(any::<u8>(), 0..16), 0..8)
+        )
+            .prop_map(|(seq, last, items)| VnodeReply::Fold(Ok(FoldChunk {
+                seq,
+                last,
+                items
+            }))),
+        error().prop_map(|e| VnodeReply::Fold(Err(e))),
     ]
 }
 

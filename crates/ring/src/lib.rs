@@ -28,7 +28,7 @@ pub mod ring;
 pub use claim::{ClaimError, ClaimMethod, ClaimParams, ClaimPlan, claim, replace};
 pub use coverage::{CoverageError, CoveragePlan, CoverageVnode, coverage_plan};
 pub use preflist::Annotation;
-pub use ring::{Ring, Transfer};
+pub use ring::{Ring, Transfer, partition_of};
 
 use std::fmt;
 

@@ -168,8 +168,7 @@ impl Ring {
 
     /// The partition whose range holds `hash`.
     pub fn partition_of(&self, hash: u64) -> Partition {
-        let shift = 64 - self.size().trailing_zeros();
-        Partition((hash >> shift) as u32)
+        partition_of(self.size(), hash)
     }
 
     /// The primary preflist of `hash`: `min(n_val, size)` partitions starting
@@ -213,4 +212,11 @@ impl Ring {
         }
         Ok(p.0 as usize)
     }
+}
+
+/// The partition whose range holds `hash` on a ring of `size` partitions
+/// (a power of two).
+pub fn partition_of(size: u32, hash: u64) -> Partition {
+    let shift = 64 - size.trailing_zeros();
+    Partition((hash >> shift) as u32)
 }

@@ -112,6 +112,10 @@ impl From<KvError> for ApiError {
             KvError::ShuttingDown => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "node is shutting down\n")
             }
+            KvError::InsufficientVnodes(why) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("insufficient_vnodes_available: {why}\n"),
+            ),
             KvError::Unreachable(node) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("node {node} is unreachable\n"),

@@ -5,7 +5,8 @@
 //! bucket, key and type names percent-decoded to bytes — and hands it to
 //! the file that owns that resource: [`object_get`], [`object_put`],
 //! [`object_delete`], [`keys`], [`buckets`], [`props`], [`types`],
-//! [`preflist`], [`ping`], [`root`] and [`stats`]. Riak's header formats live in
+//! [`preflist`], [`ping`], [`root`], [`stats`] and the cluster admin
+//! resource [`cluster`]. Riak's header formats live in
 //! [`headers`] and [`multipart`], query parameters in [`params`], transfer
 //! codings in [`codings`], and the mapping of errors to status codes and
 //! messages in [`error`].
@@ -18,6 +19,7 @@
 pub mod accept;
 pub mod admin;
 pub mod buckets;
+pub mod cluster;
 pub mod codings;
 pub mod conditional;
 pub mod error;

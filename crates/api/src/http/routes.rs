@@ -13,6 +13,7 @@
 //! | `/riak/B` | POST: new object; `keys=true\|stream`: [`keys`]; else [`props`] |
 //! | `/types/T/props` | [`types`] |
 //! | `/admin/bucket-types[/T[/activate]]` | [`admin`] (Eddy's own) |
+//! | `/admin/cluster/OP`, `/admin/{member-status,ring-status,ringready,transfers,transfer-limit,down}` | [`cluster`] (Eddy's own) |
 //!
 //! Segments are URL-decoded the way Riak decodes them (`+` is a space,
 //! `%XX` a byte), so bucket and key names are arbitrary bytes; type names
@@ -28,6 +29,7 @@
 //! [`preflist`]: super::preflist
 //! [`types`]: super::types
 //! [`admin`]: super::admin
+//! [`cluster`]: super::cluster
 
 use std::sync::Arc;
 
@@ -38,6 +40,7 @@ use eddy_kv::BucketRef;
 use eddy_kv::types::DEFAULT_TYPE;
 
 use super::admin::{self, AdminRoute};
+use super::cluster::{self, ClusterRoute};
 use super::error::ApiError;
 use super::params::{Query, unquote_plus};
 use super::server::App;
@@ -92,6 +95,8 @@ pub enum Route {
     TypeProps(String),
     /// Eddy's bucket-type administration.
     Admin(AdminRoute),
+    /// Cluster membership administration.
+    Cluster(ClusterRoute),
 }
 
 /// Routes and handles one request.
@@ -124,6 +129,7 @@ pub async fn handle(app: Arc<App>, req: Request) -> Result<Response, ApiError> {
         Route::Props(t) => props::handle(&app, t, req).await,
         Route::TypeProps(name) => types::handle(&app, &name, req).await,
         Route::Admin(route) => admin::handle(&app, route, req).await,
+        Route::Cluster(route) => cluster::handle(&app, route, req).await,
     }
 }
 
@@ -214,6 +220,10 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
         [b"admin", b"bucket-types", t, b"activate"] => {
             Route::Admin(AdminRoute::Activate(type_name(t)?))
         }
+        [b"admin", b"cluster", op] => {
+            Route::Cluster(ClusterRoute::cluster_op(op).ok_or_else(no_resource)?)
+        }
+        [b"admin", view] => Route::Cluster(ClusterRoute::admin_view(view).ok_or_else(no_resource)?),
         _ => return Err(no_resource()),
     };
     Ok(route)

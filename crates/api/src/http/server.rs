@@ -41,6 +41,9 @@ pub struct HttpConfig {
     /// The node-wide budget of request bytes being received (shared with
     /// PB); `None` bounds each body only by `body_bytes_max`.
     pub budget: Option<Arc<RequestBudget>>,
+    /// The node's membership service, for the cluster admin resource
+    /// ([`super::cluster`]); `None` answers those requests with 503.
+    pub membership: Option<eddy_cluster::Membership>,
 }
 
 impl Default for HttpConfig {
@@ -53,6 +56,7 @@ impl Default for HttpConfig {
             table: None,
             pb_table: None,
             budget: None,
+            membership: None,
         }
     }
 }

@@ -17,12 +17,15 @@ use std::path::Path;
 use std::sync::{Arc, Weak};
 
 use eddy_cluster::{ClusterState, Membership, MembershipConfig};
+use eddy_kv::handoff::{HandoffConfig, Handoffs, Watch};
 use eddy_kv::remote::{NetRemote, RemoteConfig, WorkerPool};
 use eddy_kv::router::unanswerable;
 use eddy_kv::{KvError, Liveness, Node};
-use eddy_net::{NetConfig, Transport};
+use eddy_net::{Lane, NetConfig, Transport};
 use eddy_ring::{NodeName, Ring};
 
+use super::handoff;
+use super::storage::Storage;
 use crate::config::Settings;
 
 /// Threads running vnode requests from other nodes, and their queue.
@@ -84,15 +87,24 @@ pub fn load_state(settings: &Settings, root: &Path) -> Result<ClusterState, Clus
 /// The running cluster services of a node.
 pub struct Cluster {
     pub membership: Membership,
+    pub handoffs: Arc<Handoffs>,
     transport: Transport,
 }
 
 impl Cluster {
-    /// Stops gossip and failure detection and closes the transport.
+    /// Stops handoffs, gossip and failure detection, and closes the
+    /// transport.
     pub fn shutdown(&self) {
+        self.handoffs.shutdown();
         self.membership.shutdown();
         self.transport.shutdown();
     }
+}
+
+/// What the node's vnodes are opened with, for handoff.
+pub struct Partitions {
+    pub storage: Arc<Storage>,
+    pub watch: Arc<Watch>,
 }
 
 /// Starts the transport, kv's remote vnodes and the membership service
@@ -102,6 +114,7 @@ pub async fn start(
     root: &Path,
     node: &Arc<Node>,
     state: ClusterState,
+    partitions: Partitions,
 ) -> Result<Cluster, ClusterError> {
     let me = settings.node.nodename.clone();
     let addr = settings.listeners.cluster;
@@ -130,20 +143,48 @@ pub async fn start(
     let membership = Membership::start(config, transport.clone(), state)
         .await
         .map_err(|e| ClusterError::Membership(e.to_string()))?;
-    route_inbound(&transport, &membership, &remote);
+    let config = HandoffConfig {
+        transfer_limit: settings.cluster.transfer_limit as usize,
+        checkpoint_dir: Some(root.join("handoff")),
+        ..HandoffConfig::default()
+    };
+    let handoffs = handoff::start(
+        node,
+        &transport,
+        &membership,
+        partitions.storage,
+        partitions.watch,
+        config,
+    );
+    node.set_handoffs(&handoffs);
+    route_inbound(&transport, &membership, &remote, &handoffs);
     tokio::spawn(remote.watch_peers());
     node.set_liveness(Arc::new(Alive(membership.clone())));
     follow_ring(node, &membership);
     Ok(Cluster {
         membership,
+        handoffs,
         transport,
     })
 }
 
-/// One handler for the transport: membership's messages, then kv's.
-fn route_inbound(transport: &Transport, membership: &Membership, remote: &Arc<NetRemote>) {
+/// One handler for the transport: handoff's bulk calls; on the control
+/// lane, membership's messages, then kv's.
+fn route_inbound(
+    transport: &Transport,
+    membership: &Membership,
+    remote: &Arc<NetRemote>,
+    handoffs: &Arc<Handoffs>,
+) {
     let (membership, remote) = (membership.clone(), remote.clone());
+    let handoffs = Arc::downgrade(handoffs);
     let handler = Arc::new(move |incoming: eddy_net::Incoming| {
+        if incoming.lane == Lane::Bulk {
+            if let Some(h) = handoffs.upgrade() {
+                h.handle_bulk(incoming);
+            }
+            return;
+        }
         let Some(rest) = membership.handle(incoming) else {
             return;
         };

@@ -9,6 +9,7 @@
 pub mod actors;
 pub mod cluster;
 pub mod datadir;
+pub mod handoff;
 pub mod storage;
 pub mod vnodes;
 
@@ -82,7 +83,14 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         registry = registry.with_backend_names(names);
     }
     let state = cluster::load_state(settings, &root)?;
-    let node = open_node(settings, &datadir, Arc::new(registry), state.ring().clone())?;
+    let watch = eddy_kv::handoff::Watch::new();
+    let (node, storage) = open_node(
+        settings,
+        &datadir,
+        Arc::new(registry),
+        state.ring().clone(),
+        &watch,
+    )?;
     let damaged = node.damaged_partitions();
     if settings.node.partition_repair == PartitionRepair::Auto && !damaged.is_empty() {
         node.spawn_repair(damaged);
@@ -98,7 +106,8 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         listeners.protobuf,
         settings.protobuf.backlog,
     )?;
-    let cluster = cluster::start(settings, &root, &node, state).await?;
+    let partitions = cluster::Partitions { storage, watch };
+    let cluster = cluster::start(settings, &root, &node, state, partitions).await?;
     let budget = eddy_api::net::RequestBudget::new(
         settings.request_budget.bytes_max,
         settings.request_budget.wait,
@@ -108,6 +117,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     let mut http_config = http_config(&settings.http, settings.storage.backend);
     http_config.pb_table = pb_config.table.clone();
     http_config.budget = Some(budget);
+    http_config.membership = Some(cluster.membership.clone());
     let (stop_tx, stop_rx) = watch::channel(false);
     let servers = [
         tokio::spawn(eddy_api::http::serve(
@@ -158,7 +168,8 @@ fn open_node(
     datadir: &DataDir,
     registry: Arc<BucketRegistry>,
     ring: Ring,
-) -> Result<Arc<Node>, StartError> {
+    watch: &Arc<eddy_kv::handoff::Watch>,
+) -> Result<(Arc<Node>, Arc<Storage>), StartError> {
     let storage = Arc::new(Storage::new(
         &settings.storage,
         datadir.root(),
@@ -176,6 +187,7 @@ fn open_node(
             eddy_kv::repair::marker::newly_damaged(Some(&marker), &backend.recovery_report());
         let actor = actors.actor(&storage.partition_dir(*p), *p, lost)?;
         let incarnation = vnodes::incarnation(&storage, *p);
+        let backend = watch.wrap(*p, backend);
         opened.insert(
             *p,
             VnodeParts {
@@ -193,8 +205,11 @@ fn open_node(
             .expect("each hosted partition opened once")
     })?;
     vnodes::destroy_dropped(&node, &storage)?;
-    node.set_vnode_factory(Arc::new(vnodes::Factory { storage }));
-    Ok(node)
+    let factory = Arc::new(vnodes::Factory {
+        storage: storage.clone(),
+    });
+    node.set_vnode_factory(watch.wrap_factory(factory));
+    Ok((node, storage))
 }
 
 /// Whether the node's shutdown closed the commit log and every backend

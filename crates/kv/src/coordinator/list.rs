@@ -1,6 +1,8 @@
-//! Listing keys and buckets: a coverage fold over every partition. On one
-//! node each key is taken from its first partition only (its first
-//! unmarked one while partitions are marked damaged), so it is listed
+//! Listing keys and buckets. In a cluster: a coverage fold
+//! ([`super::coverage`]). On a node that is its ring's only member, every
+//! partition is local and folded here on the caller's (blocking) thread:
+//! each key is taken from its first partition only (its first unmarked one
+//! while partitions are marked damaged, design note 009), so it is listed
 //! once. Tombstones are not listed.
 
 use std::collections::BTreeSet;
@@ -12,6 +14,7 @@ use tokio::sync::mpsc::Sender;
 use crate::error::KvError;
 use crate::node::Node;
 use crate::request::BucketRef;
+use crate::vnode::msg::FoldKind;
 
 /// Keys sent to the listener at a time.
 pub const KEY_CHUNK_LEN: usize = 1000;
@@ -25,6 +28,12 @@ impl Node {
         out: &Sender<Vec<Vec<u8>>>,
     ) -> Result<(), KvError> {
         let n_val = self.props(bucket)?.n_val;
+        if !self.alone() {
+            let kind = FoldKind::Keys {
+                bucket: bucket.storage_bucket(),
+            };
+            return self.coverage_fold(n_val, kind, |keys| out.blocking_send(keys).is_ok());
+        }
         let around_damage = !self.damaged_partitions().is_empty();
         let opts = FoldOptions::bucket(&bucket.storage_bucket());
         let mut chunk = Vec::new();
@@ -60,6 +69,12 @@ impl Node {
         Ok(())
     }
 
+    /// True when this node is its ring's only member.
+    fn alone(&self) -> bool {
+        let ring = self.ring_now();
+        ring.members() == [&self.config.node_name]
+    }
+
     /// The replica a key is listed from while partitions are marked
     /// damaged: the first unmarked one of its preflist, so that a key a
     /// damaged primary lost is still listed and one only a damaged replica
@@ -80,8 +95,18 @@ impl Node {
 
     /// The buckets of `bucket_type` holding at least one key. Blocking.
     pub fn list_buckets_blocking(&self, bucket_type: &str) -> Result<Vec<Vec<u8>>, KvError> {
-        self.registry.bucket_props(bucket_type, b"-")?;
+        let props = self.registry.bucket_props(bucket_type, b"-")?;
         let mut buckets = BTreeSet::new();
+        if !self.alone() {
+            let kind = FoldKind::Buckets {
+                bucket_type: bucket_type.to_string(),
+            };
+            self.coverage_fold(props.n_val, kind, |names| {
+                buckets.extend(names);
+                true
+            })?;
+            return Ok(buckets.into_iter().collect());
+        }
         for handle in self.local_vnodes() {
             handle
                 .backend()

@@ -2,6 +2,7 @@
 //! request to the vnodes of a preflist, feeds their replies to its core
 //! until the core has an answer or the deadline passes, and answers.
 
+pub mod coverage;
 pub mod delete;
 pub mod get;
 pub mod list;

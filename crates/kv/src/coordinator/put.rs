@@ -217,7 +217,7 @@ impl PutFsm<'_> {
                         durable: ack.durable,
                     })
                 }
-                VnodeReply::Get(_) => {}
+                VnodeReply::Get(_) | VnodeReply::Fold(_) => {}
             }
         }
     }
@@ -261,7 +261,7 @@ impl PutFsm<'_> {
                     exhausted.get_or_insert(e);
                 }
             }
-            VnodeReply::Coordinated { .. } | VnodeReply::Get(_) => {}
+            VnodeReply::Coordinated { .. } | VnodeReply::Get(_) | VnodeReply::Fold(_) => {}
         }
     }
 

@@ -2,8 +2,12 @@
 //!
 //! A delete that succeeded queues its tombstone; after the delay the
 //! drainer reads every replica of the key and removes the tombstone only
-//! if every one of them is a primary holding exactly that tombstone, so a
-//! replica that missed the delete cannot bring the key back later. A queue
+//! if every one of them is a primary holding exactly that tombstone, and
+//! no handoff of their partitions is pending here or planned by the ring,
+//! so a replica that missed the delete cannot bring the key back later
+//! (a fallback elsewhere that took an older write while a primary was
+//! down still can, until its hinted handoff is done: Riak's
+//! `delete_mode = keep` avoids that). A queue
 //! that is full drops the job (the tombstone stays, as with
 //! `delete_mode = keep`) and counts it.
 //!
@@ -41,6 +45,8 @@ pub(crate) struct Reaper {
     pub(crate) reaped: AtomicU64,
     /// Tombstones left because some replica did not hold exactly them.
     pub(crate) kept: AtomicU64,
+    /// Jobs put back because a handoff of their partition was pending.
+    pub(crate) deferred: AtomicU64,
 }
 
 /// One tombstone to reap once `due`.
@@ -83,8 +89,18 @@ impl Node {
         }
     }
 
-    /// Reaps the job's tombstone if every replica is a primary holding it.
-    async fn reap(&self, job: ReapJob) {
+    /// Reaps the job's tombstone if every replica is a primary holding it;
+    /// while one of its partitions is being handed off the job waits for
+    /// another delay (a handoff could bring back what it reaps).
+    async fn reap(self: &Arc<Self>, job: ReapJob) {
+        if job
+            .preflist
+            .iter()
+            .any(|e| self.handoff_pending(e.id.partition))
+        {
+            NodeCounters::bump(&self.reaper.deferred);
+            return self.schedule_reap(job.key, job.tombstone, job.preflist);
+        }
         if !self.every_replica_holds(&job).await {
             NodeCounters::bump(&self.reaper.kept);
             return;

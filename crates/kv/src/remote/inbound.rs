@@ -81,6 +81,7 @@ impl NetRemote {
         let answer = match head.op {
             Some(op) if wire::is_put_op(op) => VnodeReply::Put(Err(err)),
             Some(op) if wire::is_get_op(op) => VnodeReply::Get(Err(err)),
+            Some(op) if wire::is_fold_op(op) => VnodeReply::Fold(Err(err)),
             _ => return,
         };
         self.send_reply(&from, head.request_id, head.partition, &answer);

@@ -209,6 +209,7 @@ impl NetRemote {
         let Err(e) = sent else { return };
         let refusal = match reply {
             VnodeReply::Get(_) => VnodeReply::Get(Err(e)),
+            VnodeReply::Fold(_) => VnodeReply::Fold(Err(e)),
             VnodeReply::Coordinated { .. } | VnodeReply::Put(_) => VnodeReply::Put(Err(e)),
         };
         if let Ok(body) = wire::encode_reply(request_id, partition, &refusal) {
@@ -268,6 +269,10 @@ impl NetRemote {
                 PutKind::Replicate { .. } => Due::Put,
             }),
             VnodeRequest::Get { .. } => Some(Due::Get),
+            VnodeRequest::Fold(_) => Some(Due::Fold {
+                received: 0,
+                total: None,
+            }),
             VnodeRequest::Reap { .. } => None,
         }
     }

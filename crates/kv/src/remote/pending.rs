@@ -36,6 +36,9 @@ pub(super) enum Due {
     Put,
     /// A coordinated put's two replies; `true` once seen.
     Coordinated { coordinated: bool, put: bool },
+    /// A fold's numbered chunks: how many came, and how many there are
+    /// once the last one came (chunks may come in any order).
+    Fold { received: u32, total: Option<u32> },
 }
 
 /// One request awaiting replies.
@@ -64,6 +67,7 @@ impl Entry {
         let answer = match self.due {
             Due::Get => VnodeReply::Get(Err(e)),
             Due::Put | Due::Coordinated { .. } => VnodeReply::Put(Err(e)),
+            Due::Fold { .. } => VnodeReply::Fold(Err(e)),
         };
         self.reply.send(self.partition, answer, Default::default());
     }
@@ -81,6 +85,14 @@ impl Entry {
     fn note(&mut self, reply: &VnodeReply) -> bool {
         match (&mut self.due, reply) {
             (Due::Get, _) | (Due::Put, _) => true,
+            (Due::Fold { received, total }, VnodeReply::Fold(Ok(chunk))) => {
+                *received += 1;
+                if chunk.last {
+                    *total = Some(chunk.seq + 1);
+                }
+                Some(*received) == *total
+            }
+            (Due::Fold { .. }, _) => true,
             (Due::Coordinated { coordinated, put }, VnodeReply::Coordinated { .. }) => {
                 *coordinated = true;
                 *put

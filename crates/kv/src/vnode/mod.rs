@@ -26,6 +26,7 @@
 
 pub mod apply;
 pub mod damage;
+pub mod fold;
 pub mod msg;
 pub mod once;
 pub mod replay;
@@ -146,6 +147,13 @@ impl Vnode {
                 };
                 reply.send(self.partition, VnodeReply::Get(got), LocalHint::default());
             }
+            VnodeRequest::Fold(_) if closed => {
+                let e = Err(KvError::ShuttingDown);
+                reply.send(self.partition, VnodeReply::Fold(e), LocalHint::default());
+            }
+            VnodeRequest::Fold(fold) => {
+                fold::spawn(self.partition, self.backend.clone(), fold, reply)
+            }
             VnodeRequest::Reap { .. } if closed => {}
             VnodeRequest::Reap { key, tombstone } => {
                 if let Err(e) = self.reap(&key, &tombstone) {
@@ -228,7 +236,7 @@ impl Vnode {
             return self.put_once(key, kind, policy, hint);
         }
         let current = self.read(key)?;
-        let (mut encoded, mut same_as) = (None, None);
+        let mut sent = None;
         let next = match kind {
             PutKind::Coordinate(c) => {
                 let c = *c;
@@ -241,27 +249,42 @@ impl Vnode {
                     self.actor,
                 )?
             }
-            PutKind::Replicate { encoded: sent } => {
-                let incoming = codec::decode(&sent)?;
+            PutKind::Replicate { encoded } => {
+                let incoming = codec::decode(&encoded)?;
                 let merged = apply::replicate(current.as_ref(), incoming, policy);
                 if merged.is_incoming {
-                    (encoded, same_as) = (Some(sent), hint.logged_at);
+                    sent = Some((encoded, hint.logged_at));
                 }
                 merged.object
             }
         };
+        self.store(key, current.as_ref(), &next, sent)
+    }
+
+    /// Stores `next` over `current` unless they are equal. `sent` is
+    /// `next`'s encoding when the request carried it, with where this
+    /// node's commit log already holds those bytes, if it does.
+    fn store(
+        &self,
+        key: &StorageKey,
+        current: Option<&RiakObject>,
+        next: &RiakObject,
+        sent: Option<(Bytes, Option<Lsn>)>,
+    ) -> Result<Written, KvError> {
         let siblings = next.siblings.len();
-        if current.as_ref() == Some(&next) {
+        let (bytes, same_as) = match sent {
+            Some((bytes, logged_at)) => (bytes, logged_at),
+            None => (Bytes::from(codec::encode(next)), None),
+        };
+        if current == Some(next) {
             return Ok(Written {
                 durability: self.durability_of_stored(&key.bucket),
-                encoded: encoded.unwrap_or_else(|| codec::encode(&next).into()),
+                encoded: bytes,
                 siblings,
                 logged_at: None,
             });
         }
-        let same_as = same_as.filter(|_| encoded.is_some());
-        let bytes = encoded.unwrap_or_else(|| codec::encode(&next).into());
-        let (durability, logged_at) = self.write(key, current.as_ref(), &next, &bytes, same_as)?;
+        let (durability, logged_at) = self.write(key, current, next, &bytes, same_as)?;
         Ok(Written {
             encoded: bytes,
             siblings,

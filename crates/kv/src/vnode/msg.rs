@@ -102,6 +102,39 @@ pub enum VnodeRequest {
         key: StorageKey,
         tombstone: VersionVector,
     },
+    /// List what the vnode holds, for a coverage plan.
+    Fold(FoldRequest),
+}
+
+/// A fold of one vnode for a coverage plan: the live keys of one bucket,
+/// or the buckets of one type that hold a live key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoldRequest {
+    pub kind: FoldKind,
+    /// The ring's size, to place each key in its partition's range.
+    pub ring_size: u32,
+    /// Answer only for keys whose hash falls in these partitions' ranges
+    /// (the coverage plan's filter); `None`: every key the vnode holds.
+    pub ranges: Option<Vec<Partition>>,
+}
+
+/// What a fold lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FoldKind {
+    /// The live keys of a storage bucket.
+    Keys { bucket: Vec<u8> },
+    /// The buckets (names, without their type) of a bucket type holding
+    /// at least one live key.
+    Buckets { bucket_type: String },
+}
+
+/// One chunk of a fold's answer. Chunks are numbered from 0; the last one
+/// says so, and may arrive before the others (a network may reorder).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoldChunk {
+    pub seq: u32,
+    pub last: bool,
+    pub items: Vec<Vec<u8>>,
 }
 
 /// A vnode's acknowledgement of a put.
@@ -121,4 +154,6 @@ pub enum VnodeReply {
     Put(Result<PutAck, KvError>),
     /// A get's outcome: the stored object's encoding, if any.
     Get(Result<Option<Bytes>, KvError>),
+    /// A chunk of a fold's answer, or the error that ended it.
+    Fold(Result<FoldChunk, KvError>),
 }

@@ -13,7 +13,6 @@
 //!   written blind, so the entries of a version it replaces by mistake
 //!   remain: a write-once key is meant to be written once.
 
-use bytes::Bytes;
 use eddy_object::{Actor, Content, RiakObject, VersionVector, codec, merge};
 
 use super::msg::{PutKind, StorageKey, WritePolicy};
@@ -42,26 +41,10 @@ impl Vnode {
             Some(stored) => one_version(merge::merge(stored, &incoming)),
             None => one_version(incoming.clone()),
         };
-        let siblings = next.siblings.len();
-        if current.as_ref() == Some(&next) {
-            return Ok(Written {
-                durability: self.durability_of_stored(&key.bucket),
-                encoded: Bytes::from(codec::encode(&next)),
-                siblings,
-                logged_at: None,
-            });
-        }
-        let (bytes, same_as) = match sent {
-            Some(bytes) if next == incoming => (bytes, hint.logged_at),
-            _ => (Bytes::from(codec::encode(&next)), None),
-        };
-        let (durability, logged_at) = self.write(key, current.as_ref(), &next, &bytes, same_as)?;
-        Ok(Written {
-            encoded: bytes,
-            siblings,
-            durability,
-            logged_at,
-        })
+        let sent = sent
+            .filter(|_| next == incoming)
+            .map(|bytes| (bytes, hint.logged_at));
+        self.store(key, current.as_ref(), &next, sent)
     }
 }
 

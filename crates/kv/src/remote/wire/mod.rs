@@ -205,6 +205,11 @@ pub fn is_get_op(op: u8) -> bool {
     request::is_get_op(op)
 }
 
+/// True for a request op whose replies are fold chunks.
+pub fn is_fold_op(op: u8) -> bool {
+    request::is_fold_op(op)
+}
+
 fn header(w: &mut Writer, kind: u8, request_id: u64, partition: Partition) {
     w.u8(SERVICE);
     w.u8(VERSION);

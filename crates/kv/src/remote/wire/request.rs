@@ -11,14 +11,22 @@ use eddy_storage::limits::{BUCKET_BYTES_MAX, KEY_BYTES_MAX};
 
 use super::WireError;
 use super::buf::{Reader, Writer};
+use eddy_ring::Partition;
+
 use crate::vnode::msg::{
-    Conditions, Coordinate, PutKind, PutRequest, StorageKey, SyncLevel, VnodeRequest, WritePolicy,
+    Conditions, Coordinate, FoldKind, FoldRequest, PutKind, PutRequest, StorageKey, SyncLevel,
+    VnodeRequest, WritePolicy,
 };
 
 const OP_COORDINATE: u8 = 1;
 const OP_REPLICATE: u8 = 2;
 const OP_GET: u8 = 3;
 const OP_REAP: u8 = 4;
+const OP_FOLD: u8 = 5;
+const FOLD_KEYS: u8 = 1;
+const FOLD_BUCKETS: u8 = 2;
+/// Longest bucket type name in a fold request.
+const BUCKET_TYPE_BYTES_MAX: usize = 4096;
 
 const POLICY_ALLOW_MULT: u8 = 1;
 const POLICY_LWW: u8 = 2;
@@ -34,6 +42,10 @@ pub(super) fn is_get_op(op: u8) -> bool {
     op == OP_GET
 }
 
+pub(super) fn is_fold_op(op: u8) -> bool {
+    op == OP_FOLD
+}
+
 /// Roughly the encoded size, to allocate once.
 pub(super) fn size_hint(req: &VnodeRequest) -> usize {
     let key = |k: &StorageKey| 4 + k.bucket.len() + k.key.len();
@@ -47,6 +59,7 @@ pub(super) fn size_hint(req: &VnodeRequest) -> usize {
         }
         VnodeRequest::Get { key: k } => 1 + key(k),
         VnodeRequest::Reap { key: k, .. } => 1 + key(k) + 64,
+        VnodeRequest::Fold(f) => 64 + 4 * f.ranges.as_ref().map_or(0, Vec::len),
     }
 }
 
@@ -75,6 +88,82 @@ pub(super) fn encode(w: &mut Writer, req: &VnodeRequest) -> Result<(), WireError
             key(w, k)?;
             w.blob("tombstone version vector", &codec::encode_vv(tombstone))
         }
+        VnodeRequest::Fold(f) => {
+            w.u8(OP_FOLD);
+            fold(w, f)
+        }
+    }
+}
+
+fn fold(w: &mut Writer, f: &FoldRequest) -> Result<(), WireError> {
+    w.u32(f.ring_size);
+    match &f.kind {
+        FoldKind::Keys { bucket } => {
+            w.u8(FOLD_KEYS);
+            w.short("bucket", bucket, BUCKET_BYTES_MAX)?;
+        }
+        FoldKind::Buckets { bucket_type } => {
+            w.u8(FOLD_BUCKETS);
+            w.short("bucket type", bucket_type.as_bytes(), BUCKET_TYPE_BYTES_MAX)?;
+        }
+    }
+    match &f.ranges {
+        None => w.flag(false),
+        Some(ranges) => {
+            w.flag(true);
+            check_ranges(ranges.len())?;
+            w.u32(ranges.len() as u32);
+            ranges.iter().for_each(|p| w.u32(p.0));
+        }
+    }
+    Ok(())
+}
+
+fn read_fold(r: &mut Reader<'_>) -> Result<FoldRequest, WireError> {
+    let ring_size = r.u32()?;
+    let kind = match r.u8()? {
+        FOLD_KEYS => FoldKind::Keys {
+            bucket: r.short("bucket", BUCKET_BYTES_MAX)?,
+        },
+        FOLD_BUCKETS => FoldKind::Buckets {
+            bucket_type: r.text("bucket type", BUCKET_TYPE_BYTES_MAX)?,
+        },
+        value => {
+            return Err(WireError::BadByte {
+                what: "fold kind",
+                value,
+            });
+        }
+    };
+    let ranges = match r.flag()? {
+        false => None,
+        true => {
+            let n = r.u32()? as usize;
+            check_ranges(n)?;
+            Some(
+                (0..n)
+                    .map(|_| r.u32().map(Partition))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+    };
+    Ok(FoldRequest {
+        kind,
+        ring_size,
+        ranges,
+    })
+}
+
+/// A fold names at most a whole ring's ranges.
+fn check_ranges(n: usize) -> Result<(), WireError> {
+    let max = eddy_ring::RING_SIZE_MAX as usize;
+    match n <= max {
+        true => Ok(()),
+        false => Err(WireError::TooLong {
+            what: "fold ranges",
+            len: n,
+            max,
+        }),
     }
 }
 
@@ -104,6 +193,7 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<VnodeRequest, WireError> {
             let tombstone = read_vv(r, "tombstone version vector")?;
             Ok(VnodeRequest::Reap { key, tombstone })
         }
+        OP_FOLD => Ok(VnodeRequest::Fold(read_fold(r)?)),
         value => Err(WireError::BadByte { what: "op", value }),
     }
 }

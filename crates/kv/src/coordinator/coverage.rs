@@ -1,0 +1,96 @@
+//! Coverage folds (Riak's coverage FSM): one vnode per key range, chosen by
+//! the ring's coverage plan over the nodes that are up, each folding what
+//! it holds for its ranges and streaming numbered chunks back; the caller
+//! gets every chunk once, as it comes.
+//!
+//! Runs on a blocking thread (list keys and list buckets do): it waits on
+//! the replies with the runtime's handle.
+//!
+//! Invariants: each key range is answered by exactly one vnode; the fold
+//! ends once every planned vnode sent its last chunk, or fails with the
+//! first vnode error, a range no up node covers, or the deadline.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use eddy_ring::{CoverageError, NodeName, Partition};
+use tokio::sync::mpsc::unbounded_channel;
+use tokio::time::{Instant, timeout_at};
+
+use crate::error::KvError;
+use crate::node::Node;
+use crate::vnode::msg::{FoldKind, FoldRequest, VnodeId, VnodeReply, VnodeRequest};
+use crate::vnode::reply::{LocalHint, ReplyTo};
+
+/// How long a coverage fold may take in all.
+const FOLD_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Chunks a vnode sent so far, and how many it sends in all once known.
+#[derive(Default)]
+struct Progress {
+    received: u32,
+    total: Option<u32>,
+}
+
+impl Node {
+    /// Folds `kind` over a coverage plan for `n_val`, handing each chunk's
+    /// items to `emit` until it returns false. Blocking.
+    pub(crate) fn coverage_fold(
+        &self,
+        n_val: u32,
+        kind: FoldKind,
+        mut emit: impl FnMut(Vec<Vec<u8>>) -> bool,
+    ) -> Result<(), KvError> {
+        let ring = self.ring();
+        let me = &self.config.node_name;
+        let is_up = |n: &NodeName| n == me || self.liveness.get().is_none_or(|l| l.is_up(n));
+        let offset = rand::random::<u32>();
+        let plan = eddy_ring::coverage_plan(&ring, n_val, is_up, offset).map_err(uncovered)?;
+        let (tx, mut rx) = unbounded_channel();
+        let mut progress: HashMap<Partition, Progress> = HashMap::new();
+        for v in plan.vnodes {
+            let req = VnodeRequest::Fold(FoldRequest {
+                kind: kind.clone(),
+                ring_size: ring.size(),
+                ranges: v.filter,
+            });
+            progress.insert(v.partition, Progress::default());
+            let to = VnodeId {
+                partition: v.partition,
+                node: v.node,
+            };
+            self.deliver(&to, req, ReplyTo::Local(tx.clone()), LocalHint::default());
+        }
+        drop(tx);
+        let deadline = Instant::now() + FOLD_TIMEOUT;
+        let runtime = tokio::runtime::Handle::current();
+        while progress.values().any(|p| Some(p.received) != p.total) {
+            let reply = match runtime.block_on(timeout_at(deadline, rx.recv())) {
+                Ok(Some(reply)) => reply,
+                Ok(None) => return Err(KvError::Timeout),
+                Err(_) => return Err(KvError::Timeout),
+            };
+            let chunk = match reply.reply {
+                VnodeReply::Fold(Ok(chunk)) => chunk,
+                VnodeReply::Fold(Err(e)) => return Err(e),
+                _ => continue,
+            };
+            let Some(p) = progress.get_mut(&reply.partition) else {
+                continue;
+            };
+            p.received += 1;
+            if chunk.last {
+                p.total = Some(chunk.seq + 1);
+            }
+            if !chunk.items.is_empty() && !emit(chunk.items) {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Riak's answer when some key range has no vnode up to answer for it.
+fn uncovered(e: CoverageError) -> KvError {
+    KvError::InsufficientVnodes(e.to_string())
+}

@@ -1,0 +1,394 @@
+//! The receiving side of a transfer (Riak's handoff receiver): starts the
+//! partition's vnode, merges each batch's objects as a replica merges a
+//! coordinator's object (never over a newer version: siblings or the
+//! newer one stay), syncs the backend, records the checkpoint, and only
+//! then acknowledges.
+//!
+//! Requests of one transfer are served one at a time (a batch resent after
+//! a lost reply may meet the original); the disk work runs on blocking
+//! threads. A transfer takes an inbound slot at its Start and gives it back
+//! at its Finish, or when its sender has been silent for twice the call
+//! timeout and another transfer needs the slot.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use eddy_net::{Incoming, NodeName};
+use eddy_object::codec;
+use eddy_ring::Partition;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+use super::Handoffs;
+use super::checkpoint::Checkpoint;
+use super::limit::{Slot, TransferLimit};
+use super::wire::{Digest, Item, Position, Progress, Reply, Request, TransferKey};
+use crate::node::Node;
+use crate::request::BucketRef;
+use crate::vnode::msg::{
+    PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
+};
+use crate::vnode::reply::{LocalHint, ReplyTo};
+use crate::vnode::{Vnode, VnodeHandle};
+
+/// The inbound transfers being served.
+#[derive(Default)]
+pub(crate) struct Inbound {
+    active: Mutex<HashMap<(u32, NodeName), Arc<Receiving>>>,
+}
+
+/// One inbound transfer, as shown to operators.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InboundStatus {
+    pub partition: Partition,
+    pub from: NodeName,
+    /// Batches made durable since this node started receiving it.
+    pub batches: u64,
+    /// Objects merged from them.
+    pub objects: u64,
+}
+
+/// One inbound transfer.
+struct Receiving {
+    /// `None` for a transfer let in without one (it had started before).
+    _slot: Option<Slot>,
+    /// Serves its requests one at a time.
+    one_at_a_time: tokio::sync::Mutex<()>,
+    last_seen: Mutex<Instant>,
+    /// Batches and objects made durable.
+    counts: Mutex<(u64, u64)>,
+}
+
+impl Inbound {
+    /// The transfer of `p` from `from`. A new one needs a slot under
+    /// `limit`, unless `admitted` (it started before a receiver restart).
+    fn entry(
+        &self,
+        key: (u32, NodeName),
+        limit: &Arc<TransferLimit>,
+        admitted: bool,
+        stale_after: std::time::Duration,
+    ) -> Option<Arc<Receiving>> {
+        let mut active = self.active.lock();
+        if let Some(e) = active.get(&key) {
+            *e.last_seen.lock() = Instant::now();
+            return Some(e.clone());
+        }
+        let mut slot = limit.try_acquire();
+        if slot.is_none() {
+            active.retain(|_, e| e.last_seen.lock().elapsed() < stale_after);
+            slot = limit.try_acquire();
+        }
+        if slot.is_none() && !admitted {
+            return None;
+        }
+        let e = Arc::new(Receiving {
+            _slot: slot,
+            one_at_a_time: tokio::sync::Mutex::new(()),
+            last_seen: Mutex::new(Instant::now()),
+            counts: Mutex::default(),
+        });
+        active.insert(key, e.clone());
+        Some(e)
+    }
+
+    fn end(&self, key: &(u32, NodeName)) {
+        self.active.lock().remove(key);
+    }
+
+    /// What is being received now, by partition.
+    pub(crate) fn statuses(&self) -> Vec<InboundStatus> {
+        let active = self.active.lock();
+        let mut out: Vec<InboundStatus> = active
+            .iter()
+            .map(|((p, from), e)| {
+                let (batches, objects) = *e.counts.lock();
+                InboundStatus {
+                    partition: Partition(*p),
+                    from: from.clone(),
+                    batches,
+                    objects,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| (a.partition, &a.from).cmp(&(b.partition, &b.from)));
+        out
+    }
+
+    /// True while a transfer of partition `p` is being received.
+    pub(crate) fn is_active(&self, p: u32) -> bool {
+        self.active.lock().keys().any(|(q, _)| *q == p)
+    }
+}
+
+/// Serves one bulk call in a task.
+pub(crate) fn handle(h: Arc<Handoffs>, incoming: Incoming) {
+    let Some(responder) = incoming.responder else {
+        return;
+    };
+    let request = match Request::decode(&incoming.body) {
+        Ok(request) => request,
+        Err(e) => {
+            let _ = responder.reply(Reply::Refused(e.to_string()).encode());
+            return;
+        }
+    };
+    let from = incoming.from;
+    tokio::spawn(async move {
+        let reply = serve(&h, from, request)
+            .await
+            .unwrap_or_else(Reply::Refused);
+        let _ = responder.reply(reply.encode());
+    });
+}
+
+async fn serve(h: &Arc<Handoffs>, from: NodeName, request: Request) -> Result<Reply, String> {
+    let (transfer, is_start) = match &request {
+        Request::Start { transfer, .. } => (*transfer, true),
+        Request::Batch { transfer, .. }
+        | Request::Digests { transfer, .. }
+        | Request::Finish { transfer, .. } => (*transfer, false),
+    };
+    let key = (transfer.partition, from.clone());
+    let stale_after = h.config.call_timeout * 2;
+    let Some(entry) = h
+        .inbound_transfers
+        .entry(key.clone(), &h.inbound, !is_start, stale_after)
+    else {
+        return Ok(Reply::Busy);
+    };
+    let _one = entry.one_at_a_time.lock().await;
+    let finishing = matches!(request, Request::Finish { .. });
+    let objects = match &request {
+        Request::Batch { items, .. } => items.len() as u64,
+        _ => 0,
+    };
+    let hs = h.clone();
+    let reply = tokio::task::spawn_blocking(move || apply(&hs, &from, request))
+        .await
+        .map_err(|e| format!("receiver task failed: {e}"))??;
+    if let Reply::Acked { .. } = reply {
+        let mut counts = entry.counts.lock();
+        counts.0 += 1;
+        counts.1 += objects;
+    }
+    if finishing {
+        h.inbound_transfers.end(&key);
+    }
+    Ok(reply)
+}
+
+/// Does what `request` asks (blocking).
+fn apply(h: &Handoffs, from: &NodeName, request: Request) -> Result<Reply, String> {
+    let node = h.node.upgrade().ok_or("the node is shutting down")?;
+    match request {
+        Request::Start { transfer, session } => start(h, &node, from, transfer, session),
+        Request::Batch {
+            transfer,
+            session,
+            seq,
+            position,
+            items,
+        } => {
+            let mut c = current(h, &node, from, transfer, session)?;
+            if seq <= c.progress.seq {
+                return Ok(Reply::Acked { seq });
+            }
+            if seq != c.progress.seq + 1 {
+                let last = c.progress.seq;
+                return Err(format!(
+                    "batch {seq} out of order: {last} is the last durable"
+                ));
+            }
+            let vnode = vnode_of(&node, transfer)?;
+            merge(&node, &vnode, &items)?;
+            vnode
+                .backend()
+                .sync()
+                .map_err(|e| format!("syncing: {e}"))?;
+            c.progress.seq = seq;
+            c.progress.position = position;
+            save(h, &c, false)?;
+            Ok(Reply::Acked { seq })
+        }
+        Request::Digests {
+            transfer,
+            session,
+            digests,
+        } => {
+            current(h, &node, from, transfer, session)?;
+            let vnode = vnode_of(&node, transfer)?;
+            Ok(Reply::Wanted {
+                indices: wanted(&vnode, &digests),
+            })
+        }
+        Request::Finish {
+            transfer,
+            session,
+            seq,
+        } => {
+            let mut c = current(h, &node, from, transfer, session)?;
+            if seq != c.progress.seq {
+                let last = c.progress.seq;
+                return Err(format!(
+                    "finish after batch {seq}: {last} is the last durable"
+                ));
+            }
+            let vnode = vnode_of(&node, transfer)?;
+            vnode
+                .backend()
+                .sync()
+                .map_err(|e| format!("syncing: {e}"))?;
+            c.finished = true;
+            save(h, &c, true)?;
+            Ok(Reply::Finished)
+        }
+    }
+}
+
+/// Opens a transfer: starts the vnode, answers with what was made durable
+/// of this transfer before, and takes `session`'s batches from now on.
+fn start(
+    h: &Handoffs,
+    node: &Node,
+    from: &NodeName,
+    transfer: TransferKey,
+    session: u64,
+) -> Result<Reply, String> {
+    let p = Partition(transfer.partition);
+    let incarnation = node
+        .start_vnode(p)
+        .map_err(|e| e.to_string())?
+        .incarnation();
+    let resume = h
+        .checkpoints
+        .load(p.0, from)
+        .filter(|c| c.transfer == transfer && c.receiver_incarnation == incarnation)
+        .map(|c| c.progress);
+    let progress = match &resume {
+        Some(r) => Progress {
+            session,
+            ..r.clone()
+        },
+        None => Progress {
+            session,
+            seq: 0,
+            position: Position::Start,
+        },
+    };
+    let c = Checkpoint {
+        from: from.clone(),
+        transfer,
+        receiver_incarnation: incarnation,
+        progress,
+        finished: false,
+    };
+    save(h, &c, false)?;
+    Ok(Reply::Started { resume })
+}
+
+/// The checkpoint of the transfer `session` runs, if it is the one open.
+fn current(
+    h: &Handoffs,
+    node: &Node,
+    from: &NodeName,
+    transfer: TransferKey,
+    session: u64,
+) -> Result<Checkpoint, String> {
+    let p = transfer.partition;
+    let incarnation = vnode_of(node, transfer)?.incarnation();
+    h.checkpoints
+        .load(p, from)
+        .filter(|c| {
+            c.transfer == transfer
+                && c.progress.session == session
+                && c.receiver_incarnation == incarnation
+        })
+        .ok_or_else(|| "no such transfer session open: start again".to_string())
+}
+
+fn save(h: &Handoffs, c: &Checkpoint, sync: bool) -> Result<(), String> {
+    h.checkpoints
+        .save(c, sync)
+        .map_err(|e| format!("saving the checkpoint: {e}"))
+}
+
+fn vnode_of(node: &Node, transfer: TransferKey) -> Result<VnodeHandle, String> {
+    let p = transfer.partition;
+    node.vnode(Partition(p))
+        .ok_or_else(|| format!("partition {p} has no vnode here: start again"))
+}
+
+/// Merges each item into `vnode` as a replica would. An object that does
+/// not decode is skipped with a warning: it could not be read anywhere.
+fn merge(node: &Node, vnode: &Vnode, items: &[Item]) -> Result<(), String> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for item in items {
+        let put = PutRequest {
+            key: StorageKey {
+                bucket: item.bucket.to_vec(),
+                key: item.key.to_vec(),
+            },
+            kind: PutKind::Replicate {
+                encoded: item.encoded.clone(),
+            },
+            policy: policy(node, &item.bucket),
+            sync: SyncLevel::Written,
+        };
+        vnode.send(
+            VnodeRequest::Put(put),
+            ReplyTo::Local(tx.clone()),
+            LocalHint::default(),
+        );
+        match rx.try_recv().map(|r| r.reply) {
+            Ok(VnodeReply::Put(Ok(_))) => {}
+            Ok(VnodeReply::Put(Err(crate::KvError::Corrupt(e)))) => {
+                tracing::warn!(
+                    partition = vnode.partition.0,
+                    "handed-off object skipped: {e}"
+                );
+            }
+            Ok(VnodeReply::Put(Err(e))) => return Err(format!("merging: {e}")),
+            other => return Err(format!("merging: unexpected answer {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+/// The bucket's write policy; a bucket this node cannot name keeps every
+/// sibling, which loses nothing.
+fn policy(node: &Node, storage_bucket: &[u8]) -> WritePolicy {
+    let props = BucketRef::from_storage_bucket(storage_bucket).and_then(|b| {
+        node.registry
+            .bucket_props_shared(&b.bucket_type, &b.bucket)
+            .ok()
+    });
+    match props {
+        Some(props) => node.write_policy(&props),
+        None => WritePolicy {
+            allow_mult: true,
+            last_write_wins: false,
+            max_siblings: node.config.siblings_max,
+            write_once: false,
+        },
+    }
+}
+
+/// The indices of the digests whose objects this vnode has not seen all of.
+fn wanted(vnode: &Vnode, digests: &[Digest]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (i, d) in digests.iter().enumerate() {
+        let key = StorageKey {
+            bucket: d.bucket.to_vec(),
+            key: d.key.to_vec(),
+        };
+        let seen = match (vnode.read(&key), codec::decode_vv(&d.vv)) {
+            (Ok(Some(local)), Ok(vv)) => local.vv.descends(&vv),
+            _ => false,
+        };
+        if !seen {
+            out.push(i as u32);
+        }
+    }
+    out
+}

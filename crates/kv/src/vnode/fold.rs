@@ -1,0 +1,129 @@
+//! A vnode's folds for coverage plans (list keys, list buckets): what it
+//! holds, filtered to the key ranges the plan asks it for, streamed back in
+//! numbered chunks.
+//!
+//! A fold reads every object of the vnode, so it runs on a thread of its
+//! own: never on the runtime's threads nor on a transport worker (the one
+//! rule, in the crate docs). Keys that hold only a tombstone are not
+//! listed; a bucket is listed if it holds any key, as a single node's
+//! listing always did.
+//!
+//! Invariant: every fold ends with exactly one chunk marked last (possibly
+//! empty), or with one error.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use eddy_object::codec;
+use eddy_ring::Partition;
+use eddy_storage::{Backend, FoldControl, FoldOptions};
+
+use super::msg::{FoldChunk, FoldKind, FoldRequest, VnodeReply};
+use super::reply::{LocalHint, ReplyTo};
+use crate::error::KvError;
+use crate::request::BucketRef;
+
+/// Items per chunk.
+pub const CHUNK_LEN: usize = 1000;
+
+/// Starts `req` over `backend` on a thread of its own; the chunks go to
+/// `reply`.
+pub fn spawn(partition: Partition, backend: Arc<dyn Backend>, req: FoldRequest, reply: ReplyTo) {
+    let failed = reply.clone();
+    let started = std::thread::Builder::new()
+        .name("eddy-fold".into())
+        .spawn(move || {
+            let mut out = Chunks {
+                partition,
+                reply,
+                seq: 0,
+                items: Vec::new(),
+            };
+            match run(&*backend, &req, &mut out) {
+                Ok(()) => out.finish(),
+                Err(e) => out.fail(e),
+            }
+        });
+    if let Err(e) = started {
+        let e = KvError::VnodeStart(format!("cannot start a fold: {e}"));
+        failed.send(partition, VnodeReply::Fold(Err(e)), LocalHint::default());
+    }
+}
+
+/// The chunks of one fold's answer.
+struct Chunks {
+    partition: Partition,
+    reply: ReplyTo,
+    seq: u32,
+    items: Vec<Vec<u8>>,
+}
+
+impl Chunks {
+    fn push(&mut self, item: Vec<u8>) {
+        self.items.push(item);
+        if self.items.len() >= CHUNK_LEN {
+            self.send(false);
+        }
+    }
+
+    fn send(&mut self, last: bool) {
+        let chunk = FoldChunk {
+            seq: self.seq,
+            last,
+            items: std::mem::take(&mut self.items),
+        };
+        self.seq += 1;
+        let reply = VnodeReply::Fold(Ok(chunk));
+        self.reply.send(self.partition, reply, LocalHint::default());
+    }
+
+    fn finish(mut self) {
+        self.send(true);
+    }
+
+    fn fail(self, e: KvError) {
+        let reply = VnodeReply::Fold(Err(e));
+        self.reply.send(self.partition, reply, LocalHint::default());
+    }
+}
+
+fn run(backend: &dyn Backend, req: &FoldRequest, out: &mut Chunks) -> Result<(), KvError> {
+    let in_range = |bucket: &BucketRef, key: &[u8]| {
+        let Some(ranges) = &req.ranges else {
+            return true;
+        };
+        let hash = eddy_ring::key_hash(bucket.bucket_type.as_bytes(), &bucket.bucket, key);
+        ranges.contains(&eddy_ring::partition_of(req.ring_size, hash))
+    };
+    match &req.kind {
+        FoldKind::Keys { bucket } => {
+            let Some(named) = BucketRef::from_storage_bucket(bucket) else {
+                return Ok(());
+            };
+            let mut visit = |_: &[u8], key: &[u8], value: &[u8]| {
+                let live = codec::decode(value).is_ok_and(|o| !o.is_deleted());
+                if live && in_range(&named, key) {
+                    out.push(key.to_vec());
+                }
+                FoldControl::Continue
+            };
+            backend.fold_objects(&FoldOptions::bucket(bucket), &mut visit)?;
+        }
+        FoldKind::Buckets { bucket_type } => {
+            let mut found = BTreeSet::new();
+            let mut visit = |storage_bucket: &[u8], key: &[u8]| {
+                if let Some(b) = BucketRef::from_storage_bucket(storage_bucket)
+                    && b.bucket_type == *bucket_type
+                    && !found.contains(&b.bucket)
+                    && in_range(&b, key)
+                {
+                    found.insert(b.bucket);
+                }
+                FoldControl::Continue
+            };
+            backend.fold_keys(&FoldOptions::all(), &mut visit)?;
+            found.into_iter().for_each(|b| out.push(b));
+        }
+    }
+    Ok(())
+}
