@@ -106,6 +106,20 @@ pub fn exited(node: DevNode, dir: &NodeDir, status: std::process::ExitStatus) ->
     }
 }
 
+/// True once `pid` names no process, or one that has exited and waits to
+/// be reaped by its parent (a zombie runs nothing).
+fn has_exited(pid: i32) -> bool {
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks the pid.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command's name, which is in parentheses.
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with(['Z', 'X']))
+    })
+}
+
 /// A node stop was asked of.
 pub struct Stopping {
     pub node: DevNode,
@@ -126,11 +140,13 @@ pub fn terminate(node: DevNode, dir: &NodeDir) -> Option<Stopping> {
     sent.then_some(Stopping { node, pid, data })
 }
 
-/// Waits until every node in `stopping` released its data directory.
+/// Waits until every node in `stopping` released its data directory and
+/// its process has exited (a node releases the lock a moment before it
+/// exits).
 pub fn wait_stopped(stopping: &[Stopping], timeout: Duration) -> Result<(), DevError> {
     let deadline = Instant::now() + timeout;
     for s in stopping {
-        while datadir::is_locked(&s.data) {
+        while datadir::is_locked(&s.data) || !has_exited(s.pid) {
             if Instant::now() > deadline {
                 return Err(DevError::StopTimeout {
                     node: s.node.nodename(),
