@@ -205,6 +205,10 @@ fn three_nodes_then_a_fourth_then_stop() {
     let out = eddy(&cwd, &["admin", "status", "--config", config]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("dev2@127.0.0.1"));
+    let out = eddy(&cwd, &["admin", "member-status", "--config", config]);
+    let status = text(&out.stdout);
+    assert!(out.status.success(), "{status}\n{}", text(&out.stderr));
+    assert!(status.contains("Valid:3 / Leaving:0"), "{status}");
     assert_eq!(members(2).len(), 3);
 
     let out = eddy(&cwd, &["dev-cluster", "add"]);
