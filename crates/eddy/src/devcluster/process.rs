@@ -159,3 +159,53 @@ pub fn wait_stopped(stopping: &[Stopping], timeout: Duration) -> Result<(), DevE
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_taken_port_is_named() {
+        let dev9 = DevNode::new(9).unwrap();
+        // Held by this test (or by someone else: refused all the same).
+        let _held = TcpListener::bind(dev9.http());
+        let err = check_ports(dev9).unwrap_err().to_string();
+        assert!(
+            err.contains("127.0.0.1:10098") && err.contains("listener.http.internal of dev9"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn prepare_writes_the_config_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dev2 = DevNode::new(2).unwrap();
+        let dir = prepare(tmp.path(), dev2, 64).unwrap();
+        assert!(dir.log_dir().is_dir());
+        let written = std::fs::read_to_string(dir.config()).unwrap();
+        assert!(
+            written.contains("nodename = \"dev2@127.0.0.1\""),
+            "{written}"
+        );
+        std::fs::write(dir.config(), "# edited\n").unwrap();
+        prepare(tmp.path(), dev2, 128).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.config()).unwrap(), "# edited\n");
+        assert!(!is_running(&dir));
+        assert!(terminate(dev2, &dir).is_none());
+    }
+
+    #[test]
+    fn a_child_that_exited_has_exited() {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        // Exited but not reaped: a zombie runs nothing.
+        while !has_exited(pid) {
+            assert!(Instant::now() < deadline, "true did not exit");
+            std::thread::sleep(POLL);
+        }
+        child.wait().unwrap();
+        assert!(has_exited(pid));
+        assert!(!has_exited(std::process::id() as i32));
+    }
+}
