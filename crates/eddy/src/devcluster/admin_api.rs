@@ -103,7 +103,9 @@ pub fn member_status(node: DevNode) -> Result<Value, DevError> {
     expect_json(node, "member-status", r)
 }
 
-/// What one node says about the cluster, read in three requests.
+/// `Ok` when `node` reports the cluster settled with exactly `expected`
+/// as its members ([`Settled::check`] over its three views); otherwise
+/// what it still waits for.
 pub fn settled(node: DevNode, expected: &[DevNode]) -> Result<(), String> {
     let get = |path: &str| -> Result<Value, String> {
         let r = call(node, "GET", path, "")?;
