@@ -37,6 +37,8 @@ pub enum Command {
     Admin(AdminArgs),
     /// Measure Eddy's components on this machine.
     Bench(BenchArgs),
+    /// Run local nodes dev1..devN as one cluster, as Riak's devrel does.
+    DevCluster(crate::devcluster::DevClusterArgs),
 }
 
 /// Where the configuration comes from: a file (default `./eddy.toml` if it

@@ -1,11 +1,12 @@
 //! The `eddy` binary: parses the command line and hands each command to the
 //! module that owns it: [`node`] (start), [`admin`] (ping, stop, admin),
-//! [`config`] (config show) and [`bench`].
+//! [`config`] (config show), [`bench`] and [`devcluster`] (dev-cluster).
 
 mod admin;
 mod bench;
 mod cli;
 mod config;
+mod devcluster;
 mod node;
 
 use std::process::ExitCode;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
             BenchTarget::Run(args) => bench::tool::run(args),
             BenchTarget::Compare(args) => bench::tool::compare(args),
         },
+        Command::DevCluster(args) => devcluster::run(args).map_err(|e| e.to_string()),
     };
     match outcome {
         Ok(output) => {
@@ -78,6 +80,7 @@ fn init_logging(settings: &Settings) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .log_internal_errors(false)
         .init();
 }
