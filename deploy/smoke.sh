@@ -23,7 +23,7 @@ compose+=(-f compose.yaml -p "$EDDY_PROJECT")
 single=eddy-smoke-single
 
 cleanup() {
-  docker rm -f "$single" >/dev/null 2>&1 || true
+  docker rm -f -v "$single" >/dev/null 2>&1 || true
   "${compose[@]}" down -v >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
