@@ -7,6 +7,10 @@
 //! [`BucketRegistry::apply_shared`], which replaces entries without calling
 //! the hook, so applying is idempotent and never echoes.
 //!
+//! Invariant: an entry changed here is not overwritten by the cluster's
+//! version until the cluster has taken this change ([`BucketRegistry::
+//! confirmed`]): until then the cluster's version is older than ours.
+//!
 //! Entries travel as JSON: a type as `{"status": "created"|"active",
 //! "patch": {...}}`, a bucket as its props patch (`None`: reset), named by
 //! its type and its name in hex.
@@ -44,7 +48,40 @@ pub struct SharedMetadata {
     pub buckets: Vec<(String, String, Option<Value>)>,
 }
 
+/// An entry of the registry, as changes and the cluster name it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EntryName {
+    Type(String),
+    Bucket(String, String),
+}
+
+impl MetadataChange {
+    /// The entry this change is to.
+    pub fn entry(&self) -> EntryName {
+        match self {
+            MetadataChange::Type { name, .. } => EntryName::Type(name.clone()),
+            MetadataChange::Bucket {
+                bucket_type,
+                bucket,
+                ..
+            } => EntryName::Bucket(bucket_type.clone(), bucket.clone()),
+        }
+    }
+}
+
 impl BucketRegistry {
+    /// The cluster has taken one local change to `entry` (the hook's
+    /// caller says so once per change it was handed).
+    pub fn confirmed(&self, entry: &EntryName) {
+        let mut unconfirmed = self.unconfirmed.lock();
+        if let Some(n) = unconfirmed.get_mut(entry) {
+            *n -= 1;
+            if *n == 0 {
+                unconfirmed.remove(entry);
+            }
+        }
+    }
+
     /// Sets the hook told of every local change (once).
     pub fn on_change(&self, hook: MetadataHook) {
         let _ = self.hook.set(hook);
@@ -71,9 +108,19 @@ impl BucketRegistry {
             return Ok(());
         }
         self.change(|stored| {
+            // Under the registry's write lock: a local change marks its
+            // entry before it takes the lock, so it is either seen here
+            // or made after this.
+            let unconfirmed = self.unconfirmed.lock();
+            let ours = |e: EntryName| unconfirmed.contains_key(&e);
             for (name, t) in types {
-                stored.types.insert(name, t);
+                if !ours(EntryName::Type(name.clone())) {
+                    stored.types.insert(name, t);
+                }
             }
+            let buckets = buckets
+                .into_iter()
+                .filter(|(t, b, _)| !ours(EntryName::Bucket(t.clone(), b.clone())));
             for (bucket_type, bucket, patch) in buckets {
                 stored
                     .buckets
@@ -114,11 +161,39 @@ impl BucketRegistry {
         let Some(hook) = self.hook.get() else { return };
         let entry = self.stored.read().types.get(name).cloned();
         if let Some(entry) = entry.and_then(|e| serde_json::to_value(e).ok()) {
-            hook(MetadataChange::Type {
-                name: name.to_string(),
-                entry,
-            });
+            self.publish(
+                hook,
+                MetadataChange::Type {
+                    name: name.to_string(),
+                    entry,
+                },
+            );
         }
+    }
+
+    /// Makes a local change to `entry`: marked unconfirmed before the
+    /// registry is written (so [`BucketRegistry::apply_shared`] never
+    /// writes over it), unmarked again if the change is refused.
+    pub(crate) fn local_change(
+        &self,
+        entry: EntryName,
+        f: impl FnOnce(&mut crate::types::Stored) -> Result<(), RegistryError>,
+    ) -> Result<(), RegistryError> {
+        if self.hook.get().is_none() {
+            return self.change(f);
+        }
+        *self.unconfirmed.lock().entry(entry.clone()).or_default() += 1;
+        let changed = self.change(f);
+        if changed.is_err() {
+            self.confirmed(&entry);
+        }
+        changed
+    }
+
+    /// Hands `change` to the hook; its entry was marked unconfirmed by
+    /// [`BucketRegistry::local_change`].
+    fn publish(&self, hook: &MetadataHook, change: MetadataChange) {
+        hook(change);
     }
 
     /// Tells the hook of a bucket's patch as stored now.
@@ -132,11 +207,12 @@ impl BucketRegistry {
             .iter()
             .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
             .map(|b| Value::Object(b.patch.clone()));
-        hook(MetadataChange::Bucket {
+        let change = MetadataChange::Bucket {
             bucket_type: bucket_type.to_string(),
             bucket: hex,
             patch,
-        });
+        };
+        self.publish(hook, change);
     }
 }
 

@@ -112,6 +112,9 @@ pub struct BucketRegistry {
     backend_names: Option<Vec<String>>,
     /// Told of every local change, to share it with the cluster.
     pub(crate) hook: std::sync::OnceLock<crate::metadata::MetadataHook>,
+    /// Entries changed here that the cluster has not taken yet, with how
+    /// many changes are outstanding.
+    pub(crate) unconfirmed: parking_lot::Mutex<HashMap<crate::metadata::EntryName, u32>>,
 }
 
 impl BucketRegistry {
@@ -124,6 +127,7 @@ impl BucketRegistry {
             cache: RwLock::new(PropsCache::new()),
             backend_names: None,
             hook: std::sync::OnceLock::new(),
+            unconfirmed: parking_lot::Mutex::new(HashMap::new()),
         }
     }
 
@@ -147,6 +151,7 @@ impl BucketRegistry {
             cache: RwLock::new(PropsCache::new()),
             backend_names: None,
             hook: std::sync::OnceLock::new(),
+            unconfirmed: parking_lot::Mutex::new(HashMap::new()),
         })
     }
 
@@ -217,31 +222,37 @@ impl BucketRegistry {
         let props = BucketProps::typed_defaults(&self.defaults).patched(patch)?;
         props.check_supported(patch)?;
         self.check_backend(&props)?;
-        self.change(|stored| {
-            if stored.types.contains_key(name) {
-                return Err(RegistryError::AlreadyExists(name.to_string()));
-            }
-            let t = StoredType {
-                status: TypeStatus::Created,
-                patch: patch.clone(),
-            };
-            stored.types.insert(name.to_string(), t);
-            Ok(())
-        })?;
+        self.local_change(
+            crate::metadata::EntryName::Type(name.to_string()),
+            |stored| {
+                if stored.types.contains_key(name) {
+                    return Err(RegistryError::AlreadyExists(name.to_string()));
+                }
+                let t = StoredType {
+                    status: TypeStatus::Created,
+                    patch: patch.clone(),
+                };
+                stored.types.insert(name.to_string(), t);
+                Ok(())
+            },
+        )?;
         self.publish_type(name);
         Ok(())
     }
 
     /// Activates a created type (activating an active type is a no-op).
     pub fn activate_type(&self, name: &str) -> Result<(), RegistryError> {
-        self.change(|stored| {
-            let t = stored
-                .types
-                .get_mut(name)
-                .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
-            t.status = TypeStatus::Active;
-            Ok(())
-        })?;
+        self.local_change(
+            crate::metadata::EntryName::Type(name.to_string()),
+            |stored| {
+                let t = stored
+                    .types
+                    .get_mut(name)
+                    .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
+                t.status = TypeStatus::Active;
+                Ok(())
+            },
+        )?;
         self.publish_type(name);
         Ok(())
     }
@@ -256,14 +267,17 @@ impl BucketRegistry {
         props.check_supported(patch)?;
         current.check_immutable(patch)?;
         self.check_backend(&props)?;
-        self.change(|stored| {
-            let t = stored
-                .types
-                .get_mut(name)
-                .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
-            t.patch.extend(patch.clone());
-            Ok(())
-        })?;
+        self.local_change(
+            crate::metadata::EntryName::Type(name.to_string()),
+            |stored| {
+                let t = stored
+                    .types
+                    .get_mut(name)
+                    .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
+                t.patch.extend(patch.clone());
+                Ok(())
+            },
+        )?;
         self.publish_type(name);
         Ok(())
     }
@@ -327,22 +341,25 @@ impl BucketRegistry {
         props.check_supported(patch)?;
         current.check_immutable(patch)?;
         self.check_backend(&props)?;
-        self.change(|stored| {
-            let hex = to_hex(bucket);
-            match stored
-                .buckets
-                .iter_mut()
-                .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
-            {
-                Some(b) => b.patch.extend(patch.clone()),
-                None => stored.buckets.push(StoredBucket {
-                    bucket_type: bucket_type.to_string(),
-                    bucket: hex,
-                    patch: patch.clone(),
-                }),
-            }
-            Ok(())
-        })?;
+        self.local_change(
+            crate::metadata::EntryName::Bucket(bucket_type.to_string(), to_hex(bucket)),
+            |stored| {
+                let hex = to_hex(bucket);
+                match stored
+                    .buckets
+                    .iter_mut()
+                    .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
+                {
+                    Some(b) => b.patch.extend(patch.clone()),
+                    None => stored.buckets.push(StoredBucket {
+                        bucket_type: bucket_type.to_string(),
+                        bucket: hex,
+                        patch: patch.clone(),
+                    }),
+                }
+                Ok(())
+            },
+        )?;
         self.publish_bucket(bucket_type, bucket);
         Ok(props)
     }
@@ -355,12 +372,15 @@ impl BucketRegistry {
     ) -> Result<(), RegistryError> {
         self.bucket_props(bucket_type, bucket)?;
         let hex = to_hex(bucket);
-        self.change(|stored| {
-            stored
-                .buckets
-                .retain(|b| !(b.bucket_type == bucket_type && b.bucket == hex));
-            Ok(())
-        })?;
+        self.local_change(
+            crate::metadata::EntryName::Bucket(bucket_type.to_string(), to_hex(bucket)),
+            |stored| {
+                stored
+                    .buckets
+                    .retain(|b| !(b.bucket_type == bucket_type && b.bucket == hex));
+                Ok(())
+            },
+        )?;
         self.publish_bucket(bucket_type, bucket);
         Ok(())
     }

@@ -4,6 +4,11 @@
 //! changes, merged by stamp) is applied to this node's registry as it
 //! changes, at start included.
 //!
+//! A change made here is pushed in order, and the cluster's version of its
+//! entry is not applied over it until the push is done (the registry's
+//! unconfirmed entries), so a client reading back what it just set never
+//! sees the cluster's older version.
+//!
 //! Not yet: a put does not carry its props' stamp, so a write coordinated
 //! just after a change may still use the props from before it on a node
 //! the change has not reached (the push returns once the members acked or
@@ -29,11 +34,24 @@ pub fn share(registry: &Arc<BucketRegistry>, membership: &Membership) {
             }
         }
     });
-    let pusher = membership.clone();
+    // One task pushes the changes in the order they were made, and
+    // confirms each to the registry once the cluster took it: until then
+    // the cluster's version of that entry is older than this node's.
+    let (tx, mut queue) = tokio::sync::mpsc::unbounded_channel::<MetadataChange>();
     registry.on_change(Arc::new(move |change| {
-        let membership = pusher.clone();
-        tokio::spawn(async move { push(&membership, change).await });
+        let _ = tx.send(change);
     }));
+    let (membership, weak) = (membership.clone(), Arc::downgrade(registry));
+    tokio::spawn(async move {
+        while let Some(change) = queue.recv().await {
+            let entry = change.entry();
+            push(&membership, change).await;
+            match weak.upgrade() {
+                Some(registry) => registry.confirmed(&entry),
+                None => return,
+            }
+        }
+    });
 }
 
 /// Applies the cluster's bucket metadata to the registry.
