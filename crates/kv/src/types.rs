@@ -242,19 +242,7 @@ impl BucketRegistry {
 
     /// Activates a created type (activating an active type is a no-op).
     pub fn activate_type(&self, name: &str) -> Result<(), RegistryError> {
-        self.local_change(
-            crate::metadata::EntryName::Type(name.to_string()),
-            |stored| {
-                let t = stored
-                    .types
-                    .get_mut(name)
-                    .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
-                t.status = TypeStatus::Active;
-                Ok(())
-            },
-        )?;
-        self.publish_type(name);
-        Ok(())
+        self.change_type(name, |t| t.status = TypeStatus::Active)
     }
 
     /// Changes a type's props; immutable props must keep their values.
@@ -267,17 +255,24 @@ impl BucketRegistry {
         props.check_supported(patch)?;
         current.check_immutable(patch)?;
         self.check_backend(&props)?;
-        self.local_change(
-            crate::metadata::EntryName::Type(name.to_string()),
-            |stored| {
-                let t = stored
-                    .types
-                    .get_mut(name)
-                    .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
-                t.patch.extend(patch.clone());
-                Ok(())
-            },
-        )?;
+        self.change_type(name, |t| t.patch.extend(patch.clone()))
+    }
+
+    /// Changes existing type `name`'s stored entry with `f`, then shares it.
+    fn change_type(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut StoredType),
+    ) -> Result<(), RegistryError> {
+        let entry = crate::metadata::EntryName::Type(name.to_string());
+        self.local_change(entry, |stored| {
+            let t = stored
+                .types
+                .get_mut(name)
+                .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
+            f(t);
+            Ok(())
+        })?;
         self.publish_type(name);
         Ok(())
     }

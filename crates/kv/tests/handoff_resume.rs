@@ -37,27 +37,7 @@ fn status(m: &Member) -> TransferStatus {
 
 /// A sender owning P with `KEYS` objects and a receiver without P.
 async fn loaded(engine: Engine, root: &tempfile::TempDir) -> (SimNetwork, Member, Member) {
-    let (net, mut transports) = network(5, 2);
-    let t1 = transports.pop().unwrap();
-    let t0 = transports.pop().unwrap();
-    let sender = start(
-        name(0),
-        t0,
-        engine,
-        root.path().join("n0"),
-        ring(&name(0), &name(0)),
-        &[P],
-        1000,
-    );
-    let receiver = start(
-        name(1),
-        t1,
-        engine,
-        root.path().join("n1"),
-        ring(&name(0), &name(1)),
-        &[],
-        2000,
-    );
+    let (net, sender, receiver) = pair(5, engine, root);
     let b = bucket(true);
     for (i, k) in keys(&b, KEYS).iter().enumerate() {
         sender.put(&b, k, format!("v{i}").as_bytes()).await;

@@ -15,28 +15,7 @@ use parking_lot::Mutex;
 
 /// Two nodes that both think they own P (so both take writes for it).
 fn pair(engine: Engine, root: &tempfile::TempDir) -> (eddy_net::sim::SimNetwork, Member, Member) {
-    let (net, mut transports) = network(7, 2);
-    let t1 = transports.pop().unwrap();
-    let t0 = transports.pop().unwrap();
-    let m0 = start(
-        name(0),
-        t0,
-        engine,
-        root.path().join("n0"),
-        ring(&name(0), &name(0)),
-        &[P],
-        1000,
-    );
-    let m1 = start(
-        name(1),
-        t1,
-        engine,
-        root.path().join("n1"),
-        ring(&name(0), &name(1)),
-        &[],
-        2000,
-    );
-    (net, m0, m1)
+    handoff_support::pair(7, engine, root)
 }
 
 async fn hinted_handoff_moves_everything_and_drops_the_fallback(engine: Engine) {

@@ -138,6 +138,7 @@ pub async fn start(
             },
         );
     let _ = remote.serve(inbound, Arc::new(workers));
+    let services = route_inbound(&transport, &remote);
     let mut config = MembershipConfig::new(state_path(root));
     config.transfer_limit = settings.cluster.transfer_limit;
     let membership = Membership::start(config, transport.clone(), state)
@@ -158,7 +159,8 @@ pub async fn start(
     );
     node.set_handoffs(&handoffs);
     super::metadata::share(node.registry(), &membership);
-    route_inbound(&transport, &membership, &remote, &handoffs);
+    let _ = services.membership.set(membership.clone());
+    let _ = services.handoffs.set(Arc::downgrade(&handoffs));
     tokio::spawn(remote.watch_peers());
     node.set_liveness(Arc::new(Alive(membership.clone())));
     follow_ring(node, &membership);
@@ -169,24 +171,25 @@ pub async fn start(
     })
 }
 
-/// One handler for the transport: handoff's bulk calls; on the control
-/// lane, membership's messages, then kv's.
-fn route_inbound(
-    transport: &Transport,
-    membership: &Membership,
-    remote: &Arc<NetRemote>,
-    handoffs: &Arc<Handoffs>,
-) {
-    let (membership, remote) = (membership.clone(), remote.clone());
-    let handoffs = Arc::downgrade(handoffs);
+/// One handler for the transport, set as soon as kv's remote vnodes are:
+/// handoff's bulk calls; on the control lane, membership's messages, then
+/// kv's.
+fn route_inbound(transport: &Transport, remote: &Arc<NetRemote>) -> Arc<Services> {
+    let services = Arc::new(Services::default());
+    let (remote, routes) = (remote.clone(), services.clone());
     let handler = Arc::new(move |incoming: eddy_net::Incoming| {
         if incoming.lane == Lane::Bulk {
-            if let Some(h) = handoffs.upgrade() {
-                h.handle_bulk(incoming);
+            match routes.handoffs.get().and_then(std::sync::Weak::upgrade) {
+                Some(h) => h.handle_bulk(incoming),
+                None => tracing::debug!(from = %incoming.from, "handoff not started yet"),
             }
             return;
         }
-        let Some(rest) = membership.handle(incoming) else {
+        let rest = match routes.membership.get() {
+            Some(membership) => membership.handle(incoming),
+            None => Some(incoming),
+        };
+        let Some(rest) = rest else {
             return;
         };
         match rest.body.first() {
@@ -197,6 +200,16 @@ fn route_inbound(
     if transport.set_handler(handler).is_err() {
         tracing::error!("the cluster transport already had a handler");
     }
+    services
+}
+
+/// The services the transport's handler routes to once they run: kv's
+/// requests are served from the start, so that no peer's request is
+/// dropped unanswered while the node's other services start.
+#[derive(Default)]
+struct Services {
+    membership: std::sync::OnceLock<Membership>,
+    handoffs: std::sync::OnceLock<std::sync::Weak<Handoffs>>,
 }
 
 /// Hands every ring the service adopts to the node, and starts the vnodes

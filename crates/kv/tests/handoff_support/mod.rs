@@ -334,3 +334,32 @@ pub async fn until(what: &str, mut done: impl FnMut() -> bool) {
     }
     panic!("timed out waiting until {what}");
 }
+
+/// Two nodes on a simulated network seeded with `seed`: node 0 runs P's
+/// vnode and both think it owns P; node 1 runs none (it owns P in its own
+/// ring, so it takes writes for it once it has a vnode).
+pub fn pair(seed: u64, engine: Engine, root: &tempfile::TempDir) -> (SimNetwork, Member, Member) {
+    let (net, mut transports) = network(seed, 2);
+    let t1 = transports.pop().unwrap();
+    let t0 = transports.pop().unwrap();
+    let path = |i: usize| root.path().join(format!("n{i}"));
+    let m0 = start(
+        name(0),
+        t0,
+        engine,
+        path(0),
+        ring(&name(0), &name(0)),
+        &[P],
+        1000,
+    );
+    let m1 = start(
+        name(1),
+        t1,
+        engine,
+        path(1),
+        ring(&name(0), &name(1)),
+        &[],
+        2000,
+    );
+    (net, m0, m1)
+}

@@ -63,6 +63,9 @@ async fn serve(node: Arc<TcpNode>, mut stream: TcpStream, addr: SocketAddr) {
     if !matches!(sent, Ok(Ok(()))) || matches!(welcome, Welcome::Refused { .. }) {
         return;
     }
+    // The peer is up: our own links to it need not wait out a backoff
+    // from the time it was down (its replies would be dropped meanwhile).
+    node.peer_is_up(&hello.from);
     if let Err(e) = serve_frames(&node, stream, hello.from.clone(), hello.lane).await {
         let log = matches!(e, ConnError::Frame(_) | ConnError::Protocol(_));
         if log {

@@ -78,6 +78,17 @@ impl TcpNode {
         }
     }
 
+    /// Ends the connect backoff of every link to `node` (it just connected
+    /// to this node, so it is up).
+    pub(crate) fn peer_is_up(&self, node: &NodeName) {
+        let links = self.links.lock();
+        for lane in [Lane::Control, Lane::Bulk] {
+            if let Some(link) = links.get(&(node.clone(), lane)) {
+                link.clear_backoff();
+            }
+        }
+    }
+
     /// The link to `peer` on `lane`, opened on first use.
     pub(crate) fn link(
         self: &Arc<Self>,
