@@ -161,13 +161,11 @@ impl BucketRegistry {
         let Some(hook) = self.hook.get() else { return };
         let entry = self.stored.read().types.get(name).cloned();
         if let Some(entry) = entry.and_then(|e| serde_json::to_value(e).ok()) {
-            self.publish(
-                hook,
-                MetadataChange::Type {
-                    name: name.to_string(),
-                    entry,
-                },
-            );
+            // Its entry was marked unconfirmed by `local_change`.
+            hook(MetadataChange::Type {
+                name: name.to_string(),
+                entry,
+            });
         }
     }
 
@@ -190,12 +188,6 @@ impl BucketRegistry {
         changed
     }
 
-    /// Hands `change` to the hook; its entry was marked unconfirmed by
-    /// [`BucketRegistry::local_change`].
-    fn publish(&self, hook: &MetadataHook, change: MetadataChange) {
-        hook(change);
-    }
-
     /// Tells the hook of a bucket's patch as stored now.
     pub(crate) fn publish_bucket(&self, bucket_type: &str, bucket: &[u8]) {
         let Some(hook) = self.hook.get() else { return };
@@ -212,7 +204,7 @@ impl BucketRegistry {
             bucket: hex,
             patch,
         };
-        self.publish(hook, change);
+        hook(change);
     }
 }
 

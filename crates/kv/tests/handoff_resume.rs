@@ -60,15 +60,21 @@ async fn until_acked(m: &Member, n: u64) {
     until("batches are acknowledged", || status(m).batches_acked >= n).await;
 }
 
-#[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn a_cut_link_resumes_from_the_checkpoint() {
-    let root = tempfile::tempdir().unwrap();
-    let (net, sender, receiver) = loaded(Engine::Memory, &root).await;
+/// Starts handing P from `sender` to `receiver` and waits until ten
+/// batches are acknowledged.
+async fn hand_ten_batches(sender: &Member, receiver: &Member) {
     sender
         .handoffs
         .start(P, Kind::Ownership, receiver.name.clone())
         .unwrap();
-    until_acked(&sender, 10).await;
+    until_acked(sender, 10).await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_cut_link_resumes_from_the_checkpoint() {
+    let root = tempfile::tempdir().unwrap();
+    let (net, sender, receiver) = loaded(Engine::Memory, &root).await;
+    hand_ten_batches(&sender, &receiver).await;
     net.partition(&[name(0)], &[name(1)]);
     tokio::time::sleep(Duration::from_secs(12)).await;
     let stalled = status(&sender);
@@ -95,11 +101,7 @@ async fn a_cut_link_resumes_from_the_checkpoint() {
 async fn a_restarted_receiver_resumes_from_its_checkpoint() {
     let root = tempfile::tempdir().unwrap();
     let (net, sender, receiver) = loaded(Engine::Bitcask, &root).await;
-    sender
-        .handoffs
-        .start(P, Kind::Ownership, receiver.name.clone())
-        .unwrap();
-    until_acked(&sender, 10).await;
+    hand_ten_batches(&sender, &receiver).await;
     let store = receiver.stop();
     let transport = net.restart(&name(1)).unwrap();
     let receiver = start_with_store(name(1), transport, store, ring(&name(0), &name(1)), &[P]);
@@ -119,11 +121,7 @@ async fn a_restarted_receiver_resumes_from_its_checkpoint() {
 async fn a_restarted_sender_resumes_and_catches_up_on_lost_writes() {
     let root = tempfile::tempdir().unwrap();
     let (net, sender, receiver) = loaded(Engine::Bitcask, &root).await;
-    sender
-        .handoffs
-        .start(P, Kind::Ownership, receiver.name.clone())
-        .unwrap();
-    until_acked(&sender, 10).await;
+    hand_ten_batches(&sender, &receiver).await;
     // Keys sent in the first batches change; the sender's record of that
     // dies with it.
     let b = bucket(true);

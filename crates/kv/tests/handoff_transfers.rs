@@ -13,14 +13,9 @@ use eddy_ring::Partition;
 use handoff_support::*;
 use parking_lot::Mutex;
 
-/// Two nodes that both think they own P (so both take writes for it).
-fn pair(engine: Engine, root: &tempfile::TempDir) -> (eddy_net::sim::SimNetwork, Member, Member) {
-    handoff_support::pair(7, engine, root)
-}
-
 async fn hinted_handoff_moves_everything_and_drops_the_fallback(engine: Engine) {
     let root = tempfile::tempdir().unwrap();
-    let (_net, fallback, owner) = pair(engine, &root);
+    let (_net, fallback, owner) = pair(7, engine, &root);
     let b = bucket(false);
     let keys = keys(&b, 1500);
     for (i, k) in keys.iter().enumerate() {
@@ -88,7 +83,7 @@ async fn write_some(
 
 async fn ownership_handoff_with_writes_during_the_fold_loses_none(engine: Engine) {
     let root = tempfile::tempdir().unwrap();
-    let (_net, old, new) = pair(engine, &root);
+    let (_net, old, new) = pair(7, engine, &root);
     let b = bucket(true);
     let all = keys(&b, 10_300);
     let (keys, fresh) = all.split_at(10_000);
@@ -164,7 +159,7 @@ async fn ownership_handoff_with_writes_over_bitcask() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn merges_keep_newer_versions_and_siblings_and_tombstones() {
     let root = tempfile::tempdir().unwrap();
-    let (_net, sender, receiver) = pair(Engine::Bitcask, &root);
+    let (_net, sender, receiver) = pair(7, Engine::Bitcask, &root);
     let b = bucket(true);
     let k = keys(&b, 4);
     let (newer, concurrent, deleted, plain) = (&k[0], &k[1], &k[2], &k[3]);

@@ -233,7 +233,7 @@ impl Vnode {
     ) -> Result<Written, KvError> {
         let _locked = self.lock(key);
         if policy.write_once {
-            return self.put_once(key, kind, policy, hint);
+            return self.put_once(key, kind, hint);
         }
         let current = self.read(key)?;
         let mut sent = None;

@@ -15,7 +15,7 @@
 
 use eddy_object::{Actor, Content, RiakObject, VersionVector, codec, merge};
 
-use super::msg::{PutKind, StorageKey, WritePolicy};
+use super::msg::{PutKind, StorageKey};
 use super::reply::LocalHint;
 use super::{Vnode, Written};
 use crate::error::KvError;
@@ -26,7 +26,6 @@ impl Vnode {
         &self,
         key: &StorageKey,
         kind: PutKind,
-        _policy: WritePolicy,
         hint: LocalHint,
     ) -> Result<Written, KvError> {
         let (incoming, sent) = match kind {
