@@ -17,40 +17,14 @@
 
 mod sim_support;
 
-use std::collections::BTreeMap;
-
-use eddy_object::{RiakObject, VersionVector};
+use eddy_checker::History;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sim_support::{Acked, SimCluster};
+use sim_support::SimCluster;
 
 const NODES: usize = 5;
 const KEYS: usize = 6;
 const STEPS: usize = 300;
-
-/// What the clients saw.
-#[derive(Default)]
-struct History {
-    /// Per key: acknowledged puts and deletes, in acknowledgement order.
-    acked: BTreeMap<String, Vec<Acked>>,
-    /// Per key: the context of every write or delete attempted.
-    attempted: BTreeMap<String, Vec<VersionVector>>,
-    /// Keys a write or delete failed on (it may have been applied anyway).
-    failed: BTreeMap<String, usize>,
-    /// Per key: the latest context a client read.
-    contexts: BTreeMap<String, VersionVector>,
-}
-
-impl History {
-    fn attempt(&mut self, key: &str, context: Option<&VersionVector>, acked: Option<Acked>) {
-        let context = context.cloned().unwrap_or_default();
-        self.attempted.entry(key.into()).or_default().push(context);
-        match acked {
-            Some(a) => self.acked.entry(key.into()).or_default().push(a),
-            None => *self.failed.entry(key.into()).or_default() += 1,
-        }
-    }
-}
 
 async fn client_step(sim: &SimCluster, rng: &mut StdRng, history: &mut History, step: usize) {
     let key = format!("k{}", rng.random_range(0..KEYS));
@@ -90,44 +64,6 @@ fn fault_step(sim: &SimCluster, rng: &mut StdRng) {
     }
 }
 
-fn check(key: &str, history: &History, merged: Option<&RiakObject>) {
-    let acked = history.acked.get(key).map(Vec::as_slice).unwrap_or(&[]);
-    let attempted = history.attempted.get(key).map(Vec::as_slice).unwrap_or(&[]);
-    let merged_vv = merged.map(|o| o.vv.clone()).unwrap_or_default();
-    let live: Vec<&[u8]> = merged
-        .map(|o| {
-            o.siblings
-                .iter()
-                .filter(|s| !s.content.meta.deleted)
-                .map(|s| s.content.value.as_slice())
-                .collect()
-        })
-        .unwrap_or_default();
-    for a in acked {
-        assert!(
-            merged_vv.descends(&a.vv),
-            "{key}: acknowledged {a:?} lost: final {merged_vv:?}"
-        );
-        let superseded = attempted.iter().any(|c| c.descends(&a.vv));
-        if let (Some(value), false) = (&a.value, superseded) {
-            assert!(
-                live.contains(&value.as_slice()),
-                "{key}: {a:?} neither superseded nor among the final siblings"
-            );
-        }
-    }
-    let never_failed = !history.failed.contains_key(key);
-    if let Some(last) = acked.last()
-        && last.value.is_none()
-        && never_failed
-        && acked
-            .iter()
-            .all(|a| last.context.descends(&a.vv) || a.step == last.step)
-    {
-        assert!(live.is_empty(), "{key}: deleted but back: {live:?}");
-    }
-}
-
 async fn run(seed: u64) -> String {
     let sim = SimCluster::new(seed, NODES).await;
     let mut rng = StdRng::seed_from_u64(seed);
@@ -147,8 +83,8 @@ async fn run(seed: u64) -> String {
     for k in 0..KEYS {
         let key = format!("k{k}");
         let merged = sim.merged_copies(&key);
-        check(&key, &history, merged.as_ref());
-        let acked = history.acked.get(&key).map_or(0, Vec::len);
+        history.check(&key, merged.as_ref());
+        let acked = history.acked_count(&key);
         summary.push_str(&format!("{key}:{acked}:{:?};", merged.map(|o| o.vv)));
     }
     summary

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+pub use eddy_checker::Acked;
 use eddy_kv::clock::ManualClock;
 use eddy_kv::props::BucketProps;
 use eddy_kv::remote::{Inline, NetRemote, RemoteConfig};
@@ -25,17 +26,6 @@ use parking_lot::Mutex;
 
 pub const RING_SIZE: u32 = 16;
 const TIMEOUT_MS: u64 = 5_000;
-
-/// An acknowledged put (`value`) or delete (`value: None`).
-#[derive(Clone, Debug)]
-pub struct Acked {
-    pub step: usize,
-    pub value: Option<Vec<u8>>,
-    /// The object's version after the write (a delete: its context).
-    pub vv: VersionVector,
-    /// The context the client wrote with.
-    pub context: VersionVector,
-}
 
 /// Which nodes one node believes down.
 #[derive(Default)]
