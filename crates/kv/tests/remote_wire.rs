@@ -163,6 +163,7 @@ fn pinned_errors() -> Vec<KvError> {
         },
         KvError::NotHosted(7),
         KvError::VnodeStart("open partitions/7: EMFILE".into()),
+        KvError::Storage(StorageError::Closed),
     ]
 }
 

@@ -169,7 +169,6 @@ async fn send_all(h: &Handoffs, t: &Outgoing) -> Result<Stream, String> {
 
 /// Sends the transfer's Start and takes the receiver's checkpoint.
 async fn start(h: &Handoffs, t: &Outgoing) -> Result<Stream, String> {
-    let mut pause = h.config.retry_min;
     let request = Request::Start {
         transfer: t.transfer,
         session: t.session,
@@ -177,10 +176,9 @@ async fn start(h: &Handoffs, t: &Outgoing) -> Result<Stream, String> {
     let resume = loop {
         match call(h, t, request.clone()).await? {
             Reply::Started { resume } => break resume,
-            Reply::Busy if !h.stopping() => {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(h.config.retry_max);
-            }
+            // A busy receiver is no failure: ask again soon, so that its
+            // next free slot is not left idle for a backoff's length.
+            Reply::Busy if !h.stopping() => tokio::time::sleep(h.config.retry_min).await,
             other => return Err(unexpected(&other)),
         }
     };

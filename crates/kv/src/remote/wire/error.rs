@@ -32,6 +32,7 @@ const TIMEOUT: u8 = 12;
 const TOO_LARGE: u8 = 13;
 const NOT_HOSTED: u8 = 14;
 const VNODE_START: u8 = 15;
+const CLOSED: u8 = 16;
 
 /// The engine name of a remote vnode's error of kind `other`.
 pub const OTHER_ENGINE: &str = "remote vnode";
@@ -90,6 +91,7 @@ fn storage(w: &mut Writer, e: &StorageError) {
             w.text(detail, TEXT_BYTES_MAX);
         }
         StorageError::Poisoned(m) => text(w, POISONED, m),
+        StorageError::Closed => w.u8(CLOSED),
         StorageError::TooLarge { what, size, max } => too_large(w, what, *size, *max),
         StorageError::Engine { engine, source } if *engine == OTHER_ENGINE => {
             text(w, OTHER, &source.to_string());
@@ -176,6 +178,7 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<KvError, WireError> {
         }
         NOT_HOSTED => KvError::NotHosted(r.u32()?),
         VNODE_START => KvError::VnodeStart(text(r)?),
+        CLOSED => KvError::Storage(StorageError::Closed),
         value => return Err(bad("error kind", value)),
     })
 }
