@@ -114,7 +114,7 @@ pub async fn handle(app: &App, route: ClusterRoute, req: Request) -> Result<Resp
     };
     check_method(route, req.method())?;
     if *req.method() == Method::GET || *req.method() == Method::HEAD {
-        return view(m, route).await.map(ok);
+        return view(app, m, route).await.map(ok);
     }
     let (parts, body) = req.into_parts();
     let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
@@ -138,8 +138,12 @@ fn check_method(route: ClusterRoute, method: &Method) -> Result<(), ApiError> {
     }
 }
 
+/// An inbound transfer silent for this long is not shown as active (its
+/// sender is gone; the receiver keeps its slot until another needs it).
+const INBOUND_FRESH_MS: u128 = 10_000;
+
 /// The read-only requests.
-async fn view(m: &Membership, route: ClusterRoute) -> Result<Value, ApiError> {
+async fn view(app: &App, m: &Membership, route: ClusterRoute) -> Result<Value, ApiError> {
     Ok(match route {
         ClusterRoute::Plan => match m.plan().await {
             Ok(plan) => json::plan(&plan),
@@ -153,9 +157,22 @@ async fn view(m: &Membership, route: ClusterRoute) -> Result<Value, ApiError> {
             let members: Vec<NodeName> = m.state().members().keys().cloned().collect();
             json::ringready(&members, m.ringready().await)
         }
-        ClusterRoute::Transfers => json::transfers(&m.transfers()),
+        ClusterRoute::Transfers => transfers(app, m),
         _ => json!({ "node": m.node(), "limit": *m.transfer_limit_watch().borrow() }),
     })
+}
+
+/// `transfers`: the cluster's waiting and reported transfers, and the
+/// ones this node is running now.
+fn transfers(app: &App, m: &Membership) -> Value {
+    let mut body = json::transfers(&m.transfers());
+    if let Some(h) = app.config.handoffs.as_ref() {
+        let (active, inbound) =
+            json::active(m.node(), &h.transfers(), &h.inbound(), INBOUND_FRESH_MS);
+        body["active"] = active;
+        body["inbound"] = inbound;
+    }
+    body
 }
 
 /// `{"node"}`

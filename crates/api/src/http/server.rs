@@ -44,6 +44,9 @@ pub struct HttpConfig {
     /// The node's membership service, for the cluster admin resource
     /// ([`super::cluster`]); `None` answers those requests with 503.
     pub membership: Option<eddy_cluster::Membership>,
+    /// The node's handoff manager, for the transfers running now
+    /// (`transfers`' `active` and `inbound`).
+    pub handoffs: Option<Arc<eddy_kv::handoff::Handoffs>>,
 }
 
 impl Default for HttpConfig {
@@ -57,6 +60,7 @@ impl Default for HttpConfig {
             pb_table: None,
             budget: None,
             membership: None,
+            handoffs: None,
         }
     }
 }

@@ -282,6 +282,7 @@ pub fn transfers(t: &Transfers) -> String {
             );
         }
     }
+    active::section(&mut out, &t.active, &t.inbound);
     if out.is_empty() {
         out.push_str("No transfers active\n");
     }
@@ -305,3 +306,5 @@ pub fn transfer_limit(node: &str, limit: u64) -> String {
 
 #[cfg(test)]
 mod tests;
+
+mod active;

@@ -92,10 +92,42 @@ pub struct NodeTransfers {
     pub reported: Vec<Transfer>,
 }
 
+/// A transfer this node is sending now.
+#[derive(Debug, Deserialize)]
+pub struct ActiveTransfer {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub partition: u32,
+    pub from: String,
+    pub to: String,
+    pub objects: u64,
+    pub bytes: u64,
+    pub resumes: u64,
+    pub last_error: Option<String>,
+    pub elapsed_ms: u64,
+    pub bytes_per_sec: u64,
+}
+
+/// A transfer this node is receiving now.
+#[derive(Debug, Deserialize)]
+pub struct InboundTransfer {
+    pub partition: u32,
+    pub from: String,
+    pub to: String,
+    pub batches: u64,
+    pub objects: u64,
+}
+
 /// `GET /admin/transfers`
 #[derive(Debug, Deserialize)]
 pub struct Transfers {
     pub transfers: Vec<NodeTransfers>,
+    /// What the answering node is sending now.
+    #[serde(default)]
+    pub active: Vec<ActiveTransfer>,
+    /// What it is receiving now.
+    #[serde(default)]
+    pub inbound: Vec<InboundTransfer>,
 }
 
 /// `GET /admin/transfer-limit`

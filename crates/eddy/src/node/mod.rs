@@ -119,6 +119,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     http_config.pb_table = pb_config.table.clone();
     http_config.budget = Some(budget);
     http_config.membership = Some(cluster.membership.clone());
+    http_config.handoffs = Some(cluster.handoffs.clone());
     let (stop_tx, stop_rx) = watch::channel(false);
     let servers = [
         tokio::spawn(eddy_api::http::serve(

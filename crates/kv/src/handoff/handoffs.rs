@@ -34,6 +34,14 @@ pub struct Handoffs {
     me: Weak<Handoffs>,
 }
 
+impl std::fmt::Debug for Handoffs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handoffs")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Handoffs {
     /// The handoff manager of `node`, whose vnodes' backends `watch`
     /// wrapped, sending over `transport`. Route the transport's

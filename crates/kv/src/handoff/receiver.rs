@@ -46,6 +46,8 @@ pub struct InboundStatus {
     pub batches: u64,
     /// Objects merged from them.
     pub objects: u64,
+    /// Time since the sender was last heard from.
+    pub idle: std::time::Duration,
 }
 
 /// One inbound transfer.
@@ -108,6 +110,7 @@ impl Inbound {
                     from: from.clone(),
                     batches,
                     objects,
+                    idle: e.last_seen.lock().elapsed(),
                 }
             })
             .collect();

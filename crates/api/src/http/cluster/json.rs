@@ -6,13 +6,19 @@
 //!   (`pending_pct` null when nothing is pending: Riak's `--`);
 //! - a plan: `{"changes":[{"action","node","with"?}],"lost","before","after",
 //!   "transfers","reassigned","moves":[{"from","to","partitions"}]}`;
-//! - a transfer: `{"partition","from","to","done"?}`.
+//! - a transfer: `{"partition","from","to","done"?}`;
+//! - a transfer running on this node (`transfers`' `active`):
+//!   `{"type","partition","from","to","state","objects","bytes","batches",
+//!   "resumes","last_error","elapsed_ms","bytes_per_sec"}`, and one being
+//!   received (`inbound`): `{"partition","from","to","batches","objects",
+//!   "idle_ms"}`.
 
 use std::collections::{BTreeMap, HashSet};
 
 use eddy_cluster::{
     MemberStatusRow, Membership, NodeName, NodeTransfers, Plan, RingStatus, Transfer,
 };
+use eddy_kv::handoff::{InboundStatus, Kind, TransferState, TransferStatus};
 use serde_json::{Value, json};
 
 /// One `member-status` row.
@@ -143,6 +149,72 @@ pub fn transfers(rows: &[NodeTransfers]) -> Value {
     json!({ "transfers": rows })
 }
 
+/// What this node is sending and receiving now: its outbound transfers
+/// that are running (waiting ones are `transfers`' `waiting`; handed ones
+/// its `reported`), and the inbound ones heard from within `fresh_ms`.
+pub fn active(
+    me: &NodeName,
+    outbound: &[TransferStatus],
+    inbound: &[InboundStatus],
+    fresh_ms: u128,
+) -> (Value, Value) {
+    let running =
+        |t: &&TransferStatus| matches!(t.state, TransferState::Running | TransferState::Dropping);
+    let out: Vec<Value> = outbound
+        .iter()
+        .filter(running)
+        .map(|t| {
+            json!({
+                "type": kind(t.kind),
+                "partition": t.partition.0,
+                "from": me,
+                "to": t.to,
+                "state": state(&t.state),
+                "objects": t.objects,
+                "bytes": t.bytes,
+                "batches": t.batches_acked,
+                "resumes": t.resumes,
+                "last_error": t.last_error,
+                "elapsed_ms": t.elapsed.as_millis() as u64,
+                "bytes_per_sec": t.bytes_per_sec,
+            })
+        })
+        .collect();
+    let inb: Vec<Value> = inbound
+        .iter()
+        .filter(|t| t.idle.as_millis() < fresh_ms)
+        .map(|t| {
+            json!({
+                "partition": t.partition.0,
+                "from": t.from,
+                "to": me,
+                "batches": t.batches,
+                "objects": t.objects,
+                "idle_ms": t.idle.as_millis() as u64,
+            })
+        })
+        .collect();
+    (Value::Array(out), Value::Array(inb))
+}
+
+/// Riak's names for the two kinds of transfer.
+fn kind(k: Kind) -> &'static str {
+    match k {
+        Kind::Ownership => "ownership_transfer",
+        Kind::Hinted => "hinted_handoff",
+    }
+}
+
+fn state(s: &TransferState) -> &'static str {
+    match s {
+        TransferState::Waiting => "waiting",
+        TransferState::Running => "running",
+        TransferState::Handed => "handed",
+        TransferState::Dropping => "dropping",
+        TransferState::Dropped => "dropped",
+    }
+}
+
 fn transfer(t: &Transfer) -> Value {
     json!({ "partition": t.partition.0, "from": t.from, "to": t.to })
 }
@@ -221,5 +293,58 @@ mod tests {
             json!({"ready":false,"nodes":["a@h","b@h"],"waiting":["b@h"]})
         );
         assert_eq!(ringready(&members, Ok(()))["ready"], json!(true));
+    }
+
+    #[test]
+    fn active_shows_running_transfers_and_fresh_inbound_ones() {
+        use std::time::Duration;
+        let status = |p: u32, state: TransferState| TransferStatus {
+            partition: Partition(p),
+            kind: Kind::Hinted,
+            to: n("b@h"),
+            state,
+            objects: 10,
+            bytes: 2048,
+            batches_sent: 2,
+            batches_acked: 1,
+            resumes: 0,
+            last_error: None,
+            elapsed: Duration::from_millis(1500),
+            bytes_per_sec: 1365,
+        };
+        let outbound = [
+            status(1, TransferState::Waiting),
+            status(2, TransferState::Running),
+            status(3, TransferState::Handed),
+        ];
+        let inbound = |p: u32, idle_ms: u64| InboundStatus {
+            partition: Partition(p),
+            from: n("c@h"),
+            batches: 4,
+            objects: 400,
+            idle: Duration::from_millis(idle_ms),
+        };
+        let (active, received) = active(
+            &n("a@h"),
+            &outbound,
+            &[inbound(5, 20), inbound(6, 60_000)],
+            10_000,
+        );
+        assert_eq!(
+            active,
+            json!([{
+                "type": "hinted_handoff", "partition": 2, "from": "a@h", "to": "b@h",
+                "state": "running", "objects": 10, "bytes": 2048, "batches": 1,
+                "resumes": 0, "last_error": null, "elapsed_ms": 1500,
+                "bytes_per_sec": 1365,
+            }])
+        );
+        assert_eq!(
+            received,
+            json!([{
+                "partition": 5, "from": "c@h", "to": "a@h", "batches": 4,
+                "objects": 400, "idle_ms": 20,
+            }])
+        );
     }
 }

@@ -188,13 +188,19 @@ fn ringready_and_transfers_read_like_riaks() {
             waiting: vec![t(0), t(2)],
             reported: vec![t(4)],
         }],
+        active: vec![],
+        inbound: vec![],
     });
     assert!(
         text.contains("'a@h' waiting to handoff 2 partitions"),
         "{text}"
     );
     assert!(text.contains("'a@h' handed off 1 partitions"), "{text}");
-    let none = transfers(&Transfers { transfers: vec![] });
+    let none = transfers(&Transfers {
+        transfers: vec![],
+        active: vec![],
+        inbound: vec![],
+    });
     assert_eq!(none, "No transfers active\n");
 }
 
