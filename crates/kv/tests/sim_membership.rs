@@ -43,7 +43,7 @@ const KEYS: usize = 12;
 const STEPS: usize = 400;
 const SYNC_EVERY: usize = 25;
 /// Seeds run in CI.
-const SEEDS: u64 = 24;
+const SEEDS: u64 = 48;
 
 /// Faults on every link during the workload.
 const LOSSY_LINKS: LinkFaults = LinkFaults {

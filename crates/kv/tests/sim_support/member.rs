@@ -53,7 +53,7 @@ pub struct Member {
 fn log_options() -> LogOptions {
     LogOptions {
         sync: SyncStrategy::Interval,
-        segment_bytes: 4 << 20,
+        segment_bytes: 1 << 20,
         sync_interval: Duration::from_secs(24 * 3600),
         checkpoint_pace: Duration::ZERO,
     }
@@ -88,6 +88,7 @@ pub fn start(boot: Boot) -> Member {
         clock: boot.clock.clone(),
         commit_log_dir: Some(boot.log_dir.clone()),
         commit_log: log_options(),
+        blocking_inline: true,
         ..NodeConfig::default()
     };
     let (disk, w) = (boot.disk.clone(), watch.clone());

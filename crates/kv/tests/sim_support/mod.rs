@@ -103,7 +103,7 @@ impl SimCluster {
             clock: Arc::new(ManualClock::new(1_700_000_000_000_000)),
             actors: Arc::new(AtomicU64::new(1)),
             completed: Arc::default(),
-            root: tempfile::tempdir().unwrap(),
+            root: scratch_dir(),
             crashed: RefCell::default(),
             sides: RefCell::default(),
         };
@@ -292,6 +292,17 @@ impl SimCluster {
             }
         }
         merged
+    }
+}
+
+/// Where the commit logs go: memory when the machine has a tmpfs (their
+/// fsyncs cost nothing there, and the simulation never reads a log back
+/// after a power loss), else the temporary directory.
+fn scratch_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    match shm.is_dir() {
+        true => tempfile::tempdir_in(shm).unwrap(),
+        false => tempfile::tempdir().unwrap(),
     }
 }
 
