@@ -8,7 +8,7 @@
 //!
 //! Invariants:
 //! - a partition's durable objects change only by a sync of a powered
-//!   backend of it, or its destruction;
+//!   backend of it, or its destruction by a powered process;
 //! - every backend opened gets a new actor and the partition's current
 //!   incarnation (a destruction starts the next), as a node's storage
 //!   gives them;
@@ -95,10 +95,30 @@ impl VnodeFactory for Disk {
     }
 }
 
-impl PartitionStore for Disk {
+/// The disk as the process running now destroys partitions on it: a
+/// process that lost power destroys nothing.
+struct Destroyer {
+    disk: Arc<Disk>,
+    power: Arc<AtomicBool>,
+}
+
+impl Disk {
+    /// What handoff destroys partitions through, for the process running now.
+    pub fn partition_store(self: &Arc<Self>) -> Arc<dyn PartitionStore> {
+        Arc::new(Destroyer {
+            disk: self.clone(),
+            power: self.power.lock().clone(),
+        })
+    }
+}
+
+impl PartitionStore for Destroyer {
     fn destroy(&self, p: Partition) -> Result<(), String> {
-        self.durable.lock().remove(&p.0);
-        *self.incarnations.lock().entry(p.0).or_insert(1) += 1;
+        if !self.power.load(Ordering::SeqCst) {
+            return Err("the disk lost power".into());
+        }
+        self.disk.durable.lock().remove(&p.0);
+        *self.disk.incarnations.lock().entry(p.0).or_insert(1) += 1;
         Ok(())
     }
 }

@@ -106,7 +106,7 @@ pub fn start(boot: Boot) -> Member {
     let handoffs = Handoffs::new(
         &node,
         boot.transport.clone(),
-        boot.disk.clone(),
+        boot.disk.partition_store(),
         watch,
         handoff_config(),
     );

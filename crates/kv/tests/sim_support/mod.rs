@@ -4,10 +4,10 @@
 //! faults it injects ([`faults`]), and a ring the test changes by claim
 //! while handoff moves the data ([`membership`]).
 //!
-//! Invariant: a node is in at most one of three states besides running:
-//! paused (its links cut, its process and page cache intact), powered off
-//! (no process; its disk holds what it synced), or gone (it left the ring
-//! and stopped taking requests from clients).
+//! Invariant: a node is running, paused (its links cut, its process and
+//! page cache intact) or powered off (no process; its disk holds what it
+//! synced, and the next process starts from that). A node that left the
+//! ring keeps running but takes no more client requests.
 
 #![allow(dead_code)]
 
