@@ -125,6 +125,14 @@ impl SimCluster {
             })
     }
 
+    /// True when every running process has the cluster's ring.
+    pub fn rings_agree(&self) -> bool {
+        let ring = self.ring();
+        let slots = self.slots.borrow();
+        let mut running = slots.iter().filter_map(|s| s.member.as_ref());
+        running.all(|m| *m.node.ring().ring() == ring)
+    }
+
     /// Drives handoffs until the cluster settled; panics (naming `seed`)
     /// past a long deadline of virtual time.
     pub async fn until_settled(&self, seed: u64) {
