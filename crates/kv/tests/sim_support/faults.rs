@@ -1,11 +1,14 @@
 //! Faults the tests inject: partitions, pauses (a node's links cut, its
-//! process intact), power losses (the process gone with whatever its disk
-//! had not synced), and the sync points that stand in for the commit
+//! process intact), kills (the process gone, its writes in the page cache
+//! and its commit log), power losses (the process gone with whatever its
+//! disk had not synced), and the sync points that stand in for the commit
 //! log's interval fdatasync. Every node's view of who is down follows them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::SimCluster;
+use super::disk::Disk;
 
 impl SimCluster {
     /// Cuts the network between two sides; each side's nodes see the
@@ -35,17 +38,36 @@ impl SimCluster {
     /// Node `i` loses power: its process ends and its disk keeps only
     /// what it synced. It stays off until [`SimCluster::restore_all`].
     pub fn power_off(&self, i: usize) {
-        let member = {
+        if let Some((member, disk)) = self.stop(i, true) {
+            member.power_off(&disk);
+        }
+        self.update_views();
+    }
+
+    /// Node `i`'s process is killed: what it wrote stays in the page cache
+    /// and its commit log, which the next process (at
+    /// [`SimCluster::restore_all`]) replays.
+    pub fn kill(&self, i: usize) {
+        if let Some((member, disk)) = self.stop(i, false) {
+            member.kill(&disk);
+        }
+        self.update_views();
+    }
+
+    /// Takes node `i`'s process out of the cluster (its links cut), with
+    /// a new commit log for the next process if the last one is `lost`.
+    fn stop(&self, i: usize, lost: bool) -> Option<(super::member::Member, Arc<Disk>)> {
+        let (member, disk) = {
             let mut slots = self.slots.borrow_mut();
             let slot = &mut slots[i];
-            slot.member.take().map(|m| (m, slot.disk.clone()))
+            let member = slot.member.take()?;
+            slot.logs += u64::from(lost);
+            (member, slot.disk.clone())
         };
-        let Some((member, disk)) = member else { return };
         if !self.crashed.borrow_mut().remove(&i) {
             self.net.crash(&super::name(i)).unwrap();
         }
-        member.power_off(&disk);
-        self.update_views();
+        Some((member, disk))
     }
 
     pub fn is_powered_off(&self, i: usize) -> bool {

@@ -30,8 +30,9 @@ pub struct Boot {
     pub registry: Arc<BucketRegistry>,
     pub clock: Arc<dyn Clock>,
     pub liveness: Arc<dyn Liveness>,
-    /// This process's commit log directory (a new one per process: what
-    /// an earlier one logged was never synced, so a power loss lost it).
+    /// The commit log directory: the last process's after a kill (the next
+    /// process replays it), a new one after a power loss (what the last
+    /// logged was never synced).
     pub log_dir: PathBuf,
     /// Told of every finished ownership transfer.
     pub completed: Arc<Mutex<Vec<Completed>>>,
@@ -100,13 +101,17 @@ pub fn start(boot: Boot) -> Member {
         }
     })
     .unwrap();
+    let store = boot.disk.partition_store();
+    for (p, _) in node.dropped_at_start() {
+        store.destroy(*p).unwrap();
+    }
     node.set_liveness(boot.liveness);
     node.set_vnode_factory(watch.wrap_factory(boot.disk.clone()));
     let remote = serve_remote(&node, &boot.transport, boot.generation);
     let handoffs = Handoffs::new(
         &node,
         boot.transport.clone(),
-        boot.disk.partition_store(),
+        store,
         watch,
         handoff_config(),
     );
@@ -163,6 +168,13 @@ impl Member {
         disk.power_off();
         self.handoffs.shutdown();
         self.node.shutdown();
+    }
+
+    /// A kill -9: the process ends, but what it wrote is in the page
+    /// cache (so on the disk for the next process) and in its commit log.
+    pub fn kill(self, disk: &Disk) {
+        self.sync();
+        self.power_off(disk);
     }
 
     /// Syncs every vnode's backend: the interval sync that makes

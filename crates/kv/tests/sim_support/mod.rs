@@ -5,8 +5,9 @@
 //! while handoff moves the data ([`membership`]).
 //!
 //! Invariant: a node is running, paused (its links cut, its process and
-//! page cache intact) or powered off (no process; its disk holds what it
-//! synced, and the next process starts from that). A node that left the
+//! page cache intact), killed (no process; its page cache and commit log
+//! intact, which the next process replays) or powered off (no process; its
+//! disk holds what it synced, and the next process starts from that). A node that left the
 //! ring keeps running but takes no more client requests.
 
 #![allow(dead_code)]
@@ -58,6 +59,9 @@ struct Slot {
     member: Option<Member>,
     /// Processes started so far.
     generation: u64,
+    /// Commit logs begun so far: a power loss begins a new one, as what
+    /// the last held was never synced.
+    logs: u64,
 }
 
 pub struct SimCluster {
@@ -84,16 +88,23 @@ pub fn name(i: usize) -> NodeName {
 }
 
 impl SimCluster {
-    /// `size` nodes on a claimed ring, all up.
+    /// `size` nodes on a claimed ring, all up; the bucket type has the
+    /// default props.
     pub async fn new(seed: u64, size: usize) -> SimCluster {
+        SimCluster::with_props(seed, size, serde_json::json!({})).await
+    }
+
+    /// [`SimCluster::new`] with the bucket type's props patched by `props`.
+    pub async fn with_props(seed: u64, size: usize, props: serde_json::Value) -> SimCluster {
         let names: Vec<NodeName> = (0..size).map(name).collect();
         let single = Ring::single(RING_SIZE, names[0].clone()).unwrap();
         let owners = claim(&single, &names, &ClaimParams::default())
             .unwrap()
             .owners;
         let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
-        let patch = serde_json::json!({}).as_object().cloned().unwrap();
-        registry.create_type("sim", &patch).unwrap();
+        registry
+            .create_type("sim", props.as_object().unwrap())
+            .unwrap();
         registry.activate_type("sim").unwrap();
         let sim = SimCluster {
             net: SimNetwork::new(seed),
@@ -124,6 +135,7 @@ impl SimCluster {
             view: Arc::default(),
             member: None,
             generation: 0,
+            logs: 1,
         });
         self.boot(i, transport);
         self.update_views();
@@ -143,10 +155,7 @@ impl SimCluster {
             registry: self.registry.clone(),
             clock: self.clock.clone(),
             liveness: slot.view.clone(),
-            log_dir: self
-                .root
-                .path()
-                .join(format!("n{i}/log{}", slot.generation)),
+            log_dir: self.root.path().join(format!("n{i}/log{}", slot.logs)),
             completed: self.completed.clone(),
             generation: slot.generation,
         };
