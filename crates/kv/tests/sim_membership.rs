@@ -3,26 +3,29 @@
 //! that drops and delays messages; clients write, read and delete a dozen
 //! keys at every node the ring names while partitions come and go, nodes
 //! pause, are killed (their commit logs replayed at restart), lose power
-//! and restart, a sixth node joins and, in odd seeds,
-//! one of the first five then leaves (claim plans the moves, handoff makes
-//! them, resuming across faults). One seed replays exactly: current_thread
-//! runtime, paused time, seeded network and workload, manual clock, fixed
-//! request ids.
+//! and restart, a sixth node joins and, in odd seeds, one of the first
+//! five then leaves (claim plans the moves, handoff makes them, resuming
+//! across faults). One seed replays exactly: current_thread runtime,
+//! paused time, seeded network and workload, manual clock, fixed request
+//! ids, blocking work inline.
 //!
 //! Durability is the default commit log's interval strategy: a write is
 //! acknowledged once appended (in the page cache), and the log's periodic
 //! fdatasync makes it durable; the simulation stands in for that sync with
 //! a sync point every `SYNC_EVERY` steps. A power loss loses what a node
-//! had not synced. So two replicas that both lose power between two sync
-//! points may lose a write acknowledged with w = 2, as Riak would: the
-//! simulation powers off at most one node between two sync points. And
-//! while transfers are pending, a preflist may have two vnodes on one node
-//! (claim spaces the final ring, not each step towards it), as may one with
-//! a fallback: a write acknowledged by those two alone dies with that
-//! node's power. So the bucket type asks for `node_confirms = 2`, Riak's guard against
-//! this, and the writes checked are those acknowledged with w = quorum
-//! from two distinct nodes. A pause (links cut, process alive) or a kill
-//! (page cache and commit log intact) loses nothing.
+//! had not synced. So:
+//! - two replicas that both lose power between two sync points may lose a
+//!   write acknowledged with w = 2, as Riak would: the simulation powers
+//!   off at most one node between two sync points;
+//! - while transfers are pending, a preflist may have two vnodes on one
+//!   node (claim spaces the final ring, not each step towards it), as may
+//!   one with a fallback, and a write acknowledged by those two alone dies
+//!   with that node's power: the bucket type asks for `node_confirms = 2`,
+//!   Riak's guard against this, so the writes checked are those
+//!   acknowledged with w = quorum by two distinct nodes.
+//!
+//! A pause (links cut, process alive) or a kill (page cache and commit log
+//! intact) loses nothing.
 //!
 //! After the workload the network heals, every node comes back, handoff
 //! runs until the ring is settled and no fallback holds data, and every key
