@@ -67,6 +67,11 @@ pub struct NodeConfig {
     pub partitions_dir: Option<PathBuf>,
     /// The wall clock coordinators stamp writes with.
     pub clock: Arc<dyn Clock>,
+    /// Runs the blocking work of starting a vnode and of handoff (reads,
+    /// merges, syncs, drops) on the calling task instead of tokio's
+    /// blocking pool, so that a simulation on a current-thread runtime
+    /// over backends that never wait replays exactly. Off in a server.
+    pub blocking_inline: bool,
 }
 
 impl Default for NodeConfig {
@@ -86,6 +91,7 @@ impl Default for NodeConfig {
             commit_log: LogOptions::default(),
             partitions_dir: None,
             clock: Arc::new(SystemClock),
+            blocking_inline: false,
         }
     }
 }

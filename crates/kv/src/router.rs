@@ -82,8 +82,10 @@ impl Node {
                     Err(e) => unanswerable(p, &req, &reply, e),
                 };
                 match tokio::runtime::Handle::try_current() {
-                    Ok(runtime) => drop(runtime.spawn_blocking(start)),
-                    Err(_) => start(),
+                    Ok(runtime) if !self.config.blocking_inline => {
+                        drop(runtime.spawn_blocking(start))
+                    }
+                    _ => start(),
                 }
             }
         }

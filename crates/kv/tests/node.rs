@@ -278,3 +278,36 @@ async fn read_repair_restores_a_lost_replica() {
     }
     panic!("read repair did not restore the replica");
 }
+
+/// Every node but this one is down.
+struct AloneUp;
+
+impl Liveness for AloneUp {
+    fn is_up(&self, _node: &eddy_ring::NodeName) -> bool {
+        false
+    }
+}
+
+#[tokio::test]
+async fn a_node_owning_nothing_with_every_owner_down_refuses_a_put() {
+    let owner = eddy_ring::NodeName("owner@127.0.0.1".into());
+    let ring = eddy_ring::Ring::single(8, owner).unwrap();
+    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let config = NodeConfig {
+        node_name: eddy_ring::NodeName("joining@127.0.0.1".into()),
+        ring_size: 8,
+        ..NodeConfig::default()
+    };
+    let node = Node::start_with(config, registry, ring, &[], |_| unreachable!()).unwrap();
+    node.set_liveness(Arc::new(AloneUp));
+    let put = node.put(put_req(BucketRef::default_type(b"b".to_vec()), "k", "v"));
+    match put.await {
+        Err(KvError::WriteQuorum(failure)) => assert_eq!(
+            failure,
+            eddy_kv::core::put::PutFailure::W { needed: 2, got: 0 }
+        ),
+        other => panic!("expected a write quorum failure, got {other:?}"),
+    }
+    let get = node.get(get_req(BucketRef::default_type(b"b".to_vec()), "k"));
+    assert!(get.await.is_err(), "a get has no vnode either");
+}

@@ -1,4 +1,4 @@
-//! A deterministic cluster simulation: five nodes (memory backends) whose
+//! A deterministic cluster simulation: five nodes (simulated disks) whose
 //! coordinators and vnodes talk over the simulated network, clients
 //! writing, reading and deleting a few keys from every node while
 //! partitions come and go and nodes crash and return, then a history

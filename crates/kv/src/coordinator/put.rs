@@ -16,7 +16,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, timeout_at};
 
 use super::{PreflistEntry, quorum, storage_key};
-use crate::core::put::{NodeIndex, PutCore, PutReply};
+use crate::core::put::{NodeIndex, PutCore, PutFailure, PutReply};
 use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
 use crate::props::SyncOnWrite;
@@ -41,6 +41,12 @@ impl Node {
         let pw = quorum("pw", req.options.pw, props.pw, n)?;
         let node_confirms = quorum("node_confirms", None, props.node_confirms, n)?;
         let preflist = self.preflist_entries(Node::key_hash(&req.bucket, &key), n);
+        if preflist.is_empty() {
+            // A node that owns no partition (joining, or left) and sees
+            // every owner down has no vnode to write to.
+            let needed = w.max(dw);
+            return Err(KvError::WriteQuorum(PutFailure::W { needed, got: 0 }));
+        }
         let first = self.coordinator(&preflist);
         let mut content = req.content;
         content.meta.last_modified_us = self.config.clock.now_us();

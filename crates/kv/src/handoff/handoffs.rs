@@ -30,6 +30,8 @@ pub struct Handoffs {
     pub(crate) checkpoints: Checkpoints,
     outgoing: Mutex<BTreeMap<u32, Arc<Outgoing>>>,
     pub(crate) on_complete: OnceLock<OnComplete>,
+    /// Blocking work runs on the calling task (`NodeConfig::blocking_inline`).
+    pub(crate) inline: bool,
     stopping: AtomicBool,
     me: Weak<Handoffs>,
 }
@@ -70,6 +72,7 @@ impl Handoffs {
             config,
             outgoing: Mutex::default(),
             on_complete: OnceLock::new(),
+            inline: node.config().blocking_inline,
             stopping: AtomicBool::new(false),
             me: me.clone(),
         })

@@ -42,39 +42,57 @@ pub(crate) trait Source: Send + 'static {
 type Read<S> = (S, Result<Option<<S as Source>::Batch>, String>);
 
 /// Reads a source's next batch on a blocking thread while the caller works
-/// on the one before.
+/// on the one before (or, inline, reads it when asked for it).
 pub(crate) struct Prefetch<S: Source> {
-    pending: Option<JoinHandle<Read<S>>>,
+    pending: Option<Pending<S>>,
+}
+
+/// The read of the next batch.
+enum Pending<S: Source> {
+    Reading(JoinHandle<Read<S>>),
+    /// Inline: the source, not read yet.
+    Unread(S),
 }
 
 impl<S: Source> Prefetch<S> {
-    pub(crate) fn new(source: S) -> Prefetch<S> {
+    /// Reads `source`; `inline` reads on the calling task.
+    pub(crate) fn new(source: S, inline: bool) -> Prefetch<S> {
         Prefetch {
-            pending: Some(read_next(source)),
+            pending: Some(read_next(source, inline)),
         }
     }
 
     /// The next batch (and the read of the one after it begins).
     pub(crate) async fn next(&mut self) -> Result<Option<S::Batch>, String> {
-        let Some(pending) = self.pending.take() else {
-            return Ok(None);
+        let (source, batch, inline) = match self.pending.take() {
+            None => return Ok(None),
+            Some(Pending::Unread(mut source)) => {
+                let batch = source.next();
+                (source, batch, true)
+            }
+            Some(Pending::Reading(reading)) => {
+                let (source, batch) = reading
+                    .await
+                    .map_err(|e| format!("reading the partition: {e}"))?;
+                (source, batch, false)
+            }
         };
-        let (source, batch) = pending
-            .await
-            .map_err(|e| format!("reading the partition: {e}"))?;
         let batch = batch?;
         if batch.is_some() {
-            self.pending = Some(read_next(source));
+            self.pending = Some(read_next(source, inline));
         }
         Ok(batch)
     }
 }
 
-fn read_next<S: Source>(mut source: S) -> JoinHandle<Read<S>> {
-    tokio::task::spawn_blocking(move || {
+fn read_next<S: Source>(mut source: S, inline: bool) -> Pending<S> {
+    if inline {
+        return Pending::Unread(source);
+    }
+    Pending::Reading(tokio::task::spawn_blocking(move || {
         let batch = source.next();
         (source, batch)
-    })
+    }))
 }
 
 /// Every object after a position, in key order; the last batch (maybe

@@ -167,9 +167,12 @@ async fn serve(h: &Arc<Handoffs>, from: NodeName, request: Request) -> Result<Re
         _ => 0,
     };
     let hs = h.clone();
-    let reply = tokio::task::spawn_blocking(move || apply(&hs, &from, request))
-        .await
-        .map_err(|e| format!("receiver task failed: {e}"))??;
+    let reply = match h.inline {
+        true => apply(&hs, &from, request)?,
+        false => tokio::task::spawn_blocking(move || apply(&hs, &from, request))
+            .await
+            .map_err(|e| format!("receiver task failed: {e}"))??,
+    };
     if let Reply::Acked { .. } = reply {
         let mut counts = entry.counts.lock();
         counts.0 += 1;

@@ -203,7 +203,7 @@ async fn start(h: &Handoffs, t: &Outgoing) -> Result<Stream, String> {
 async fn fold(h: &Handoffs, t: &Outgoing, s: &mut Stream) -> Step {
     let backend = t.vnode.backend().clone();
     let fold = reader::Fold::new(backend, s.position.clone(), h.config.clone());
-    let mut batches = Prefetch::new(fold);
+    let mut batches = Prefetch::new(fold, h.inline);
     while let Some(batch) = batches.next().await? {
         send_batch(h, t, s, batch).await?;
     }
@@ -214,7 +214,10 @@ async fn fold(h: &Handoffs, t: &Outgoing, s: &mut Stream) -> Step {
 /// receiver wants.
 async fn catch_up(h: &Handoffs, t: &Outgoing, s: &mut Stream, upto: Position) -> Step {
     let backend = t.vnode.backend().clone();
-    let mut lists = Prefetch::new(reader::Digests::new(backend, upto, h.config.clone()));
+    let mut lists = Prefetch::new(
+        reader::Digests::new(backend, upto, h.config.clone()),
+        h.inline,
+    );
     while let Some(digests) = lists.next().await? {
         let keys: Vec<StorageKey> = digests
             .iter()
@@ -264,7 +267,7 @@ async fn drain(h: &Handoffs, t: &Outgoing, s: &mut Stream) -> Result<bool, Strin
 async fn seal_and_drop(h: &Arc<Handoffs>, t: &Outgoing) -> Step {
     let mut s = send_all(h, t).await?;
     let watched = t.watched.clone();
-    blocking(move || {
+    blocking(h, move || {
         watched.seal();
         Ok(())
     })
@@ -282,7 +285,7 @@ async fn seal_and_drop(h: &Arc<Handoffs>, t: &Outgoing) -> Step {
         finish_call(h, t, &s).await?;
         let node = h.node.upgrade().ok_or("the node is shutting down")?;
         let (hs, vnode, p) = (h.clone(), t.vnode.clone(), t.partition);
-        blocking(move || finish::drop_vnode(&hs, &node, p, &vnode)).await
+        blocking(h, move || finish::drop_vnode(&hs, &node, p, &vnode)).await
     };
     let result = sealed.await;
     if result.is_err() {
@@ -298,7 +301,7 @@ async fn send_keys(h: &Handoffs, t: &Outgoing, s: &mut Stream, keys: Vec<Storage
     }
     let backend = t.vnode.backend().clone();
     let objects = reader::Objects::new(backend, keys, s.position.clone(), h.config.clone());
-    let mut batches = Prefetch::new(objects);
+    let mut batches = Prefetch::new(objects, h.inline);
     while let Some(batch) = batches.next().await? {
         send_batch(h, t, s, batch).await?;
     }
@@ -356,11 +359,15 @@ fn unexpected(reply: &Reply) -> String {
     format!("unexpected reply {reply:?}")
 }
 
-/// Runs blocking work (syncs, destroys) off the runtime's threads.
-async fn blocking<F>(work: F) -> Step
+/// Runs blocking work (syncs, destroys) off the runtime's threads, unless
+/// the node runs it inline.
+async fn blocking<F>(h: &Handoffs, work: F) -> Step
 where
     F: FnOnce() -> Step + Send + 'static,
 {
+    if h.inline {
+        return work();
+    }
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| format!("blocking task failed: {e}"))?

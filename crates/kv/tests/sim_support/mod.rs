@@ -1,28 +1,40 @@
-//! The simulated cluster the sim_* tests drive: nodes over memory backends
-//! connected by `eddy_net::sim`, each with a failure detector's view the
-//! test keeps in step with the faults it injects.
+//! The simulated cluster the sim_* tests drive: node processes over
+//! simulated disks ([`disk`]) connected by `eddy_net::sim` ([`member`]),
+//! each with a failure detector's view the test keeps in step with the
+//! faults it injects ([`faults`]), and a ring the test changes by claim
+//! while handoff moves the data ([`membership`]).
+//!
+//! Invariant: a node is running, paused (its links cut, its process and
+//! page cache intact), killed (no process; its page cache and commit log
+//! intact, which the next process replays) or powered off (no process; its
+//! disk holds what it synced, and the next process starts from that). A node that left the
+//! ring keeps running but takes no more client requests.
 
 #![allow(dead_code)]
 
+pub mod disk;
+pub mod faults;
+pub mod member;
+pub mod membership;
+
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 pub use eddy_checker::Acked;
 use eddy_kv::clock::ManualClock;
+use eddy_kv::handoff::Completed;
 use eddy_kv::props::BucketProps;
-use eddy_kv::remote::{Inline, NetRemote, RemoteConfig};
-use eddy_kv::router::unanswerable;
 use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
 use eddy_net::sim::SimNetwork;
-use eddy_object::{Actor, Content, RiakObject, VersionVector, codec, merge};
+use eddy_object::{Content, RiakObject, VersionVector, codec, merge};
 use eddy_ring::{ClaimParams, NodeName, Partition, Ring, claim};
-use eddy_storage::Backend;
-use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use parking_lot::Mutex;
+
+use disk::Disk;
+use member::{Boot, Member};
 
 pub const RING_SIZE: u32 = 16;
 const TIMEOUT_MS: u64 = 5_000;
@@ -39,22 +51,30 @@ impl Liveness for View {
     }
 }
 
-/// Opens empty memory backends with actors from a shared counter.
-struct Memory(Arc<AtomicU64>);
-
-impl VnodeFactory for Memory {
-    fn open(&self, _p: Partition) -> Result<VnodeParts, String> {
-        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
-        Ok((backend, Actor(self.0.fetch_add(1, Ordering::Relaxed))).into())
-    }
+/// One node: its disk, its view, and its process unless powered off.
+struct Slot {
+    name: NodeName,
+    disk: Arc<Disk>,
+    view: Arc<View>,
+    member: Option<Member>,
+    /// Processes started so far.
+    generation: u64,
+    /// Commit logs begun so far: a power loss begins a new one, as what
+    /// the last held was never synced.
+    logs: u64,
 }
 
 pub struct SimCluster {
     pub net: SimNetwork,
-    pub names: Vec<NodeName>,
-    pub nodes: Vec<Arc<Node>>,
-    views: Vec<Arc<View>>,
+    slots: RefCell<Vec<Slot>>,
+    /// The cluster's ring; every process gets it as it changes.
+    ring: RefCell<Ring>,
+    registry: Arc<BucketRegistry>,
     clock: Arc<ManualClock>,
+    actors: Arc<AtomicU64>,
+    completed: Arc<Mutex<Vec<Completed>>>,
+    root: tempfile::TempDir,
+    /// Paused nodes.
     crashed: RefCell<BTreeSet<usize>>,
     sides: RefCell<Option<(Vec<usize>, Vec<usize>)>>,
 }
@@ -63,58 +83,88 @@ pub fn bucket() -> BucketRef {
     BucketRef::typed("sim", b"b".to_vec())
 }
 
+pub fn name(i: usize) -> NodeName {
+    NodeName(format!("dev{}@sim", i + 1))
+}
+
 impl SimCluster {
-    /// `size` nodes on a claimed ring, all up.
+    /// `size` nodes on a claimed ring, all up; the bucket type has the
+    /// default props.
     pub async fn new(seed: u64, size: usize) -> SimCluster {
-        let net = SimNetwork::new(seed);
-        let names: Vec<NodeName> = (0..size)
-            .map(|i| NodeName(format!("dev{}@sim", i + 1)))
-            .collect();
+        SimCluster::with_props(seed, size, serde_json::json!({})).await
+    }
+
+    /// [`SimCluster::new`] with the bucket type's props patched by `props`.
+    pub async fn with_props(seed: u64, size: usize, props: serde_json::Value) -> SimCluster {
+        let names: Vec<NodeName> = (0..size).map(name).collect();
         let single = Ring::single(RING_SIZE, names[0].clone()).unwrap();
-        let ring = Ring::from_owners(
-            claim(&single, &names, &ClaimParams::default())
-                .unwrap()
-                .owners,
-        )
-        .unwrap();
+        let owners = claim(&single, &names, &ClaimParams::default())
+            .unwrap()
+            .owners;
         let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
-        let patch = serde_json::json!({}).as_object().cloned().unwrap();
-        registry.create_type("sim", &patch).unwrap();
-        registry.activate_type("sim").unwrap();
-        let clock = Arc::new(ManualClock::new(1_700_000_000_000_000));
-        let actors = Arc::new(AtomicU64::new(1));
-        let mut nodes = Vec::new();
-        let mut views = Vec::new();
-        for name in &names {
-            let config = NodeConfig {
-                node_name: name.clone(),
-                ring_size: RING_SIZE,
-                delete_mode: DeleteMode::Keep,
-                clock: clock.clone(),
-                ..NodeConfig::default()
-            };
-            let factory = Memory(actors.clone());
-            let owned = ring.owned_by(name);
-            let node = Node::start_with(config, registry.clone(), ring.clone(), &owned, |p| {
-                factory.open(p).unwrap()
-            })
+        registry
+            .create_type("sim", props.as_object().unwrap())
             .unwrap();
-            let view = Arc::new(View::default());
-            node.set_liveness(view.clone());
-            node.set_vnode_factory(Arc::new(factory));
-            connect(&node, &net, name);
-            nodes.push(node);
-            views.push(view);
-        }
-        SimCluster {
-            net,
-            names,
-            nodes,
-            views,
-            clock,
+        registry.activate_type("sim").unwrap();
+        let sim = SimCluster {
+            net: SimNetwork::new(seed),
+            slots: RefCell::default(),
+            ring: RefCell::new(Ring::from_owners(owners).unwrap()),
+            registry,
+            clock: Arc::new(ManualClock::new(1_700_000_000_000_000)),
+            actors: Arc::new(AtomicU64::new(1)),
+            completed: Arc::default(),
+            root: scratch_dir(),
             crashed: RefCell::default(),
             sides: RefCell::default(),
+        };
+        for _ in 0..size {
+            sim.add_node();
         }
+        sim
+    }
+
+    /// Adds a node (a process on an empty disk) to the network, not to
+    /// the ring; returns its index.
+    pub(crate) fn add_node(&self) -> usize {
+        let i = self.slots.borrow().len();
+        let transport = self.net.add_node(name(i)).unwrap();
+        self.slots.borrow_mut().push(Slot {
+            name: name(i),
+            disk: Disk::new(self.actors.clone()),
+            view: Arc::default(),
+            member: None,
+            generation: 0,
+            logs: 1,
+        });
+        self.boot(i, transport);
+        self.update_views();
+        i
+    }
+
+    /// Starts a process for node `i` on `transport`.
+    fn boot(&self, i: usize, transport: eddy_net::Transport) {
+        let mut slots = self.slots.borrow_mut();
+        let slot = &mut slots[i];
+        slot.generation += 1;
+        let boot = Boot {
+            name: slot.name.clone(),
+            transport,
+            disk: slot.disk.clone(),
+            ring: self.ring.borrow().clone(),
+            registry: self.registry.clone(),
+            clock: self.clock.clone(),
+            liveness: slot.view.clone(),
+            log_dir: self.root.path().join(format!("n{i}/log{}", slot.logs)),
+            completed: self.completed.clone(),
+            generation: slot.generation,
+        };
+        slot.member = Some(member::start(boot));
+    }
+
+    /// Nodes so far (including any that left).
+    pub fn size(&self) -> usize {
+        self.slots.borrow().len()
     }
 
     /// Moves the wall clock on by a millisecond.
@@ -122,8 +172,13 @@ impl SimCluster {
         self.clock.advance_us(1_000);
     }
 
-    fn is_crashed(&self, i: usize) -> bool {
-        self.crashed.borrow().contains(&i)
+    /// Node `i`'s kv node, if its process runs and its links work.
+    fn reachable(&self, i: usize) -> Option<Arc<Node>> {
+        if self.crashed.borrow().contains(&i) {
+            return None;
+        }
+        let slots = self.slots.borrow();
+        slots.get(i)?.member.as_ref().map(|m| m.node.clone())
     }
 
     /// Writes `value` at node `at` with w = quorum; `None` unless acknowledged.
@@ -134,9 +189,7 @@ impl SimCluster {
         value: &str,
         context: Option<VersionVector>,
     ) -> Option<Acked> {
-        if self.is_crashed(at) {
-            return None;
-        }
+        let node = self.reachable(at)?;
         let req = PutRequest {
             bucket: bucket(),
             key: Some(key.as_bytes().to_vec()),
@@ -148,7 +201,7 @@ impl SimCluster {
                 ..PutOptions::default()
             },
         };
-        let resp = self.nodes[at].put(req).await.ok()?;
+        let resp = node.put(req).await.ok()?;
         Some(Acked {
             step,
             value: Some(value.as_bytes().to_vec()),
@@ -159,22 +212,42 @@ impl SimCluster {
 
     /// Reads at node `at` with r = quorum: the context a client gets.
     pub async fn get_context(&self, at: usize, key: &str) -> Option<VersionVector> {
-        if self.is_crashed(at) {
-            return None;
-        }
-        let req = GetRequest {
-            bucket: bucket(),
-            key: key.as_bytes().to_vec(),
-            options: GetOptions {
-                timeout_ms: Some(TIMEOUT_MS),
-                ..GetOptions::default()
-            },
-        };
-        match self.nodes[at].get(req).await.ok()? {
+        let node = self.reachable(at)?;
+        match node
+            .get(get_request(key, GetOptions::default()))
+            .await
+            .ok()?
+        {
             GetResponse::Found(o) => Some(o.vv),
             GetResponse::NotFound { tombstone_context } => {
                 Some(tombstone_context.unwrap_or_default())
             }
+        }
+    }
+
+    /// Reads at node `at` from every primary (r = pr = all): the object
+    /// (a tombstone as an object with no live sibling), `None` if no
+    /// primary has the key, `Err` if the read failed.
+    pub async fn read_all(&self, at: usize, key: &str) -> Result<Option<RiakObject>, String> {
+        let node = self.reachable(at).ok_or("node down")?;
+        let options = GetOptions {
+            r: Some(Quorum::All),
+            pr: Some(Quorum::All),
+            deleted_vclock: true,
+            ..GetOptions::default()
+        };
+        let got = node.get(get_request(key, options)).await;
+        match got.map_err(|e| e.to_string())? {
+            GetResponse::Found(o) => Ok(Some(o)),
+            GetResponse::NotFound {
+                tombstone_context: None,
+            } => Ok(None),
+            GetResponse::NotFound {
+                tombstone_context: Some(vv),
+            } => Ok(Some(RiakObject {
+                vv,
+                siblings: Vec::new(),
+            })),
         }
     }
 
@@ -185,9 +258,7 @@ impl SimCluster {
         key: &str,
         context: VersionVector,
     ) -> Option<Acked> {
-        if self.is_crashed(at) {
-            return None;
-        }
+        let node = self.reachable(at)?;
         let req = DeleteRequest {
             bucket: bucket(),
             key: key.as_bytes().to_vec(),
@@ -197,7 +268,7 @@ impl SimCluster {
                 ..DeleteOptions::default()
             },
         };
-        match self.nodes[at].delete(req).await.ok()? {
+        match node.delete(req).await.ok()? {
             DeleteOutcome::Deleted => Some(Acked {
                 step,
                 value: None,
@@ -208,70 +279,18 @@ impl SimCluster {
         }
     }
 
-    /// Cuts the network between two sides; each side's nodes see the
-    /// other's as down.
-    pub fn partition(&self, a: &[usize], b: &[usize]) {
-        let names = |s: &[usize]| s.iter().map(|i| self.names[*i].clone()).collect::<Vec<_>>();
-        self.net.partition(&names(a), &names(b));
-        *self.sides.borrow_mut() = Some((a.to_vec(), b.to_vec()));
-        self.update_views();
-    }
-
-    /// Ends every partition.
-    pub fn heal(&self) {
-        self.net.heal();
-        *self.sides.borrow_mut() = None;
-        self.update_views();
-    }
-
-    /// Cuts every link of node `i` (its data stays: the process paused).
-    pub fn crash(&self, i: usize) {
-        if self.crashed.borrow_mut().insert(i) {
-            self.net.crash(&self.names[i]).unwrap();
-        }
-        self.update_views();
-    }
-
-    /// Brings every crashed node back.
-    pub fn restore_all(&self) {
-        for i in std::mem::take(&mut *self.crashed.borrow_mut()) {
-            self.net.restore(&self.names[i]).unwrap();
-        }
-        self.update_views();
-    }
-
-    fn update_views(&self) {
-        let crashed = self.crashed.borrow();
-        let sides = self.sides.borrow();
-        for (i, view) in self.views.iter().enumerate() {
-            let mut down = view.down.lock();
-            down.clear();
-            for j in 0..self.names.len() {
-                let apart = sides.as_ref().is_some_and(|(a, b)| {
-                    (a.contains(&i) && b.contains(&j)) || (b.contains(&i) && a.contains(&j))
-                });
-                if j != i && (crashed.contains(&j) || apart) {
-                    down.insert(self.names[j].clone());
-                }
-            }
-        }
-    }
-
-    /// Lets every message in flight land.
-    pub async fn settle(&self) {
-        tokio::time::sleep(Duration::from_secs(30)).await;
-    }
-
-    /// The merge of every copy of `key` on every vnode of every node.
+    /// The merge of every copy of `key` on every vnode of every running
+    /// process.
     pub fn merged_copies(&self, key: &str) -> Option<RiakObject> {
         let storage_bucket = bucket().storage_bucket();
         let mut merged: Option<RiakObject> = None;
-        for node in &self.nodes {
+        for slot in self.slots.borrow().iter() {
+            let Some(member) = &slot.member else { continue };
             for p in 0..RING_SIZE {
-                let Some(backend) = node.partition_backend(Partition(p)) else {
+                let Some(backend) = member.node.partition_backend(Partition(p)) else {
                     continue;
                 };
-                let Some(bytes) = backend.get(&storage_bucket, key.as_bytes()).unwrap() else {
+                let Ok(Some(bytes)) = backend.get(&storage_bucket, key.as_bytes()) else {
                     continue;
                 };
                 let copy = codec::decode(&bytes).unwrap();
@@ -285,25 +304,24 @@ impl SimCluster {
     }
 }
 
-/// Connects `node` to the simulated network as `name`, running inbound
-/// requests inline on the network's driver (deterministic).
-fn connect(node: &Arc<Node>, net: &SimNetwork, name: &NodeName) {
-    let config = RemoteConfig {
-        request_id_start: 1,
-        ..RemoteConfig::default()
-    };
-    let remote = NetRemote::new(net.add_node(name.clone()).unwrap(), config);
-    node.set_remote(remote.clone());
-    let weak: Weak<Node> = Arc::downgrade(node);
-    remote
-        .serve(
-            Arc::new(move |to, req, reply| match weak.upgrade() {
-                Some(n) => n.receive(to.partition, req, reply),
-                None => unanswerable(to.partition, &req, &reply, KvError::ShuttingDown),
-            }),
-            Arc::new(Inline),
-        )
-        .unwrap();
-    remote.install().unwrap();
-    tokio::spawn(remote.watch_peers());
+/// Where the commit logs go: memory when the machine has a tmpfs (their
+/// fsyncs cost nothing there, and the simulation never reads a log back
+/// after a power loss), else the temporary directory.
+fn scratch_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    match shm.is_dir() {
+        true => tempfile::tempdir_in(shm).unwrap(),
+        false => tempfile::tempdir().unwrap(),
+    }
+}
+
+fn get_request(key: &str, options: GetOptions) -> GetRequest {
+    GetRequest {
+        bucket: bucket(),
+        key: key.as_bytes().to_vec(),
+        options: GetOptions {
+            timeout_ms: Some(TIMEOUT_MS),
+            ..options
+        },
+    }
 }
