@@ -41,7 +41,7 @@ until settled 3; do sleep 0.1; done
 T0=$(now)
 "$BIN" bench pb --addr 127.0.0.1:31017 --workload get --keys "$OBJECTS" --value-size 1024 --duration 1 --baseline 0 --connections 32 --json > "$D/load.json" 2>"$D/load.err"
 echo "load_s $(echo "$(now) - $T0" | bc) objects $OBJECTS"
-for i in 1 2 3; do echo "node$i partitions_MB $(du -sm "$D/d$i/data/partitions" | cut -f1)"; done
+for i in 1 2 3; do echo "node$i partitions_MB $(du -sm "$D/d$i/data/partitions" | cut -f1)"; ls "$D/d$i/data/partitions" > "$D/before$i"; done
 
 # The load during the join: 3-second mixed runs on nodes 1-3 until the transfers end.
 [ "${LOAD:-1}" = 1 ] && touch "$D/loading"
@@ -60,8 +60,16 @@ until settled 4; do sleep 0.2; done
 T2=$(now)
 rm -f "$D/loading"; wait $LOADER
 HANDOFF=$(echo "$T2 - $T1" | bc)
-MB=$(du -sm "$D/d4/data/partitions" | cut -f1)
-echo "join_handoff_s $HANDOFF node4_received_MB $MB rate_MBps $(echo "scale=1; $MB*1.048576/$HANDOFF" | bc) share_of_fio $(echo "scale=3; $MB*1048576/$HANDOFF/$FIO" | bc)"
+# What every node received: its partitions that were not there before the join
+# (the 3 -> 4 join lays the ring out afresh, so the old members trade partitions too).
+touch "$D/before4"; KB=0; MOVED=0
+for i in 1 2 3 4; do for p in $(ls "$D/d$i/data/partitions"); do
+  grep -qx "$p" "$D/before$i" && continue
+  MOVED=$((MOVED+1)); KB=$((KB + $(du -sk "$D/d$i/data/partitions/$p" | cut -f1)))
+done; done
+MB=$((KB / 1024))
+echo "node4_received_MB $(du -sm "$D/d4/data/partitions" | cut -f1) partitions_moved $MOVED"
+echo "join_handoff_s $HANDOFF received_MB $MB rate_MBps $(echo "scale=1; $MB*1.048576/$HANDOFF" | bc) share_of_fio $(echo "scale=3; $MB*1048576/$HANDOFF/$FIO" | bc)"
 touch "$D/during.json"; python3 - "$D/during.json" <<'PY'
 import json,sys
 for line in open(sys.argv[1]):
