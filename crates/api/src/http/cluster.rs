@@ -14,7 +14,7 @@
 //! | `GET /admin/cluster/plan` | | the plan (`changes` empty when nothing is staged) |
 //! | `POST /admin/cluster/commit` | | commits; answers with the plan carried out |
 //! | `GET /admin/cluster/status` | | members with liveness, claimant, ring-ready |
-//! | `GET /admin/member-status`, `/admin/ring-status`, `/admin/transfers` | | the views |
+//! | `GET /admin/member-status`, `/admin/ring-status`, `/admin/transfers` | | the views (`transfers`: the ring's ownership handoffs and this node's hinted ones) |
 //! | `GET /admin/ringready` | | `{"ready",…}`: asks every member now |
 //! | `GET /admin/transfer-limit` | | this node's limit |
 //! | `POST /admin/transfer-limit` | `{"node"?,"limit"}` | sets it on `node`, or on every member |
@@ -114,7 +114,7 @@ pub async fn handle(app: &App, route: ClusterRoute, req: Request) -> Result<Resp
     };
     check_method(route, req.method())?;
     if *req.method() == Method::GET || *req.method() == Method::HEAD {
-        return view(m, route).await.map(ok);
+        return view(app, m, route).await.map(ok);
     }
     let (parts, body) = req.into_parts();
     let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
@@ -139,7 +139,7 @@ fn check_method(route: ClusterRoute, method: &Method) -> Result<(), ApiError> {
 }
 
 /// The read-only requests.
-async fn view(m: &Membership, route: ClusterRoute) -> Result<Value, ApiError> {
+async fn view(app: &App, m: &Membership, route: ClusterRoute) -> Result<Value, ApiError> {
     Ok(match route {
         ClusterRoute::Plan => match m.plan().await {
             Ok(plan) => json::plan(&plan),
@@ -153,7 +153,10 @@ async fn view(m: &Membership, route: ClusterRoute) -> Result<Value, ApiError> {
             let members: Vec<NodeName> = m.state().members().keys().cloned().collect();
             json::ringready(&members, m.ringready().await)
         }
-        ClusterRoute::Transfers => json::transfers(&m.transfers()),
+        ClusterRoute::Transfers => {
+            let fallbacks = app.node.fallback_partitions(&m.ring());
+            json::transfers(&m.transfers_with_fallbacks(&fallbacks))
+        }
         _ => json!({ "node": m.node(), "limit": *m.transfer_limit_watch().borrow() }),
     })
 }

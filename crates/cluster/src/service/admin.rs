@@ -10,7 +10,7 @@
 
 use std::net::SocketAddr;
 
-use eddy_ring::{NodeName, Partition};
+use eddy_ring::{NodeName, Partition, Transfer};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -164,6 +164,22 @@ impl Membership {
     /// `transfers`: the ownership handoffs pending, per sender.
     pub fn transfers(&self) -> Vec<NodeTransfers> {
         self.inner.current().transfers()
+    }
+
+    /// `transfers` with this node's hinted handoffs: one to each owner of a
+    /// partition in `fallbacks` (the vnodes this node runs for partitions
+    /// the ring gives to others), whether the owner is up or not.
+    pub fn transfers_with_fallbacks(&self, fallbacks: &[Partition]) -> Vec<NodeTransfers> {
+        let state = self.inner.current();
+        let hinted = fallbacks
+            .iter()
+            .map(|&partition| Transfer {
+                partition,
+                from: self.inner.me.clone(),
+                to: state.ring().owner(partition).clone(),
+            })
+            .collect();
+        state.transfers_with(hinted)
     }
 
     /// `transfer-limit [node] limit`: sets the transfer limit of `node`,
