@@ -37,7 +37,8 @@ use std::net::SocketAddr;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use eddy_cluster::{CommitError, Membership, MembershipError, NodeName, StageError};
+use eddy_cluster::{CommitError, Membership, MembershipError, NodeName, StageError, Transfer};
+use eddy_kv::Node;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -153,12 +154,24 @@ async fn view(app: &App, m: &Membership, route: ClusterRoute) -> Result<Value, A
             let members: Vec<NodeName> = m.state().members().keys().cloned().collect();
             json::ringready(&members, m.ringready().await)
         }
-        ClusterRoute::Transfers => {
-            let fallbacks = app.node.fallback_partitions(&m.ring());
-            json::transfers(&m.transfers_with_fallbacks(&fallbacks))
-        }
+        ClusterRoute::Transfers => json::transfers(&m.transfers_with(hinted(&app.node))),
         _ => json!({ "node": m.node(), "limit": *m.transfer_limit_watch().borrow() }),
     })
+}
+
+/// The hinted handoffs `node` has to send: one per fallback vnode it runs,
+/// to the partition's owner (up or not), by the node's own ring.
+fn hinted(node: &Node) -> Vec<Transfer> {
+    let ring = node.ring();
+    let me = &node.config().node_name;
+    node.fallback_partitions(&ring)
+        .into_iter()
+        .map(|partition| Transfer {
+            partition,
+            from: me.clone(),
+            to: ring.owner(partition).clone(),
+        })
+        .collect()
 }
 
 /// `{"node"}`

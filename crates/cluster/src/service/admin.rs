@@ -166,20 +166,10 @@ impl Membership {
         self.inner.current().transfers()
     }
 
-    /// `transfers` with this node's hinted handoffs: one to each owner of a
-    /// partition in `fallbacks` (the vnodes this node runs for partitions
-    /// the ring gives to others), whether the owner is up or not.
-    pub fn transfers_with_fallbacks(&self, fallbacks: &[Partition]) -> Vec<NodeTransfers> {
-        let state = self.inner.current();
-        let hinted = fallbacks
-            .iter()
-            .map(|&partition| Transfer {
-                partition,
-                from: self.inner.me.clone(),
-                to: state.ring().owner(partition).clone(),
-            })
-            .collect();
-        state.transfers_with(hinted)
+    /// `transfers` with `hinted` (the hinted handoffs this node has to
+    /// send) added to its line.
+    pub fn transfers_with(&self, hinted: Vec<Transfer>) -> Vec<NodeTransfers> {
+        self.inner.current().transfers_with(hinted)
     }
 
     /// `transfer-limit [node] limit`: sets the transfer limit of `node`,
