@@ -107,7 +107,8 @@ fn cluster(net: &Net) -> Vec<TestNode> {
     assert!(commit.ok, "{commit:#?}");
     nodes[0].admin_until(&["member-status"], DEADLINE, |r| {
         let valid = r.stdout.lines().filter(|l| l.starts_with("valid"));
-        r.ok && valid.filter(|l| l.contains("--")).count() == NODES
+        let settled = valid.filter(|l| l.contains("--") && !l.contains(" 0.0%"));
+        r.ok && settled.count() == NODES
     });
     wait_no_transfers(&nodes);
     nodes
