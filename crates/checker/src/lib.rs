@@ -2,7 +2,8 @@
 //! simulation, the network-namespace partition test): clients record what
 //! they attempted and what was acknowledged; after the cluster healed and
 //! settled, [`History::check`] compares that with the final state of each
-//! key (the merge of every copy, or a read with r = all).
+//! key (the merge of every copy, [`History::check`], or a client's read
+//! with r = all, [`History::check_read`]).
 //!
 //! What it asserts, per key:
 //! - no write acknowledged with w = quorum is lost: the final version
@@ -66,10 +67,17 @@ impl History {
     /// Checks `key` against its final state (`None`: no copy anywhere).
     /// Panics with the key and the write that broke a rule.
     pub fn check(&self, key: &str, merged: Option<&RiakObject>) {
+        let merged_vv = merged.map(|o| o.vv.clone()).unwrap_or_default();
+        self.check_read(key, &merged_vv, &live_values(merged));
+    }
+
+    /// Checks `key` against what a client read of its final state: the
+    /// version `merged_vv` (its context) and the values of the siblings
+    /// that are not tombstones (none: not found, or deleted). Panics as
+    /// [`History::check`] does.
+    pub fn check_read(&self, key: &str, merged_vv: &VersionVector, live: &[&[u8]]) {
         let acked = self.acked.get(key).map(Vec::as_slice).unwrap_or(&[]);
         let attempted = self.attempted.get(key).map(Vec::as_slice).unwrap_or(&[]);
-        let merged_vv = merged.map(|o| o.vv.clone()).unwrap_or_default();
-        let live = live_values(merged);
         for a in acked {
             assert!(
                 merged_vv.descends(&a.vv),

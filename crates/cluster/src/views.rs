@@ -36,12 +36,13 @@ pub struct RingStatus {
     pub unreachable: Vec<NodeName>,
 }
 
-/// One line of `transfers`: a node's ownership handoffs still to do.
+/// One line of `transfers`: a node's handoffs still to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeTransfers {
     /// The sender.
     pub node: NodeName,
-    /// Transfers from it that are not reported done.
+    /// Transfers from it that are not reported done (and, on the node's own
+    /// line when it answers, its hinted handoffs).
     pub waiting: Vec<Transfer>,
     /// Transfers from it reported done, not yet applied by the claimant.
     pub reported: Vec<Transfer>,
@@ -76,6 +77,12 @@ impl ClusterState {
     /// `transfers`: for each node with ownership handoffs pending, the
     /// ones waiting and the ones reported done, in name order.
     pub fn transfers(&self) -> Vec<NodeTransfers> {
+        self.transfers_with(Vec::new())
+    }
+
+    /// `transfers` with `hinted` (hinted handoffs a node knows it has to
+    /// send: its fallback vnodes) added to their senders' waiting ones.
+    pub fn transfers_with(&self, hinted: Vec<Transfer>) -> Vec<NodeTransfers> {
         let mut by_node: BTreeMap<NodeName, NodeTransfers> = BTreeMap::new();
         let mut add = |t: Transfer, reported: bool| {
             let row = by_node
@@ -96,6 +103,9 @@ impl ClusterState {
         }
         for t in self.transfers_reported() {
             add(t, true);
+        }
+        for t in hinted {
+            add(t, false);
         }
         by_node.into_values().collect()
     }

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{Op, name, settled_cluster};
-use eddy_cluster::{MemberStatus, NodeName};
+use eddy_cluster::{MemberStatus, NodeName, Transfer};
 
 #[test]
 fn a_settled_cluster_is_ready_with_nothing_pending() {
@@ -24,6 +24,23 @@ fn a_settled_cluster_is_ready_with_nothing_pending() {
         rows.iter()
             .all(|r| r.status == MemberStatus::Valid && r.pending_pct.is_none())
     );
+}
+
+#[test]
+fn hinted_handoffs_join_their_senders_waiting_ones() {
+    let sim = settled_cluster(3, 3, 16);
+    let s = &sim.states[0];
+    let p = s.ring().owned_by(&name(2))[0];
+    let hinted = Transfer {
+        partition: p,
+        from: name(1),
+        to: name(2),
+    };
+    let rows = s.transfers_with(vec![hinted.clone()]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].node, name(1));
+    assert_eq!(rows[0].waiting, vec![hinted]);
+    assert!(rows[0].reported.is_empty());
 }
 
 #[test]

@@ -381,6 +381,18 @@ impl Node {
         self.local_vnodes().iter().map(|v| v.partition).collect()
     }
 
+    /// The partitions this node runs vnodes for that `ring` gives it neither
+    /// now nor next: fallbacks, whose data a hinted handoff hands back to
+    /// the owner (and, briefly, a vnode an ownership transfer moved away,
+    /// until it is dropped).
+    pub fn fallback_partitions(&self, ring: &Ring) -> Vec<Partition> {
+        let me = &self.config().node_name;
+        self.local_partitions()
+            .into_iter()
+            .filter(|&p| ring.owner(p) != me && ring.next_owner(p) != Some(me))
+            .collect()
+    }
+
     /// Every vnode this node runs, in partition order.
     pub(crate) fn local_vnodes(&self) -> Vec<VnodeHandle> {
         self.vnodes.all()

@@ -14,7 +14,7 @@
 //! | `GET /admin/cluster/plan` | | the plan (`changes` empty when nothing is staged) |
 //! | `POST /admin/cluster/commit` | | commits; answers with the plan carried out |
 //! | `GET /admin/cluster/status` | | members with liveness, claimant, ring-ready |
-//! | `GET /admin/member-status`, `/admin/ring-status`, `/admin/transfers` | | the views |
+//! | `GET /admin/member-status`, `/admin/ring-status`, `/admin/transfers` | | the views (`transfers`: the ring's ownership handoffs and this node's hinted ones) |
 //! | `GET /admin/ringready` | | `{"ready",…}`: asks every member now |
 //! | `GET /admin/transfer-limit` | | this node's limit |
 //! | `POST /admin/transfer-limit` | `{"node"?,"limit"}` | sets it on `node`, or on every member |
@@ -37,7 +37,8 @@ use std::net::SocketAddr;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use eddy_cluster::{CommitError, Membership, MembershipError, NodeName, StageError};
+use eddy_cluster::{CommitError, Membership, MembershipError, NodeName, StageError, Transfer};
+use eddy_kv::Node;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -162,10 +163,10 @@ async fn view(app: &App, m: &Membership, route: ClusterRoute) -> Result<Value, A
     })
 }
 
-/// `transfers`: the cluster's waiting and reported transfers, and the
-/// ones this node is running now.
+/// `transfers`: the cluster's waiting and reported transfers (with this
+/// node's hinted handoffs), and the ones this node is running now.
 fn transfers(app: &App, m: &Membership) -> Value {
-    let mut body = json::transfers(&m.transfers());
+    let mut body = json::transfers(&m.transfers_with(hinted(&app.node)));
     if let Some(h) = app.config.handoffs.as_ref() {
         let (active, inbound) =
             json::active(m.node(), &h.transfers(), &h.inbound(), INBOUND_FRESH_MS);
@@ -173,6 +174,21 @@ fn transfers(app: &App, m: &Membership) -> Value {
         body["inbound"] = inbound;
     }
     body
+}
+
+/// The hinted handoffs `node` has to send: one per fallback vnode it runs,
+/// to the partition's owner (up or not), by the node's own ring.
+fn hinted(node: &Node) -> Vec<Transfer> {
+    let ring = node.ring();
+    let me = &node.config().node_name;
+    node.fallback_partitions(&ring)
+        .into_iter()
+        .map(|partition| Transfer {
+            partition,
+            from: me.clone(),
+            to: ring.owner(partition).clone(),
+        })
+        .collect()
 }
 
 /// `{"node"}`

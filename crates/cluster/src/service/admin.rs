@@ -10,7 +10,7 @@
 
 use std::net::SocketAddr;
 
-use eddy_ring::{NodeName, Partition};
+use eddy_ring::{NodeName, Partition, Transfer};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -164,6 +164,12 @@ impl Membership {
     /// `transfers`: the ownership handoffs pending, per sender.
     pub fn transfers(&self) -> Vec<NodeTransfers> {
         self.inner.current().transfers()
+    }
+
+    /// `transfers` with `hinted` (the hinted handoffs this node has to
+    /// send) added to its line.
+    pub fn transfers_with(&self, hinted: Vec<Transfer>) -> Vec<NodeTransfers> {
+        self.inner.current().transfers_with(hinted)
     }
 
     /// `transfer-limit [node] limit`: sets the transfer limit of `node`,

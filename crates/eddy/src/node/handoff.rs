@@ -104,11 +104,8 @@ fn decide(node: &Node, handoffs: &Handoffs, membership: &Membership) {
         .filter(|t| t.kind == Kind::Ownership && t.state == TransferState::Handed)
         .map(|t| t.partition)
         .collect();
-    for p in node.local_partitions() {
+    for p in node.fallback_partitions(&ring) {
         let owner = ring.owner(p);
-        if owner == me || ring.next_owner(p) == Some(me) {
-            continue;
-        }
         if handed.contains(&p) {
             started(p, handoffs.drop_handed_off(p));
         } else if membership.is_up(owner) {

@@ -27,9 +27,23 @@ impl TestNode {
         TestNode::start(&env)
     }
 
+    /// Starts a node named `devI@ADDRESS` in `host`'s network namespace.
+    pub fn start_dev_on(i: usize, host: &super::netns::Host, extra: &[(&str, &str)]) -> TestNode {
+        let name = format!("dev{i}@{}", host.cluster_ip);
+        let mut env = vec![("EDDY_NODENAME", name.as_str())];
+        env.extend_from_slice(extra);
+        TestNode::start_on(host, &env)
+    }
+
+    /// This node's name.
+    pub fn name(&self) -> String {
+        let name = self.env().into_iter().find(|(k, _)| k == "EDDY_NODENAME");
+        name.map(|(_, v)| v).expect("a node started with a name")
+    }
+
     /// Where this node's cluster listener is, for `cluster join --address`.
     pub fn cluster_address(&self) -> String {
-        format!("127.0.0.1:{}", self.cluster_port)
+        format!("{}:{}", self.cluster_ip, self.cluster_port)
     }
 
     /// Runs `eddy admin ARGS…` with this node's settings.

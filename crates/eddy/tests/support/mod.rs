@@ -1,10 +1,12 @@
 //! Runs the real `eddy` binary as a child process for end-to-end tests: a
-//! fresh data directory, free loopback ports, readiness by polling `/ping`,
-//! and SIGTERM / SIGKILL / restart.
+//! fresh data directory, free loopback ports (or a host of a [`netns::Net`],
+//! with Riak's default ports on its own addresses), readiness by polling
+//! `/ping`, and SIGTERM / SIGKILL / restart.
 
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod netns;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -18,6 +20,12 @@ pub struct TestNode {
     pub http_port: u16,
     pub pb_port: u16,
     pub cluster_port: u16,
+    /// Where the HTTP and PB listeners are.
+    pub client_ip: String,
+    /// Where the cluster listener is.
+    pub cluster_ip: String,
+    /// The network namespace the node runs in, if not the test's own.
+    netns: Option<String>,
     env: Vec<(String, String)>,
 }
 
@@ -32,20 +40,39 @@ fn free_port() -> u16 {
 impl TestNode {
     /// Starts a node with a small ring and any extra `EDDY_*` settings.
     pub fn start(extra: &[(&str, &str)]) -> TestNode {
-        let dir = tempfile::tempdir().unwrap();
-        let mut node = TestNode {
+        let mut node = TestNode::new(extra);
+        (node.http_port, node.pb_port, node.cluster_port) = (free_port(), free_port(), free_port());
+        node.spawn();
+        node
+    }
+
+    /// Starts a node in `host`'s network namespace, listening on its
+    /// addresses with Riak's default ports.
+    pub fn start_on(host: &netns::Host, extra: &[(&str, &str)]) -> TestNode {
+        let mut node = TestNode::new(extra);
+        (node.http_port, node.pb_port, node.cluster_port) = (8098, 8087, 8099);
+        node.client_ip = host.client_ip.clone();
+        node.cluster_ip = host.cluster_ip.clone();
+        node.netns = Some(host.netns.clone());
+        node.spawn();
+        node
+    }
+
+    fn new(extra: &[(&str, &str)]) -> TestNode {
+        TestNode {
             child: None,
-            dir,
-            http_port: free_port(),
-            pb_port: free_port(),
-            cluster_port: free_port(),
+            dir: tempfile::tempdir().unwrap(),
+            http_port: 0,
+            pb_port: 0,
+            cluster_port: 0,
+            client_ip: "127.0.0.1".into(),
+            cluster_ip: "127.0.0.1".into(),
+            netns: None,
             env: extra
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-        };
-        node.spawn();
-        node
+        }
     }
 
     /// The data directory.
@@ -58,15 +85,15 @@ impl TestNode {
         let mut env = vec![
             (
                 "EDDY_LISTENER_HTTP_INTERNAL".into(),
-                format!("127.0.0.1:{}", self.http_port),
+                format!("{}:{}", self.client_ip, self.http_port),
             ),
             (
                 "EDDY_LISTENER_PROTOBUF_INTERNAL".into(),
-                format!("127.0.0.1:{}", self.pb_port),
+                format!("{}:{}", self.client_ip, self.pb_port),
             ),
             (
                 "EDDY_LISTENER_CLUSTER_INTERNAL".into(),
-                format!("127.0.0.1:{}", self.cluster_port),
+                format!("{}:{}", self.cluster_ip, self.cluster_port),
             ),
             (
                 "EDDY_PLATFORM_DATA_DIR".into(),
@@ -79,11 +106,30 @@ impl TestNode {
         env
     }
 
-    /// An `eddy` command with this node's settings, run from its directory.
+    /// An `eddy` command with this node's settings, run from its directory
+    /// (and in its network namespace).
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_eddy"));
+        let eddy = env!("CARGO_BIN_EXE_eddy");
+        let mut cmd = match &self.netns {
+            Some(ns) => {
+                let mut ip = Command::new("ip");
+                ip.args(["netns", "exec", ns, eddy]);
+                ip
+            }
+            None => Command::new(eddy),
+        };
         cmd.args(args).current_dir(self.dir.path()).envs(self.env());
         cmd
+    }
+
+    /// Where the HTTP listener is.
+    pub fn http_address(&self) -> String {
+        format!("{}:{}", self.client_ip, self.http_port)
+    }
+
+    /// Where the PB listener is.
+    pub fn pb_address(&self) -> String {
+        format!("{}:{}", self.client_ip, self.pb_port)
     }
 
     fn spawn(&mut self) {
@@ -107,7 +153,8 @@ impl TestNode {
             {
                 panic!("eddy exited before it was ready: {status}");
             }
-            if http(self.http_port, "GET", "/ping", &[], b"").is_ok_and(|r| r.status == 200) {
+            let ping = eddy_client::http::request(&self.http_address(), "GET", "/ping", &[], b"");
+            if ping.is_ok_and(|r| r.status == 200) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -156,7 +203,8 @@ impl TestNode {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> HttpResponse {
-        http(self.http_port, method, path, headers, body).expect("HTTP request")
+        eddy_client::http::request(&self.http_address(), method, path, headers, body)
+            .expect("HTTP request")
     }
 }
 
