@@ -224,11 +224,20 @@ fn views_agree(nodes: &[TestNode], names: &[String]) {
         "{ring:#?}"
     );
     let transfers = nodes[0].admin(&["transfers"]);
-    let lines_ok = transfers.stdout.lines().all(|l| {
-        l == "No transfers active" || l.contains("waiting to handoff") || l.contains("handed off")
+    let (summary, active) = transfers
+        .stdout
+        .split_once("Active Transfers:\n")
+        .unwrap_or((&transfers.stdout, ""));
+    let lines_ok = summary.lines().all(|l| {
+        l.is_empty()
+            || l == "No transfers active"
+            || l.contains("waiting to handoff")
+            || l.contains("handed off")
     });
+    let active_ok = active.is_empty()
+        || (active.contains("transfer type: ") && active.contains("=======>"));
     assert!(
-        transfers.ok && !transfers.stdout.is_empty() && lines_ok,
+        transfers.ok && !transfers.stdout.is_empty() && lines_ok && active_ok,
         "{transfers:#?}"
     );
 }
