@@ -6,6 +6,14 @@
 //! not marked damaged (design note 009), else the first reachable one.
 //! A vnode that refuses before writing (a condition, a limit, a full disk)
 //! refuses the whole put: nothing was replicated.
+//!
+//! Bucket props (design note 010 §2): puts to vnodes of other nodes carry
+//! the stamped props entries the coordinator resolved. A replica holding a
+//! newer entry refuses with its entries; the coordinator applies them to
+//! its registry and runs the put again under the props they resolve to:
+//! the client's write again if nothing was written, else the coordinated
+//! object to every replica of the new preflist. At most
+//! [`PROPS_RESTARTS_MAX`] times, then the refusal is the put's answer.
 
 use std::sync::Arc;
 
@@ -306,8 +314,8 @@ impl PutFsm<'_> {
                     self.first = (self.first + 1) % self.preflist.len();
                 }
                 Err(e) => {
-                    // Nothing was written: a run under newer props
-                    // coordinates the client's write again.
+                    // Kept for a run under newer props, which follows only
+                    // a refusal: the vnode wrote nothing.
                     write.client = spare;
                     return Err(e);
                 }
@@ -449,7 +457,6 @@ impl PutFsm<'_> {
 }
 
 /// The coordinating vnode's reply, with what it knows locally.
-#[derive(Clone)]
 struct Written {
     encoded: Bytes,
     siblings: usize,
