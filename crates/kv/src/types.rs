@@ -8,6 +8,8 @@
 //! Riak's default: [`crate::props::unsupported`]), then written to the
 //! metadata file atomically (temp file, fsync, rename) before it takes
 //! effect. Props stored before a property was refused still resolve.
+//! Entries the cluster shares also keep the cluster's stamps, which a put
+//! to another node carries ([`crate::metadata::entries`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;

@@ -1,11 +1,12 @@
 //! Bucket props never lag a write (design note 010 §2), over the
 //! simulated network: two nodes with registries of their own, one of
-//! which has a newer props entry the other has not heard of. A put
-//! coordinated on the stale node is applied by every replica under the
-//! newest props, and leaves the stale node's registry with them; a put
-//! coordinated on the up-to-date node brings a stale replica's registry
-//! up to date; a put whose coordinator cannot take the newer entry fails
-//! after a few tries with the refusal.
+//! which has a newer props entry (a change or a reset) the other has not
+//! heard of. A put coordinated on the stale node is applied by every
+//! replica under the newest props, and leaves the stale node's registry
+//! with them; a put coordinated on the up-to-date node brings a stale
+//! replica's registry up to date; an older entry never replaces a newer
+//! one; a put whose coordinator cannot take the newer entry fails after a
+//! few tries with the refusal.
 
 use std::sync::{Arc, Weak};
 
@@ -262,4 +263,23 @@ async fn a_coordinator_that_cannot_take_the_newer_props_fails_after_a_few_tries(
     let err = behind.put(put("k", "x")).await.unwrap_err();
     assert!(matches!(err, KvError::PropsNewer(_)), "{err:?}");
     assert_eq!(version(behind).bucket, Some(stamp(10)));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_newer_reset_reaches_the_coordinator_and_the_type_props_apply() {
+    let p = pair();
+    let (stale, fresh) = (&p.nodes[0], &p.nodes[1]);
+    let mut reset = shared(json!(null), 60);
+    reset.buckets[0].patch = None;
+    fresh.registry().apply_shared(&reset).unwrap();
+    // A typed bucket's defaults have allow_mult on.
+    assert!(fresh.bucket_props(&bucket()).unwrap().allow_mult);
+
+    stale.put(put("k", "x")).await.unwrap();
+    assert_eq!(version(stale).bucket, Some(stamp(60)));
+    assert!(stale.bucket_props(&bucket()).unwrap().allow_mult);
+    stale.put(put("k", "y")).await.unwrap();
+    for values in copies(&p, "k") {
+        assert_eq!(values, ["x", "y"]);
+    }
 }
