@@ -283,3 +283,29 @@ async fn a_newer_reset_reaches_the_coordinator_and_the_type_props_apply() {
         assert_eq!(values, ["x", "y"]);
     }
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_local_change_takes_the_stamp_a_replica_already_has_for_it() {
+    let p = pair();
+    let (writer, replica) = (&p.nodes[0], &p.nodes[1]);
+    // The change is made on `writer`, whose push reached `replica` (with
+    // the cluster's stamp) before `writer` heard it was taken.
+    writer.registry().on_change(Arc::new(|_| {}));
+    let patch = json!({"allow_mult": true}).as_object().cloned().unwrap();
+    writer
+        .registry()
+        .set_bucket_props(TYPE, BUCKET, &patch)
+        .unwrap();
+    replica
+        .registry()
+        .apply_shared(&shared(json!({"allow_mult": true}), 70))
+        .unwrap();
+    assert_eq!(version(writer).bucket, Some(stamp(10)));
+
+    writer.put(put("k", "x")).await.unwrap();
+    assert_eq!(version(writer).bucket, Some(stamp(70)));
+    writer.put(put("k", "y")).await.unwrap();
+    for values in copies(&p, "k") {
+        assert_eq!(values, ["x", "y"]);
+    }
+}

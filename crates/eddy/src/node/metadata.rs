@@ -19,10 +19,12 @@
 //! §2). Both go through the registry's `apply_shared`, which never
 //! replaces an entry by an older one.
 //!
-//! A change made here keeps its previous stamp until the membership
-//! service stamps it, when its push starts; until then this node's puts
-//! carry that older stamp (replicas that already have a newer entry
-//! refuse them, and after a few tries the put fails).
+//! A change made here keeps its previous stamp until the cluster's
+//! stamped version of the same content comes back (the service stamps and
+//! saves it as its push starts, or a replica's refusal of a put carries
+//! it); until then this node's puts carry
+//! the older stamp, so a replica the push has not reached yet applies
+//! them with its own older entry for its local choices (its `backend`).
 
 use std::sync::Arc;
 

@@ -9,7 +9,9 @@
 //!
 //! Invariant: an entry changed here is not overwritten by the cluster's
 //! version until the cluster has taken this change ([`BucketRegistry::
-//! confirmed`]): until then the cluster's version is older than ours.
+//! confirmed`]): until then the cluster's version is older than ours. A
+//! version with the same content (the change itself, stamped) gives the
+//! entry its stamp at once.
 //!
 //! Invariant: an entry the cluster stamped is replaced only by a version
 //! whose stamp is not older ([`entries::EntryStamp`]), whoever applies it:
@@ -118,8 +120,8 @@ impl BucketRegistry {
     }
 
     /// Replaces the entries `shared` names with its versions, each unless
-    /// the entry held has a newer stamp or is an unconfirmed local change;
-    /// entries it does not name stay. Entries that do not parse are
+    /// the entry held has a newer stamp or is an unconfirmed local change
+    /// to other content; entries it does not name stay. Entries that do not parse are
     /// skipped with a warning (another node's newer format).
     pub fn apply_shared(&self, shared: &SharedMetadata) -> Result<(), RegistryError> {
         let types: Vec<ParsedType> = shared
@@ -148,18 +150,28 @@ impl BucketRegistry {
             let unconfirmed = self.unconfirmed.lock();
             let ours = |e: EntryName| unconfirmed.contains_key(&e);
             for (name, t, stamp) in types {
-                let held = stored.stamps.of_type(&name);
-                if stamp >= held && !ours(EntryName::Type(name.clone())) {
-                    if let Some(stamp) = stamp {
-                        stored.stamps.types.insert(name.clone(), stamp);
-                    }
-                    stored.types.insert(name, t);
+                if stamp < stored.stamps.of_type(&name) {
+                    continue;
                 }
+                // A local change the cluster already holds (the same
+                // content) takes the cluster's stamp; any other version
+                // waits until the change is confirmed.
+                let same = stored.types.get(&name) == Some(&t);
+                if ours(EntryName::Type(name.clone())) && !same {
+                    continue;
+                }
+                if let Some(stamp) = stamp {
+                    stored.stamps.types.insert(name.clone(), stamp);
+                }
+                stored.types.insert(name, t);
             }
             for (bucket_type, bucket, patch, stamp) in buckets {
-                let held = stored.stamps.of_bucket(&bucket_type, &bucket);
+                if stamp < stored.stamps.of_bucket(&bucket_type, &bucket) {
+                    continue;
+                }
+                let same = bucket_patch(stored, &bucket_type, &bucket) == patch.as_ref();
                 let entry = EntryName::Bucket(bucket_type.clone(), bucket.clone());
-                if stamp < held || ours(entry) {
+                if ours(entry) && !same {
                     continue;
                 }
                 if let Some(stamp) = stamp {
@@ -181,12 +193,7 @@ impl BucketRegistry {
         });
         let bucket_news = buckets.iter().any(|(t, b, patch, stamp)| {
             let held = stored.stamps.of_bucket(t, b);
-            let content = stored
-                .buckets
-                .iter()
-                .find(|s| s.bucket_type == *t && s.bucket == *b)
-                .map(|s| &s.patch);
-            *stamp >= held && (*stamp != held || content != patch.as_ref())
+            *stamp >= held && (*stamp != held || bucket_patch(&stored, t, b) != patch.as_ref())
         });
         type_news || bucket_news
     }
@@ -248,6 +255,15 @@ type ParsedType = (String, StoredType, Option<EntryStamp>);
 /// A bucket's entry as applied: type, hex name, patch (`None`: reset),
 /// stamp.
 type ParsedBucket = (String, String, Option<PropsPatch>, Option<EntryStamp>);
+
+/// A bucket's patch in `stored`, if it has one.
+fn bucket_patch<'a>(stored: &'a Stored, bucket_type: &str, hex: &str) -> Option<&'a PropsPatch> {
+    stored
+        .buckets
+        .iter()
+        .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
+        .map(|b| &b.patch)
+}
 
 /// Sets (or with `None`, removes) a bucket's patch.
 fn set_bucket(stored: &mut Stored, bucket_type: String, bucket: String, patch: Option<PropsPatch>) {
