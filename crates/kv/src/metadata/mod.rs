@@ -121,8 +121,8 @@ impl BucketRegistry {
 
     /// Replaces the entries `shared` names with its versions, each unless
     /// the entry held has a newer stamp or is an unconfirmed local change
-    /// to other content; entries it does not name stay. Entries that do not parse are
-    /// skipped with a warning (another node's newer format).
+    /// to other content; entries it does not name stay. Entries that do
+    /// not parse are skipped with a warning (another node's newer format).
     pub fn apply_shared(&self, shared: &SharedMetadata) -> Result<(), RegistryError> {
         let types: Vec<ParsedType> = shared
             .types
