@@ -5,6 +5,10 @@
 //! counter that orders writes within one millisecond (and keeps a node's
 //! stamps rising when its clock is behind the newest stamp it has seen),
 //! and the writing node, so two nodes never produce the same stamp.
+//! Stamps of one time and counter are ordered by [`Stamp::writer_key`],
+//! a fixed 64-bit hash of the writer's name, then by the name: the kv
+//! layer, which compares stamps as three numbers (a put carries the
+//! stamps of its bucket props), orders them as the cluster does.
 //!
 //! Invariants: merging registers is commutative, associative and
 //! idempotent (equal stamps with different contents, which a correct
@@ -18,8 +22,8 @@ use eddy_ring::NodeName;
 use serde::{Deserialize, Serialize};
 
 /// When and by whom a register was written: ordered by time, then
-/// counter, then node.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// counter, then the writer's key, then node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Stamp {
     /// Wall-clock time of the write, in milliseconds since the Unix epoch
     /// (or the newest time seen, when the writer's clock is behind).
@@ -30,7 +34,32 @@ pub struct Stamp {
     pub node: NodeName,
 }
 
+impl Ord for Stamp {
+    fn cmp(&self, other: &Stamp) -> Ordering {
+        (self.time_ms, self.counter, self.writer_key())
+            .cmp(&(other.time_ms, other.counter, other.writer_key()))
+            .then_with(|| self.node.cmp(&other.node))
+    }
+}
+
+impl PartialOrd for Stamp {
+    fn partial_cmp(&self, other: &Stamp) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 impl Stamp {
+    /// The writer's key: FNV-1a (64 bits) of its node name, the same on
+    /// every node and in every version.
+    pub fn writer_key(&self) -> u64 {
+        const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        self.node
+            .0
+            .bytes()
+            .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+    }
+
     /// The smallest stamp greater than `newest` and not earlier than
     /// `now_ms`, for a write by `node` (a hybrid logical clock's tick).
     pub fn after(newest: Option<&Stamp>, now_ms: u64, node: &NodeName) -> Stamp {
@@ -153,6 +182,46 @@ mod tests {
             }
             assert_eq!(map["b"], new);
         }
+    }
+
+    #[test]
+    fn stamps_of_one_time_are_ordered_by_writer_key_then_name() {
+        let a = Stamp {
+            time_ms: 7,
+            counter: 1,
+            node: node("a@h"),
+        };
+        let b = Stamp {
+            node: node("b@h"),
+            ..a.clone()
+        };
+        // FNV-1a of the empty name is its offset basis; "a" is the known
+        // 0xaf63dc4c8601ec8c.
+        assert_eq!(
+            Stamp {
+                node: node(""),
+                ..a.clone()
+            }
+            .writer_key(),
+            0xcbf2_9ce4_8422_2325
+        );
+        assert_eq!(
+            Stamp {
+                node: node("a"),
+                ..a.clone()
+            }
+            .writer_key(),
+            0xaf63_dc4c_8601_ec8c
+        );
+        let by_key = a.writer_key().cmp(&b.writer_key());
+        assert_ne!(by_key, Ordering::Equal);
+        assert_eq!(a.cmp(&b), by_key);
+        assert_eq!(b.cmp(&a), by_key.reverse());
+        let later = Stamp {
+            counter: 2,
+            ..a.clone()
+        };
+        assert!(later > a && later > b);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! error text at the API edge.
 
 use crate::core::put::PutFailure;
+use crate::metadata::entries::PropsEntries;
 use crate::quorum::QuorumError;
 use crate::types::RegistryError;
 
@@ -85,4 +86,10 @@ pub enum KvError {
     /// The node is shutting down.
     #[error("node is shutting down")]
     ShuttingDown,
+    /// A replica holds newer bucket props than the put's coordinator
+    /// resolved (design note 010 §2): its entries, which the coordinator
+    /// applies before it puts again. A put still refused after a few
+    /// tries answers with it.
+    #[error("bucket props changed while the put was coordinated; try again")]
+    PropsNewer(Box<PropsEntries>),
 }

@@ -10,14 +10,21 @@
 //! (design note 010 §4): a put starts the vnode through the node's
 //! [`crate::node::VnodeFactory`], a get finds nothing.
 //!
+//! A put from another node's coordinator that carries the bucket props
+//! entries it was coordinated under is checked against this node's
+//! registry before its vnode sees it ([`Node::receive`]); a vnode of the
+//! coordinator's own node shares its registry and is not checked.
+//!
 //! Invariant: every delivered put or get is answered exactly once on its
 //! `ReplyTo`, by the vnode or, when it cannot be reached, here.
 
 use eddy_ring::Partition;
 
 use crate::error::KvError;
+use crate::metadata::entries::PropsEntries;
 use crate::node::Node;
-use crate::vnode::msg::{FoldChunk, VnodeId, VnodeReply, VnodeRequest};
+use crate::request::BucketRef;
+use crate::vnode::msg::{FoldChunk, StorageKey, VnodeId, VnodeReply, VnodeRequest};
 use crate::vnode::reply::{LocalHint, ReplyTo};
 
 /// Sends vnode requests to other nodes.
@@ -49,9 +56,40 @@ impl Node {
     /// `partition` (the transport's inbound side calls this): it is
     /// handled as a local delivery, replies going to `reply`.
     pub fn receive(&self, partition: Partition, req: VnodeRequest, reply: ReplyTo) {
+        if let VnodeRequest::Put(put) = &req
+            && let Some(entries) = &put.props
+            && let Err(e) = self.settle_props(&put.key, entries)
+        {
+            return unanswerable(partition, &req, &reply, e);
+        }
         match self.vnode(partition) {
             Some(vnode) => vnode.send(req, reply, LocalHint::default()),
             None => self.deliver_to_new_vnode(partition, req, reply),
+        }
+    }
+
+    /// Brings this node's bucket props to the put's before it applies
+    /// (design note 010 §2): entries the coordinator sent that are newer
+    /// than this node's are applied to the registry (merged by stamp, as
+    /// the cluster's metadata is); if this node then still holds a newer
+    /// entry, the put is refused with this node's entries, for the
+    /// coordinator to put again under them.
+    fn settle_props(&self, key: &StorageKey, theirs: &PropsEntries) -> Result<(), KvError> {
+        let Some(b) = BucketRef::from_storage_bucket(&key.bucket) else {
+            return Ok(());
+        };
+        let registry = &self.registry;
+        let version = theirs.version();
+        if version.has_newer_than(&registry.props_version(&b.bucket_type, &b.bucket)) {
+            registry.apply_entries(&b.bucket_type, &b.bucket, theirs)?;
+        }
+        let ours = registry.props_version(&b.bucket_type, &b.bucket);
+        match ours.has_newer_than(&version) {
+            true => {
+                let entries = registry.props_entries(&b.bucket_type, &b.bucket);
+                Err(KvError::PropsNewer(Box::new(entries)))
+            }
+            false => Ok(()),
         }
     }
 

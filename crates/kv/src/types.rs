@@ -8,6 +8,8 @@
 //! Riak's default: [`crate::props::unsupported`]), then written to the
 //! metadata file atomically (temp file, fsync, rename) before it takes
 //! effect. Props stored before a property was refused still resolve.
+//! Entries the cluster shares also keep the cluster's stamps, which a put
+//! to another node carries ([`crate::metadata::entries`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -17,6 +19,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
+use crate::metadata::entries::{PropsEntries, Stamps, entries_in};
 use crate::props::{BucketProps, PropsError, PropsPatch};
 
 /// The type every untyped bucket belongs to.
@@ -82,6 +85,9 @@ pub(crate) struct StoredBucket {
 pub(crate) struct Stored {
     pub(crate) types: BTreeMap<String, StoredType>,
     pub(crate) buckets: Vec<StoredBucket>,
+    /// The cluster's stamps of the shared entries.
+    #[serde(default)]
+    pub(crate) stamps: Stamps,
 }
 
 /// A bucket type as listed.
@@ -95,7 +101,14 @@ pub struct TypeInfo {
 /// Most resolved bucket props kept in the cache before it starts over.
 const PROPS_CACHE_LEN_MAX: usize = 65_536;
 
-type PropsCache = HashMap<(String, Vec<u8>), Arc<BucketProps>>;
+type PropsCache = HashMap<(String, Vec<u8>), Resolved>;
+
+/// A bucket's props as resolved, with the stamped entries they came from.
+#[derive(Clone)]
+struct Resolved {
+    props: Arc<BucketProps>,
+    entries: Arc<PropsEntries>,
+}
 
 /// The node's bucket types and bucket props.
 ///
@@ -296,16 +309,47 @@ impl BucketRegistry {
     ) -> Result<Arc<BucketProps>, RegistryError> {
         let stored = self.stored.read();
         let cache_key = (bucket_type.to_string(), bucket.to_vec());
-        if let Some(props) = self.cache.read().get(&cache_key) {
-            return Ok(props.clone());
+        if let Some(resolved) = self.cache.read().get(&cache_key) {
+            return Ok(resolved.props.clone());
         }
-        let props = Arc::new(self.resolve(&stored, bucket_type, bucket)?);
+        self.resolve_and_cache(&stored, cache_key).map(|r| r.props)
+    }
+
+    /// A bucket's props and the stamped entries they were resolved from,
+    /// read together (a put's coordinator sends the entries with the
+    /// write), from the cache.
+    pub fn bucket_props_entries(
+        &self,
+        bucket_type: &str,
+        bucket: &[u8],
+    ) -> Result<(Arc<BucketProps>, Arc<PropsEntries>), RegistryError> {
+        let stored = self.stored.read();
+        let cache_key = (bucket_type.to_string(), bucket.to_vec());
+        if let Some(r) = self.cache.read().get(&cache_key) {
+            return Ok((r.props.clone(), r.entries.clone()));
+        }
+        self.resolve_and_cache(&stored, cache_key)
+            .map(|r| (r.props, r.entries))
+    }
+
+    /// Resolves a bucket's props under `stored`'s read lock and caches
+    /// them.
+    fn resolve_and_cache(
+        &self,
+        stored: &Stored,
+        cache_key: (String, Vec<u8>),
+    ) -> Result<Resolved, RegistryError> {
+        let (bucket_type, bucket) = (&cache_key.0, &cache_key.1);
+        let resolved = Resolved {
+            props: Arc::new(self.resolve(stored, bucket_type, bucket)?),
+            entries: Arc::new(entries_in(stored, bucket_type, &to_hex(bucket))),
+        };
         let mut cache = self.cache.write();
         if cache.len() >= PROPS_CACHE_LEN_MAX {
             cache.clear();
         }
-        cache.insert(cache_key, props.clone());
-        Ok(props)
+        cache.insert(cache_key, resolved.clone());
+        Ok(resolved)
     }
 
     fn resolve(

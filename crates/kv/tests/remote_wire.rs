@@ -5,7 +5,10 @@
 //! the received frame.
 
 use bytes::Bytes;
+use std::sync::Arc;
+
 use eddy_kv::KvError;
+use eddy_kv::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
 use eddy_kv::remote::wire::{
     self, Message, OTHER_ENGINE, RequestEnvelope, STORAGE_ENGINE, WireError,
 };
@@ -89,6 +92,7 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
             write_once: false,
         },
         sync: SyncLevel::Durable,
+        props: None,
     });
     let replicate = VnodeRequest::Put(PutRequest {
         key: key("alice"),
@@ -100,7 +104,17 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
             write_once: false,
         },
         sync: SyncLevel::Written,
+        props: None,
     });
+    let with_props = |request: &VnodeRequest, props: PropsEntries| match request {
+        VnodeRequest::Put(put) => VnodeRequest::Put(PutRequest {
+            props: Some(Arc::new(props)),
+            ..put.clone()
+        }),
+        other => other.clone(),
+    };
+    let coordinate_props = with_props(&coordinate, both_entries());
+    let replicate_props = with_props(&replicate, reset_entry());
     let env = |request_id, p, request| RequestEnvelope {
         request_id,
         partition: Partition(p),
@@ -109,6 +123,8 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
     vec![
         ("coordinate.bin", env(7, 3, coordinate)),
         ("replicate.bin", env(8, 4, replicate)),
+        ("coordinate-props.bin", env(12, 3, coordinate_props)),
+        ("replicate-props.bin", env(13, 4, replicate_props)),
         ("get.bin", env(9, 5, VnodeRequest::Get { key: key("bob") })),
         (
             "reap.bin",
@@ -122,6 +138,43 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
             ),
         ),
     ]
+}
+
+fn stamp(time_ms: u64, counter: u32, writer: u64) -> EntryStamp {
+    EntryStamp {
+        time_ms,
+        counter,
+        writer,
+    }
+}
+
+fn entry(stamp: EntryStamp, json: &str) -> StampedEntry {
+    StampedEntry {
+        stamp,
+        json: Bytes::copy_from_slice(json.as_bytes()),
+    }
+}
+
+/// The entries coordinate-props.bin carries: a type's and a bucket's.
+fn both_entries() -> PropsEntries {
+    PropsEntries {
+        bucket_type: Some(entry(
+            stamp(1_700_000_000_000, 2, 0x0102_0304_0506_0708),
+            r#"{"patch":{"n_val":2},"status":"active"}"#,
+        )),
+        bucket: Some(entry(
+            stamp(1_700_000_000_500, 0, 9),
+            r#"{"allow_mult":false}"#,
+        )),
+    }
+}
+
+/// The entries replicate-props.bin carries: a bucket's reset only.
+fn reset_entry() -> PropsEntries {
+    PropsEntries {
+        bucket_type: None,
+        bucket: Some(entry(stamp(1_700_000_000_900, 1, 9), "null")),
+    }
 }
 
 fn engine(engine: &'static str, text: &str) -> KvError {
@@ -164,6 +217,13 @@ fn pinned_errors() -> Vec<KvError> {
         KvError::NotHosted(7),
         KvError::VnodeStart("open partitions/7: EMFILE".into()),
         KvError::Storage(StorageError::Closed),
+        KvError::PropsNewer(Box::new(PropsEntries {
+            bucket_type: Some(entry(
+                stamp(1_700_000_001_000, 0, 7),
+                r#"{"patch":{"write_once":true},"status":"active"}"#,
+            )),
+            bucket: None,
+        })),
     ]
 }
 
@@ -468,6 +528,24 @@ fn put_kind() -> impl Strategy<Value = PutKind> {
     prop_oneof![coordinate, replicate]
 }
 
+fn stamped_entry() -> impl Strategy<Value = StampedEntry> {
+    (any::<u64>(), any::<u32>(), any::<u64>(), bytes(32)).prop_map(|(t, c, w, j)| StampedEntry {
+        stamp: stamp(t, c, w),
+        json: j.into(),
+    })
+}
+
+fn props_entries() -> impl Strategy<Value = PropsEntries> {
+    (
+        proptest::option::of(stamped_entry()),
+        proptest::option::of(stamped_entry()),
+    )
+        .prop_map(|(bucket_type, bucket)| PropsEntries {
+            bucket_type,
+            bucket,
+        })
+}
+
 fn sync_level() -> impl Strategy<Value = SyncLevel> {
     prop_oneof![
         Just(SyncLevel::Written),
@@ -486,13 +564,20 @@ fn request() -> impl Strategy<Value = VnodeRequest> {
                 write_once: o,
             }
         });
-    let put =
-        (storage_key(), put_kind(), policy, sync_level()).prop_map(|(key, kind, policy, sync)| {
+    let put = (
+        storage_key(),
+        put_kind(),
+        policy,
+        sync_level(),
+        proptest::option::of(props_entries()),
+    )
+        .prop_map(|(key, kind, policy, sync, props)| {
             VnodeRequest::Put(PutRequest {
                 key,
                 kind,
                 policy,
                 sync,
+                props: props.map(Arc::new),
             })
         });
     let get = storage_key().prop_map(|key| VnodeRequest::Get { key });
@@ -550,6 +635,10 @@ fn error_of(kind: u8, text: String, a: u32, b: u32, byte: u8) -> KvError {
         12 => KvError::Timeout,
         14 => KvError::NotHosted(a),
         15 => KvError::VnodeStart(text),
+        17 => KvError::PropsNewer(Box::new(PropsEntries {
+            bucket_type: None,
+            bucket: Some(entry(stamp(u64::from(a), b, 1), &text)),
+        })),
         _ => KvError::TooLarge {
             what: ["key", "value", "object"][usize::from(byte) % 3],
             size: a_us,
@@ -560,7 +649,7 @@ fn error_of(kind: u8, text: String, a: u32, b: u32, byte: u8) -> KvError {
 
 fn error() -> impl Strategy<Value = KvError> {
     (
-        0..14u8,
+        prop_oneof![0..14u8, Just(14u8), Just(15u8), Just(17u8)],
         "[ -~]{0,40}",
         any::<u32>(),
         any::<u32>(),

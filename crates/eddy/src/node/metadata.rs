@@ -9,15 +9,28 @@
 //! unconfirmed entries), so a client reading back what it just set never
 //! sees the cluster's older version.
 //!
-//! Not yet: a put does not carry its props' stamp, so a write coordinated
-//! just after a change may still use the props from before it on a node
-//! the change has not reached (the push returns once the members acked or
-//! its deadline passed).
+//! Each entry is applied with its stamp (as the kv layer's
+//! [`EntryStamp`]: time, counter and [`Stamp::writer_key`], ordered as
+//! the cluster orders stamps), and a put to another node carries the
+//! stamps and entries its coordinator resolved: a replica that has not
+//! yet received a change takes it from the put, and a coordinator that
+//! has not is refused by a replica that has, takes the change from the
+//! refusal and puts again (eddy_kv's `metadata::entries`, design note 010
+//! §2). Both go through the registry's `apply_shared`, which never
+//! replaces an entry by an older one.
+//!
+//! A change made here keeps its previous stamp until the cluster's
+//! stamped version of the same content comes back (the service stamps and
+//! saves it as its push starts, or a replica's refusal of a put carries
+//! it); until then this node's puts carry
+//! the older stamp, so a replica the push has not reached yet applies
+//! them with its own older entry for its local choices (its `backend`).
 
 use std::sync::Arc;
 
-use eddy_cluster::{BucketMetadata, Membership};
-use eddy_kv::metadata::{MetadataChange, SharedMetadata};
+use eddy_cluster::{BucketMetadata, Membership, Stamp};
+use eddy_kv::metadata::entries::EntryStamp;
+use eddy_kv::metadata::{MetadataChange, SharedBucket, SharedMetadata, SharedType};
 use eddy_kv::types::BucketRegistry;
 
 /// Shares `registry` through `membership`, both ways.
@@ -59,19 +72,34 @@ fn apply(registry: &BucketRegistry, metadata: &BucketMetadata) {
     let mut shared = SharedMetadata::default();
     for (name, register) in &metadata.bucket_types {
         if !register.deleted {
-            shared.types.push((name.clone(), register.props.clone()));
+            shared.types.push(SharedType {
+                name: name.clone(),
+                entry: register.props.clone(),
+                stamp: Some(entry_stamp(&register.stamp)),
+            });
         }
     }
     for (bucket_type, buckets) in &metadata.bucket_props {
         for (bucket, register) in buckets {
-            let patch = (!register.deleted).then(|| register.props.clone());
-            shared
-                .buckets
-                .push((bucket_type.clone(), bucket.clone(), patch));
+            shared.buckets.push(SharedBucket {
+                bucket_type: bucket_type.clone(),
+                bucket: bucket.clone(),
+                patch: (!register.deleted).then(|| register.props.clone()),
+                stamp: Some(entry_stamp(&register.stamp)),
+            });
         }
     }
     if let Err(e) = registry.apply_shared(&shared) {
         tracing::error!("applying the cluster's bucket metadata: {e}");
+    }
+}
+
+/// The kv layer's form of a cluster stamp.
+fn entry_stamp(stamp: &Stamp) -> EntryStamp {
+    EntryStamp {
+        time_ms: stamp.time_ms,
+        counter: stamp.counter,
+        writer: stamp.writer_key(),
     }
 }
 

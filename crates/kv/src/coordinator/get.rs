@@ -217,6 +217,7 @@ impl GetFsm {
                 },
                 policy: self.policy,
                 sync: SyncLevel::Written,
+                props: None,
             });
             node.deliver(&entry.id, req, ReplyTo::Nobody, LocalHint::default());
         }

@@ -19,6 +19,7 @@ use eddy_object::Content;
 use tokio::time::Instant;
 
 use crate::error::KvError;
+use crate::metadata::entries::PropsEntries;
 use crate::node::Node;
 use crate::props::BucketProps;
 use crate::quorum::Quorum;
@@ -32,6 +33,24 @@ impl Node {
     }
 
     pub(crate) fn props(&self, bucket: &BucketRef) -> Result<Arc<BucketProps>, KvError> {
+        self.check_bucket(bucket)?;
+        Ok(self
+            .registry
+            .bucket_props_shared(&bucket.bucket_type, &bucket.bucket)?)
+    }
+
+    /// A bucket's props with the stamped entries they were resolved from.
+    pub(crate) fn props_entries(
+        &self,
+        bucket: &BucketRef,
+    ) -> Result<(Arc<BucketProps>, Arc<PropsEntries>), KvError> {
+        self.check_bucket(bucket)?;
+        Ok(self
+            .registry
+            .bucket_props_entries(&bucket.bucket_type, &bucket.bucket)?)
+    }
+
+    fn check_bucket(&self, bucket: &BucketRef) -> Result<(), KvError> {
         if bucket.bucket.is_empty() {
             return Err(KvError::Empty("bucket"));
         }
@@ -44,9 +63,7 @@ impl Node {
                 max,
             });
         }
-        Ok(self
-            .registry
-            .bucket_props_shared(&bucket.bucket_type, &bucket.bucket)?)
+        Ok(())
     }
 
     pub(crate) fn check_key(&self, key: &[u8]) -> Result<(), KvError> {

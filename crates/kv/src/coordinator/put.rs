@@ -6,6 +6,14 @@
 //! not marked damaged (design note 009), else the first reachable one.
 //! A vnode that refuses before writing (a condition, a limit, a full disk)
 //! refuses the whole put: nothing was replicated.
+//!
+//! Bucket props (design note 010 §2): puts to vnodes of other nodes carry
+//! the stamped props entries the coordinator resolved. A replica holding a
+//! newer entry refuses with its entries; the coordinator applies them to
+//! its registry and runs the put again under the props they resolve to:
+//! the client's write again if nothing was written, else the coordinated
+//! object to every replica of the new preflist. At most
+//! [`PROPS_RESTARTS_MAX`] times, then the refusal is the put's answer.
 
 use std::sync::Arc;
 
@@ -18,36 +26,29 @@ use tokio::time::{Instant, timeout_at};
 use super::{PreflistEntry, quorum, storage_key};
 use crate::core::put::{NodeIndex, PutCore, PutFailure, PutReply};
 use crate::error::KvError;
+use crate::metadata::entries::PropsEntries;
 use crate::node::{Node, NodeCounters};
+use crate::props::BucketProps;
 use crate::props::SyncOnWrite;
-use crate::request::{PutRequest, PutResponse};
+use crate::request::{BucketRef, PutOptions, PutRequest, PutResponse};
 use crate::vnode::msg::{
     Conditions, Coordinate, PutKind, PutRequest as VnodePut, StorageKey, SyncLevel, VnodeReply,
     VnodeRequest, WritePolicy,
 };
 use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
 
+/// How many times a put starts again under the newer bucket props a
+/// replica refused it with, before it fails with that refusal.
+const PROPS_RESTARTS_MAX: u32 = 3;
+
 impl Node {
     /// Writes an object with the request's (or the bucket's) quorums.
     pub async fn put(self: &Arc<Self>, req: PutRequest) -> Result<PutResponse, KvError> {
         NodeCounters::bump(&self.counters.puts);
-        let props = self.props(&req.bucket)?;
+        let resolved = self.props_entries(&req.bucket)?;
         let key = req.key.clone().unwrap_or_else(generate_key);
         self.check_key(&key)?;
         self.check_content(&req.content)?;
-        let n = props.n_val;
-        let w = quorum("w", req.options.w, props.w, n)?;
-        let dw = quorum("dw", req.options.dw, props.dw, n)?;
-        let pw = quorum("pw", req.options.pw, props.pw, n)?;
-        let node_confirms = quorum("node_confirms", None, props.node_confirms, n)?;
-        let preflist = self.preflist_entries(Node::key_hash(&req.bucket, &key), n);
-        if preflist.is_empty() {
-            // A node that owns no partition (joining, or left) and sees
-            // every owner down has no vnode to write to.
-            let needed = w.max(dw);
-            return Err(KvError::WriteQuorum(PutFailure::W { needed, got: 0 }));
-        }
-        let first = self.coordinator(&preflist);
         let mut content = req.content;
         content.meta.last_modified_us = self.config.clock.now_us();
         content.meta.vtag = generate_vtag();
@@ -64,24 +65,17 @@ impl Node {
             content,
             conditions,
         };
-        let skey = storage_key(&req.bucket, &key);
-        if let Some(vnode) = self.local_vnode(&preflist[first]) {
-            vnode.check_writable(&skey.bucket)?;
-        }
-        let mut fsm = PutFsm {
-            node: self,
-            preflist: &preflist,
-            first,
-            key: skey,
-            policy: self.write_policy(&props),
-            sync: Syncs {
-                dw: dw > 0,
-                on_write: props.sync_on_write,
-            },
+        let target = Target {
+            bucket: &req.bucket,
+            key: storage_key(&req.bucket, &key),
+            options: &req.options,
             deadline: self.deadline(req.options.timeout_ms),
         };
-        let core = PutCore::new(preflist.len() as u32, w, dw, pw).with_node_confirms(node_confirms);
-        let coordinated = fsm.run(coordinate, core).await?;
+        let write = Write {
+            client: Some(coordinate),
+            coordinated: None,
+        };
+        let coordinated = self.put_under_props(&target, resolved, write).await?;
         self.warn_siblings(coordinated.siblings);
         let wants_object = req.options.return_body || req.options.return_head;
         let object = match wants_object {
@@ -89,6 +83,81 @@ impl Node {
             false => None,
         };
         Ok(PutResponse { key, object })
+    }
+
+    /// Runs the put under the bucket's props and, when a replica holds
+    /// newer ones (design note 010 §2), applies them and runs it again
+    /// under them: from the start if nothing was written, else by sending
+    /// the coordinated object to every replica of the new preflist.
+    async fn put_under_props(
+        self: &Arc<Self>,
+        target: &Target<'_>,
+        mut resolved: (Arc<BucketProps>, Arc<PropsEntries>),
+        mut write: Write,
+    ) -> Result<Coordinated, KvError> {
+        let mut restarts = 0;
+        loop {
+            let (props, entries) = resolved;
+            let (mut fsm, core) = self.put_fsm(target, &props, entries)?;
+            match fsm.run(&mut write, core).await {
+                Err(KvError::PropsNewer(theirs)) if restarts < PROPS_RESTARTS_MAX => {
+                    restarts += 1;
+                    let BucketRef {
+                        bucket_type,
+                        bucket,
+                    } = target.bucket;
+                    tracing::debug!(restarts, "a replica has newer bucket props");
+                    self.registry.apply_entries(bucket_type, bucket, &theirs)?;
+                    resolved = self.props_entries(target.bucket)?;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    /// The coordinator of one run of a put under `props`, and its quorum
+    /// core.
+    fn put_fsm<'a>(
+        self: &'a Arc<Self>,
+        target: &'a Target<'a>,
+        props: &BucketProps,
+        entries: Arc<PropsEntries>,
+    ) -> Result<(PutFsm<'a>, PutCore), KvError> {
+        let options = target.options;
+        let n = props.n_val;
+        let w = quorum("w", options.w, props.w, n)?;
+        let dw = quorum("dw", options.dw, props.dw, n)?;
+        let pw = quorum("pw", options.pw, props.pw, n)?;
+        let node_confirms = quorum("node_confirms", None, props.node_confirms, n)?;
+        let hash = Node::key_hash(target.bucket, &target.key.key[..]);
+        let preflist = self.preflist_entries(hash, n);
+        if preflist.is_empty() {
+            // A node that owns no partition (joining, or left) and sees
+            // every owner down has no vnode to write to.
+            let needed = w.max(dw);
+            return Err(KvError::WriteQuorum(PutFailure::W { needed, got: 0 }));
+        }
+        let first = self.coordinator(&preflist);
+        if let Some(vnode) = self.local_vnode(&preflist[first]) {
+            vnode.check_writable(&target.key.bucket)?;
+        }
+        let remote = preflist.iter().any(|e| !e.local);
+        let fsm = PutFsm {
+            node: self,
+            preflist,
+            first,
+            key: &target.key,
+            policy: self.write_policy(props),
+            sync: Syncs {
+                dw: dw > 0,
+                on_write: props.sync_on_write,
+            },
+            props: remote.then_some(entries),
+            deadline: target.deadline,
+        };
+        let core =
+            PutCore::new(fsm.preflist.len() as u32, w, dw, pw).with_node_confirms(node_confirms);
+        Ok((fsm, core))
     }
 
     /// The vnode that should coordinate: the first local one not marked
@@ -118,16 +187,35 @@ struct Coordinated {
     siblings: usize,
 }
 
-/// One coordinated put: its preflist (the coordinating vnode first), key,
-/// policy and deadline.
+/// What a put writes and when it must answer, whatever the props.
+struct Target<'a> {
+    bucket: &'a BucketRef,
+    key: StorageKey,
+    options: &'a PutOptions,
+    deadline: Instant,
+}
+
+/// A put's write: the client's until a vnode coordinated it, then the
+/// object that vnode stored (which a run under newer props sends to
+/// every replica).
+struct Write {
+    client: Option<Coordinate>,
+    coordinated: Option<Written>,
+}
+
+/// One run of a put: its preflist, the coordinating vnode's place in it,
+/// key, policy and deadline.
 struct PutFsm<'a> {
     node: &'a Arc<Node>,
-    preflist: &'a [PreflistEntry],
+    preflist: Arc<[PreflistEntry]>,
     /// The coordinating vnode's place in `preflist`.
     first: usize,
-    key: StorageKey,
+    key: &'a StorageKey,
     policy: WritePolicy,
     sync: Syncs,
+    /// The bucket props entries the policy came from, sent to vnodes of
+    /// other nodes; `None` when every replica is local (one registry).
+    props: Option<Arc<PropsEntries>>,
     deadline: Instant,
 }
 
@@ -151,44 +239,21 @@ impl Syncs {
 
 impl PutFsm<'_> {
     /// Runs the put to its answer: the coordinating vnode's object once
-    /// every quorum is met.
-    async fn run(
-        &mut self,
-        coordinate: Coordinate,
-        mut core: PutCore,
-    ) -> Result<Coordinated, KvError> {
+    /// every quorum is met. A replica's refusal under newer bucket props
+    /// ends the run at once, `write` keeping what was not yet sent or
+    /// what was coordinated.
+    async fn run(&mut self, write: &mut Write, mut core: PutCore) -> Result<Coordinated, KvError> {
         let node = self.node;
-        // A vnode of another node may be handing its partition off or be
-        // gone: the write then goes to the next replica, once each.
-        let mut spare = self
-            .preflist
-            .iter()
-            .any(|e| !e.local)
-            .then(|| coordinate.clone());
-        let mut coordinate = Some(coordinate);
-        let mut tries = 1;
-        let (tx, mut rx, coordinated) = loop {
-            let (tx, mut rx) = unbounded_channel::<Reply>();
-            let write = coordinate.take().or_else(|| spare.clone());
-            let Some(write) = write else {
-                return Err(KvError::Unreachable("no replica took the write".into()));
-            };
-            let req = self.request(PutKind::Coordinate(Box::new(write)), true);
-            let to = &self.preflist[self.first].id;
-            node.deliver(to, req, ReplyTo::Local(tx.clone()), LocalHint::default());
-            match self.await_coordinated(&mut rx, &mut core).await {
-                Ok(coordinated) => break (tx, rx, coordinated),
-                Err(e) if moving(&e) && tries < self.preflist.len() && spare.is_some() => {
-                    tracing::debug!(partition = to.partition.0, "coordinating elsewhere: {e}");
-                    tries += 1;
-                    self.first = (self.first + 1) % self.preflist.len();
-                }
-                Err(e) => return Err(e),
+        let (tx, mut rx, coordinated) = match write.coordinated.take() {
+            None => self.coordinate(write, &mut core).await?,
+            Some(coordinated) => {
+                let (tx, rx) = unbounded_channel::<Reply>();
+                self.replicate(&coordinated.encoded, LocalHint::default(), &tx, None);
+                (tx, rx, coordinated)
             }
         };
-        let _ = spare.take();
-        self.replicate(&coordinated.encoded, coordinated.hint, tx);
         NodeCounters::add(&node.counters.vnode_puts, self.preflist.len() as u64);
+        drop(tx);
         let mut exhausted = None;
         while !core.enough() {
             let reply = match timeout_at(self.deadline, rx.recv()).await {
@@ -196,7 +261,10 @@ impl PutFsm<'_> {
                 Ok(None) => break,
                 Err(_) => return Err(KvError::Timeout),
             };
-            self.record(&mut core, reply, &mut exhausted);
+            if let Some(newer) = self.record(&mut core, reply, &mut exhausted) {
+                write.coordinated = Some(coordinated);
+                return Err(newer);
+            }
         }
         // A quorum missed for want of disk or descriptors is answered with
         // that cause, so the client hears it is transient; /health reports
@@ -211,6 +279,54 @@ impl PutFsm<'_> {
             encoded: coordinated.encoded,
             siblings: coordinated.siblings,
         })
+    }
+
+    /// Has the coordinating vnode apply the client's write, then sends
+    /// its object to the other replicas.
+    async fn coordinate(
+        &mut self,
+        write: &mut Write,
+        core: &mut PutCore,
+    ) -> Result<(UnboundedSender<Reply>, UnboundedReceiver<Reply>, Written), KvError> {
+        let node = self.node;
+        // A vnode of another node may be handing its partition off or be
+        // gone: the write then goes to the next replica, once each.
+        let spare = match self.preflist.iter().any(|e| !e.local) {
+            true => write.client.clone(),
+            false => None,
+        };
+        let mut tries = 1;
+        loop {
+            let (tx, mut rx) = unbounded_channel::<Reply>();
+            let Some(client) = write.client.take().or_else(|| spare.clone()) else {
+                return Err(KvError::Unreachable("no replica took the write".into()));
+            };
+            let req = self.request(PutKind::Coordinate(Box::new(client)), self.first);
+            let to = &self.preflist[self.first].id;
+            node.deliver(to, req, ReplyTo::Local(tx.clone()), LocalHint::default());
+            match self.await_coordinated(&mut rx, core).await {
+                Ok(coordinated) => {
+                    self.replicate(
+                        &coordinated.encoded,
+                        coordinated.hint,
+                        &tx,
+                        Some(self.first),
+                    );
+                    return Ok((tx, rx, coordinated));
+                }
+                Err(e) if moving(&e) && tries < self.preflist.len() && spare.is_some() => {
+                    tracing::debug!(partition = to.partition.0, "coordinating elsewhere: {e}");
+                    tries += 1;
+                    self.first = (self.first + 1) % self.preflist.len();
+                }
+                Err(e) => {
+                    // Kept for a run under newer props, which follows only
+                    // a refusal: the vnode wrote nothing.
+                    write.client = spare;
+                    return Err(e);
+                }
+            }
+        }
     }
 
     /// Waits for the coordinating vnode's object. A refusal before it
@@ -251,19 +367,26 @@ impl PutFsm<'_> {
         }
     }
 
-    /// Sends the coordinating vnode's object to the other replicas.
-    fn replicate(&self, encoded: &Bytes, hint: LocalHint, tx: UnboundedSender<Reply>) {
+    /// Sends the coordinated object to every replica but `except` (the
+    /// vnode that coordinated it, in this run).
+    fn replicate(
+        &self,
+        encoded: &Bytes,
+        hint: LocalHint,
+        tx: &UnboundedSender<Reply>,
+        except: Option<usize>,
+    ) {
         let others = self
             .preflist
             .iter()
             .enumerate()
-            .filter(|(i, _)| *i != self.first);
-        for (_, entry) in others {
+            .filter(|(i, _)| Some(*i) != except);
+        for (i, entry) in others {
             let req = self.request(
                 PutKind::Replicate {
                     encoded: encoded.clone(),
                 },
-                false,
+                i,
             );
             // The commit-log position is a fact of this node only.
             let hint = match entry.local {
@@ -275,9 +398,17 @@ impl PutFsm<'_> {
         }
     }
 
-    fn record(&self, core: &mut PutCore, reply: Reply, exhausted: &mut Option<KvError>) {
+    /// Counts one replica's reply; returns a refusal under newer bucket
+    /// props, which ends the run.
+    fn record(
+        &self,
+        core: &mut PutCore,
+        reply: Reply,
+        exhausted: &mut Option<KvError>,
+    ) -> Option<KvError> {
         let (node, primary) = self.replier(reply.partition);
         match reply.reply {
+            VnodeReply::Put(Err(e @ KvError::PropsNewer(_))) => return Some(e),
             VnodeReply::Put(Ok(ack)) => core.add_result(PutReply::Ok {
                 node,
                 primary,
@@ -297,6 +428,7 @@ impl PutFsm<'_> {
             }
             VnodeReply::Coordinated { .. } | VnodeReply::Get(_) | VnodeReply::Fold(_) => {}
         }
+        None
     }
 
     /// The node a reply's vnode runs on (as the index of its first entry
@@ -314,12 +446,18 @@ impl PutFsm<'_> {
         (node as NodeIndex, entry.primary)
     }
 
-    fn request(&self, kind: PutKind, coordinating: bool) -> VnodeRequest {
+    /// The put to the replica at `i` in the preflist.
+    fn request(&self, kind: PutKind, i: usize) -> VnodeRequest {
+        let entry = &self.preflist[i];
         VnodeRequest::Put(VnodePut {
             key: self.key.clone(),
             kind,
             policy: self.policy,
-            sync: self.sync.level(coordinating),
+            sync: self.sync.level(i == self.first),
+            props: match entry.local {
+                true => None,
+                false => self.props.clone(),
+            },
         })
     }
 }

@@ -340,6 +340,7 @@ fn merge(node: &Node, vnode: &Vnode, items: &[Item]) -> Result<(), String> {
             },
             policy: policy(node, &item.bucket),
             sync: SyncLevel::Written,
+            props: None,
         };
         vnode.send(
             VnodeRequest::Put(put),

@@ -7,11 +7,14 @@
 //! An object travels as its encoded bytes ([`Bytes`]), which every hop
 //! passes on untouched.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use eddy_object::{Content, VersionVector};
 use eddy_ring::{NodeName, Partition};
 
 use crate::error::KvError;
+use crate::metadata::entries::PropsEntries;
 
 /// A vnode's address: its partition and the node it runs on.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -87,6 +90,11 @@ pub struct PutRequest {
     pub policy: WritePolicy,
     /// When to reply.
     pub sync: SyncLevel,
+    /// The stamped bucket props entries the coordinator resolved the
+    /// policy from, for a vnode on another node to check its own against
+    /// (design note 010 §2); `None`: no check (a vnode of the
+    /// coordinator's own node, read repair, handoff).
+    pub props: Option<Arc<PropsEntries>>,
 }
 
 /// One request to a vnode.

@@ -79,6 +79,7 @@ pub fn coordinate_content(key: &str, content: Content, if_none_match: bool) -> V
         })),
         policy: policy(),
         sync: SyncLevel::Written,
+        props: None,
     })
 }
 
@@ -88,6 +89,7 @@ pub fn replicate(key: &str, encoded: Bytes) -> VnodeRequest {
         kind: PutKind::Replicate { encoded },
         policy: policy(),
         sync: SyncLevel::Durable,
+        props: None,
     })
 }
 

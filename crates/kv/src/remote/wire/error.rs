@@ -33,6 +33,7 @@ const TOO_LARGE: u8 = 13;
 const NOT_HOSTED: u8 = 14;
 const VNODE_START: u8 = 15;
 const CLOSED: u8 = 16;
+const PROPS_NEWER: u8 = 17;
 
 /// The engine name of a remote vnode's error of kind `other`.
 pub const OTHER_ENGINE: &str = "remote vnode";
@@ -79,6 +80,11 @@ pub(super) fn encode(w: &mut Writer, e: &KvError) {
         KvError::Unreachable(m) => text(w, UNREACHABLE, m),
         KvError::Timeout => w.u8(TIMEOUT),
         KvError::TooLarge { what, size, max } => too_large(w, what, *size, *max),
+        KvError::PropsNewer(entries) if super::props::fits(entries) => {
+            w.u8(PROPS_NEWER);
+            // Cannot fail: `fits` checked every length.
+            let _ = super::props::encode(w, entries);
+        }
         other => text(w, OTHER, &other.to_string()),
     }
 }
@@ -179,6 +185,7 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<KvError, WireError> {
         NOT_HOSTED => KvError::NotHosted(r.u32()?),
         VNODE_START => KvError::VnodeStart(text(r)?),
         CLOSED => KvError::Storage(StorageError::Closed),
+        PROPS_NEWER => KvError::PropsNewer(Box::new(super::props::decode(r)?)),
         value => return Err(bad("error kind", value)),
     })
 }

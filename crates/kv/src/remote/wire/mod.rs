@@ -17,6 +17,7 @@
 
 mod buf;
 mod error;
+mod props;
 mod reply;
 mod request;
 

@@ -1,9 +1,15 @@
-//! Requests to a vnode: put (coordinate or replicate), get, reap.
+//! Requests to a vnode: put (coordinate or replicate), get, reap, fold.
+//!
+//! A put that carries its coordinator's bucket props entries is written
+//! with the ops `coordinate with props` and `replicate with props`; one
+//! without them with the ops of the first format, which still decode.
 //!
 //! A coordinated put's client write (context and content) travels as an
 //! object in eddy_object's format with one sibling whose dot is 0.0: the
 //! object's version vector is the context. Version vectors travel in
 //! eddy_object's format too.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use eddy_object::{Actor, Dot, RiakObject, Sibling, VersionVector, codec};
@@ -23,6 +29,8 @@ const OP_REPLICATE: u8 = 2;
 const OP_GET: u8 = 3;
 const OP_REAP: u8 = 4;
 const OP_FOLD: u8 = 5;
+const OP_COORDINATE_PROPS: u8 = 6;
+const OP_REPLICATE_PROPS: u8 = 7;
 const FOLD_KEYS: u8 = 1;
 const FOLD_BUCKETS: u8 = 2;
 /// Longest bucket type name in a fold request.
@@ -35,7 +43,10 @@ const IF_NONE_MATCH: u8 = 1;
 const IF_NOT_MODIFIED: u8 = 2;
 
 pub(super) fn is_put_op(op: u8) -> bool {
-    matches!(op, OP_COORDINATE | OP_REPLICATE)
+    matches!(
+        op,
+        OP_COORDINATE | OP_REPLICATE | OP_COORDINATE_PROPS | OP_REPLICATE_PROPS
+    )
 }
 
 pub(super) fn is_get_op(op: u8) -> bool {
@@ -55,7 +66,8 @@ pub(super) fn size_hint(req: &VnodeRequest) -> usize {
                 PutKind::Coordinate(c) => 64 + c.content.value.len(),
                 PutKind::Replicate { encoded } => 4 + encoded.len(),
             };
-            1 + key(&put.key) + 10 + body
+            let props = put.props.as_deref().map_or(0, super::props::size_hint);
+            1 + key(&put.key) + 10 + props + body
         }
         VnodeRequest::Get { key: k } => 1 + key(k),
         VnodeRequest::Reap { key: k, .. } => 1 + key(k) + 64,
@@ -66,14 +78,19 @@ pub(super) fn size_hint(req: &VnodeRequest) -> usize {
 pub(super) fn encode(w: &mut Writer, req: &VnodeRequest) -> Result<(), WireError> {
     match req {
         VnodeRequest::Put(put) => {
-            let op = match put.kind {
-                PutKind::Coordinate(_) => OP_COORDINATE,
-                PutKind::Replicate { .. } => OP_REPLICATE,
+            let op = match (&put.kind, put.props.is_some()) {
+                (PutKind::Coordinate(_), false) => OP_COORDINATE,
+                (PutKind::Replicate { .. }, false) => OP_REPLICATE,
+                (PutKind::Coordinate(_), true) => OP_COORDINATE_PROPS,
+                (PutKind::Replicate { .. }, true) => OP_REPLICATE_PROPS,
             };
             w.u8(op);
             key(w, &put.key)?;
             policy(w, put.policy);
             w.u8(put.sync as u8);
+            if let Some(entries) = &put.props {
+                super::props::encode(w, entries)?;
+            }
             match &put.kind {
                 PutKind::Coordinate(c) => coordinate(w, c),
                 PutKind::Replicate { encoded } => w.blob("replicated object", encoded),
@@ -170,12 +187,20 @@ fn check_ranges(n: usize) -> Result<(), WireError> {
 pub(super) fn decode(r: &mut Reader<'_>) -> Result<VnodeRequest, WireError> {
     let op = r.u8()?;
     match op {
-        OP_COORDINATE | OP_REPLICATE => {
+        OP_COORDINATE | OP_REPLICATE | OP_COORDINATE_PROPS | OP_REPLICATE_PROPS => {
             let key = read_key(r)?;
             let policy = read_policy(r)?;
             let sync = read_sync(r)?;
+            let props = match op {
+                OP_COORDINATE_PROPS | OP_REPLICATE_PROPS => {
+                    Some(Arc::new(super::props::decode(r)?))
+                }
+                _ => None,
+            };
             let kind = match op {
-                OP_COORDINATE => PutKind::Coordinate(Box::new(read_coordinate(r)?)),
+                OP_COORDINATE | OP_COORDINATE_PROPS => {
+                    PutKind::Coordinate(Box::new(read_coordinate(r)?))
+                }
                 _ => PutKind::Replicate {
                     encoded: r.blob("replicated object")?,
                 },
@@ -185,6 +210,7 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<VnodeRequest, WireError> {
                 kind,
                 policy,
                 sync,
+                props,
             }))
         }
         OP_GET => Ok(VnodeRequest::Get { key: read_key(r)? }),

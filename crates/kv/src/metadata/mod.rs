@@ -9,17 +9,28 @@
 //!
 //! Invariant: an entry changed here is not overwritten by the cluster's
 //! version until the cluster has taken this change ([`BucketRegistry::
-//! confirmed`]): until then the cluster's version is older than ours.
+//! confirmed`]): until then the cluster's version is older than ours. A
+//! version with the same content (the change itself, stamped) gives the
+//! entry its stamp at once.
+//!
+//! Invariant: an entry the cluster stamped is replaced only by a version
+//! whose stamp is not older ([`entries::EntryStamp`]), whoever applies it:
+//! the cluster's metadata, or a put that carried the entries its
+//! coordinator used ([`entries`]).
 //!
 //! Entries travel as JSON: a type as `{"status": "created"|"active",
 //! "patch": {...}}`, a bucket as its props patch (`None`: reset), named by
 //! its type and its name in hex.
 
+pub mod entries;
+
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::types::{BucketRegistry, RegistryError, StoredBucket, StoredType, to_hex};
+use crate::props::PropsPatch;
+use crate::types::{BucketRegistry, RegistryError, Stored, StoredBucket, StoredType, to_hex};
+use entries::EntryStamp;
 
 /// One local change to share.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,12 +51,33 @@ pub enum MetadataChange {
 /// Told of each local change.
 pub type MetadataHook = Arc<dyn Fn(MetadataChange) + Send + Sync>;
 
-/// The shared metadata to apply: types by name, buckets by (type, hex
-/// name) with their patch (`None`: reset).
+/// The shared metadata to apply.
 #[derive(Clone, Debug, Default)]
 pub struct SharedMetadata {
-    pub types: Vec<(String, Value)>,
-    pub buckets: Vec<(String, String, Option<Value>)>,
+    pub types: Vec<SharedType>,
+    pub buckets: Vec<SharedBucket>,
+}
+
+/// A bucket type's shared entry.
+#[derive(Clone, Debug)]
+pub struct SharedType {
+    pub name: String,
+    /// `{"status": ..., "patch": ...}`.
+    pub entry: Value,
+    /// The stamp of its write; `None` for an unstamped entry, which
+    /// replaces no stamped one.
+    pub stamp: Option<EntryStamp>,
+}
+
+/// A bucket's shared entry.
+#[derive(Clone, Debug)]
+pub struct SharedBucket {
+    pub bucket_type: String,
+    /// The bucket's name in hex.
+    pub bucket: String,
+    /// Its props patch; `None` after a reset.
+    pub patch: Option<Value>,
+    pub stamp: Option<EntryStamp>,
 }
 
 /// An entry of the registry, as changes and the cluster name it.
@@ -87,24 +119,28 @@ impl BucketRegistry {
         let _ = self.hook.set(hook);
     }
 
-    /// Replaces the entries `shared` names with its versions; entries it
-    /// does not name stay. Entries that do not parse are skipped with a
-    /// warning (another node's newer format).
+    /// Replaces the entries `shared` names with its versions, each unless
+    /// the entry held has a newer stamp or is an unconfirmed local change
+    /// to other content; entries it does not name stay. Entries that do
+    /// not parse are skipped with a warning (another node's newer format).
     pub fn apply_shared(&self, shared: &SharedMetadata) -> Result<(), RegistryError> {
-        let types: Vec<(String, StoredType)> = shared
+        let types: Vec<ParsedType> = shared
             .types
             .iter()
-            .filter_map(|(name, entry)| Some((name.clone(), parsed(entry)?)))
+            .filter_map(|t| Some((t.name.clone(), parsed(&t.entry)?, t.stamp)))
             .collect();
-        let buckets: Vec<(String, String, Option<crate::props::PropsPatch>)> = shared
+        let buckets: Vec<ParsedBucket> = shared
             .buckets
             .iter()
-            .filter_map(|(t, b, patch)| match patch {
-                Some(p) => Some((t.clone(), b.clone(), Some(parsed(p)?))),
-                None => Some((t.clone(), b.clone(), None)),
+            .filter_map(|b| {
+                let patch = match &b.patch {
+                    Some(p) => Some(parsed(p)?),
+                    None => None,
+                };
+                Some((b.bucket_type.clone(), b.bucket.clone(), patch, b.stamp))
             })
             .collect();
-        if self.holds(&types, &buckets) {
+        if !self.has_news(&types, &buckets) {
             return Ok(());
         }
         self.change(|stored| {
@@ -113,47 +149,53 @@ impl BucketRegistry {
             // or made after this.
             let unconfirmed = self.unconfirmed.lock();
             let ours = |e: EntryName| unconfirmed.contains_key(&e);
-            for (name, t) in types {
-                if !ours(EntryName::Type(name.clone())) {
-                    stored.types.insert(name, t);
+            for (name, t, stamp) in types {
+                if stamp < stored.stamps.of_type(&name) {
+                    continue;
                 }
+                // A local change the cluster already holds (the same
+                // content) takes the cluster's stamp; any other version
+                // waits until the change is confirmed.
+                let same = stored.types.get(&name) == Some(&t);
+                if ours(EntryName::Type(name.clone())) && !same {
+                    continue;
+                }
+                if let Some(stamp) = stamp {
+                    stored.stamps.types.insert(name.clone(), stamp);
+                }
+                stored.types.insert(name, t);
             }
-            let buckets = buckets
-                .into_iter()
-                .filter(|(t, b, _)| !ours(EntryName::Bucket(t.clone(), b.clone())));
-            for (bucket_type, bucket, patch) in buckets {
-                stored
-                    .buckets
-                    .retain(|b| !(b.bucket_type == bucket_type && b.bucket == bucket));
-                if let Some(patch) = patch {
-                    stored.buckets.push(StoredBucket {
-                        bucket_type,
-                        bucket,
-                        patch,
-                    });
+            for (bucket_type, bucket, patch, stamp) in buckets {
+                if stamp < stored.stamps.of_bucket(&bucket_type, &bucket) {
+                    continue;
                 }
+                let same = bucket_patch(stored, &bucket_type, &bucket) == patch.as_ref();
+                let entry = EntryName::Bucket(bucket_type.clone(), bucket.clone());
+                if ours(entry) && !same {
+                    continue;
+                }
+                if let Some(stamp) = stamp {
+                    stored.stamps.set_bucket(&bucket_type, &bucket, stamp);
+                }
+                set_bucket(stored, bucket_type, bucket, patch);
             }
             Ok(())
         })
     }
 
-    /// True if every entry is already as given (nothing to write).
-    fn holds(
-        &self,
-        types: &[(String, StoredType)],
-        buckets: &[(String, String, Option<crate::props::PropsPatch>)],
-    ) -> bool {
+    /// True if some entry would change: its stamp is not older than the
+    /// one held, and its content or stamp differs.
+    fn has_news(&self, types: &[ParsedType], buckets: &[ParsedBucket]) -> bool {
         let stored = self.stored.read();
-        let types_held = types.iter().all(|(n, t)| stored.types.get(n) == Some(t));
-        let buckets_held = buckets.iter().all(|(t, b, patch)| {
-            let held = stored
-                .buckets
-                .iter()
-                .find(|s| s.bucket_type == *t && s.bucket == *b)
-                .map(|s| &s.patch);
-            held == patch.as_ref()
+        let type_news = types.iter().any(|(n, t, stamp)| {
+            let held = stored.stamps.of_type(n);
+            *stamp >= held && (*stamp != held || stored.types.get(n) != Some(t))
         });
-        types_held && buckets_held
+        let bucket_news = buckets.iter().any(|(t, b, patch, stamp)| {
+            let held = stored.stamps.of_bucket(t, b);
+            *stamp >= held && (*stamp != held || bucket_patch(&stored, t, b) != patch.as_ref())
+        });
+        type_news || bucket_news
     }
 
     /// Tells the hook of type `name`'s entry as stored now.
@@ -205,6 +247,35 @@ impl BucketRegistry {
             patch,
         };
         hook(change);
+    }
+}
+
+/// A type's entry as applied: name, entry, stamp.
+type ParsedType = (String, StoredType, Option<EntryStamp>);
+/// A bucket's entry as applied: type, hex name, patch (`None`: reset),
+/// stamp.
+type ParsedBucket = (String, String, Option<PropsPatch>, Option<EntryStamp>);
+
+/// A bucket's patch in `stored`, if it has one.
+fn bucket_patch<'a>(stored: &'a Stored, bucket_type: &str, hex: &str) -> Option<&'a PropsPatch> {
+    stored
+        .buckets
+        .iter()
+        .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
+        .map(|b| &b.patch)
+}
+
+/// Sets (or with `None`, removes) a bucket's patch.
+fn set_bucket(stored: &mut Stored, bucket_type: String, bucket: String, patch: Option<PropsPatch>) {
+    stored
+        .buckets
+        .retain(|b| !(b.bucket_type == bucket_type && b.bucket == bucket));
+    if let Some(patch) = patch {
+        stored.buckets.push(StoredBucket {
+            bucket_type,
+            bucket,
+            patch,
+        });
     }
 }
 

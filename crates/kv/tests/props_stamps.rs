@@ -1,0 +1,311 @@
+//! Bucket props never lag a write (design note 010 §2), over the
+//! simulated network: two nodes with registries of their own, one of
+//! which has a newer props entry (a change or a reset) the other has not
+//! heard of. A put coordinated on the stale node is applied by every
+//! replica under the newest props, and leaves the stale node's registry
+//! with them; a put coordinated on the up-to-date node brings a stale
+//! replica's registry up to date; an older entry never replaces a newer
+//! one; a put whose coordinator cannot take the newer entry fails after a
+//! few tries with the refusal.
+
+use std::sync::{Arc, Weak};
+
+use eddy_kv::metadata::entries::{EntryStamp, PropsVersion};
+use eddy_kv::metadata::{SharedBucket, SharedMetadata, SharedType};
+use eddy_kv::props::BucketProps;
+use eddy_kv::remote::{Inline, NetRemote, RemoteConfig};
+use eddy_kv::router::unanswerable;
+use eddy_kv::types::BucketRegistry;
+use eddy_kv::*;
+use eddy_net::sim::SimNetwork;
+use eddy_object::{Actor, Content, codec};
+use eddy_ring::{ClaimParams, NodeName, Partition, Ring, claim};
+use eddy_storage::Backend;
+use eddy_storage::memory::{MemoryBackend, MemoryConfig};
+use serde_json::json;
+
+const RING_SIZE: u32 = 8;
+const TYPE: &str = "t";
+const BUCKET: &[u8] = b"b";
+
+fn stamp(time_ms: u64) -> EntryStamp {
+    EntryStamp {
+        time_ms,
+        counter: 0,
+        writer: 1,
+    }
+}
+
+/// The type both nodes know, and bucket `b`'s props as of `time_ms`.
+fn shared(bucket_patch: serde_json::Value, time_ms: u64) -> SharedMetadata {
+    SharedMetadata {
+        types: vec![SharedType {
+            name: TYPE.into(),
+            entry: json!({"status": "active", "patch": {}}),
+            stamp: Some(stamp(1)),
+        }],
+        buckets: vec![SharedBucket {
+            bucket_type: TYPE.into(),
+            bucket: hex(BUCKET),
+            patch: Some(bucket_patch),
+            stamp: Some(stamp(time_ms)),
+        }],
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+struct Memory;
+
+impl VnodeFactory for Memory {
+    fn open(&self, p: Partition) -> Result<VnodeParts, String> {
+        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
+        Ok((
+            backend,
+            Actor(1000 + rand::random::<u32>() as u64 + u64::from(p.0)),
+        )
+            .into())
+    }
+}
+
+struct Pair {
+    _net: SimNetwork,
+    nodes: Vec<Arc<Node>>,
+}
+
+/// Two nodes on a claimed ring, every preflist of three on both, each
+/// with its own registry holding bucket `b` with `allow_mult: false`.
+fn pair() -> Pair {
+    let net = SimNetwork::new(7);
+    let names: Vec<NodeName> = ["dev1@sim", "dev2@sim"]
+        .iter()
+        .map(|n| NodeName(n.to_string()))
+        .collect();
+    let single = Ring::single(RING_SIZE, names[0].clone()).unwrap();
+    let plan = claim(&single, &names, &ClaimParams::default()).unwrap();
+    let ring = Ring::from_owners(plan.owners).unwrap();
+    let nodes = names
+        .iter()
+        .map(|name| {
+            let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+            registry
+                .apply_shared(&shared(json!({"allow_mult": false}), 10))
+                .unwrap();
+            let config = NodeConfig {
+                node_name: name.clone(),
+                ring_size: RING_SIZE,
+                ..NodeConfig::default()
+            };
+            let owned = ring.owned_by(name);
+            let node = Node::start_with(config, registry, ring.clone(), &owned, |p| {
+                Memory.open(p).unwrap()
+            })
+            .unwrap();
+            node.set_vnode_factory(Arc::new(Memory));
+            connect(&node, &net, name);
+            node
+        })
+        .collect();
+    Pair { _net: net, nodes }
+}
+
+fn connect(node: &Arc<Node>, net: &SimNetwork, name: &NodeName) {
+    let config = RemoteConfig {
+        request_id_start: 1,
+        ..RemoteConfig::default()
+    };
+    let remote = NetRemote::new(net.add_node(name.clone()).unwrap(), config);
+    node.set_remote(remote.clone());
+    let weak: Weak<Node> = Arc::downgrade(node);
+    let inbound =
+        Arc::new(
+            move |to: eddy_kv::vnode::msg::VnodeId, req, reply| match weak.upgrade() {
+                Some(n) => n.receive(to.partition, req, reply),
+                None => unanswerable(to.partition, &req, &reply, KvError::ShuttingDown),
+            },
+        );
+    remote.serve(inbound, Arc::new(Inline)).unwrap();
+    remote.install().unwrap();
+    tokio::spawn(remote.watch_peers());
+}
+
+fn bucket() -> BucketRef {
+    BucketRef::typed(TYPE, BUCKET.to_vec())
+}
+
+fn put(key: &str, value: &str) -> PutRequest {
+    PutRequest {
+        bucket: bucket(),
+        key: Some(key.as_bytes().to_vec()),
+        context: None,
+        content: Content::new(value.as_bytes().to_vec()),
+        options: PutOptions {
+            w: Some(Quorum::All),
+            ..PutOptions::default()
+        },
+    }
+}
+
+/// The sibling values of every copy of `key` on both nodes, sorted.
+fn copies(p: &Pair, key: &str) -> Vec<Vec<String>> {
+    let storage_bucket = bucket().storage_bucket();
+    let mut out = Vec::new();
+    for node in &p.nodes {
+        for part in 0..RING_SIZE {
+            let Some(backend) = node.partition_backend(Partition(part)) else {
+                continue;
+            };
+            let Some(bytes) = backend.get(&storage_bucket, key.as_bytes()).unwrap() else {
+                continue;
+            };
+            let object = codec::decode(&bytes).unwrap();
+            let mut values: Vec<String> = object
+                .contents()
+                .map(|c| String::from_utf8(c.value.clone()).unwrap())
+                .collect();
+            values.sort();
+            out.push(values);
+        }
+    }
+    out
+}
+
+fn version(node: &Node) -> PropsVersion {
+    node.registry().props_version(TYPE, BUCKET)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_put_coordinated_on_a_stale_node_is_applied_under_the_newest_props() {
+    let p = pair();
+    let (stale, fresh) = (&p.nodes[0], &p.nodes[1]);
+    fresh
+        .registry()
+        .apply_shared(&shared(json!({"allow_mult": true}), 20))
+        .unwrap();
+    assert!(!stale.bucket_props(&bucket()).unwrap().allow_mult);
+
+    stale.put(put("k", "x")).await.unwrap();
+    // The stale node took the newer entry from the replica that refused.
+    assert_eq!(version(stale), version(fresh));
+    assert_eq!(version(stale).bucket, Some(stamp(20)));
+    assert!(stale.bucket_props(&bucket()).unwrap().allow_mult);
+
+    // A second blind write is a sibling on every replica (allow_mult),
+    // where the old props would have kept one value.
+    stale.put(put("k", "y")).await.unwrap();
+    let copies = copies(&p, "k");
+    assert_eq!(copies.len(), 3, "{copies:?}");
+    for values in &copies {
+        assert_eq!(values, &["x", "y"], "{copies:?}");
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_put_brings_a_stale_replica_the_newer_props() {
+    let p = pair();
+    let (fresh, stale) = (&p.nodes[0], &p.nodes[1]);
+    fresh
+        .registry()
+        .apply_shared(&shared(json!({"allow_mult": true, "n_val": 3}), 30))
+        .unwrap();
+    assert_eq!(version(stale).bucket, Some(stamp(10)));
+
+    fresh.put(put("k", "x")).await.unwrap();
+    assert_eq!(version(stale).bucket, Some(stamp(30)));
+    assert!(stale.bucket_props(&bucket()).unwrap().allow_mult);
+    fresh.put(put("k", "y")).await.unwrap();
+    for values in copies(&p, "k") {
+        assert_eq!(values, ["x", "y"]);
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_older_entry_a_put_carries_never_replaces_a_newer_one() {
+    let p = pair();
+    let (older, newer) = (&p.nodes[0], &p.nodes[1]);
+    newer
+        .registry()
+        .apply_shared(&shared(json!({"allow_mult": true}), 40))
+        .unwrap();
+    // Applying the older version again (as gossip or a put might) keeps
+    // the newer one.
+    newer
+        .registry()
+        .apply_shared(&shared(json!({"allow_mult": false}), 10))
+        .unwrap();
+    assert!(newer.bucket_props(&bucket()).unwrap().allow_mult);
+    older.put(put("k", "x")).await.unwrap();
+    assert_eq!(version(newer).bucket, Some(stamp(40)));
+    assert!(newer.bucket_props(&bucket()).unwrap().allow_mult);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_coordinator_that_cannot_take_the_newer_props_fails_after_a_few_tries() {
+    let p = pair();
+    let (behind, ahead) = (&p.nodes[0], &p.nodes[1]);
+    ahead
+        .registry()
+        .apply_shared(&shared(json!({"allow_mult": true}), 50))
+        .unwrap();
+    // A local change the cluster has not stamped yet: the shared entry is
+    // not applied over it, so this node stays behind.
+    behind.registry().on_change(Arc::new(|_| {}));
+    let patch = json!({"last_write_wins": false})
+        .as_object()
+        .cloned()
+        .unwrap();
+    behind
+        .registry()
+        .set_bucket_props(TYPE, BUCKET, &patch)
+        .unwrap();
+    let err = behind.put(put("k", "x")).await.unwrap_err();
+    assert!(matches!(err, KvError::PropsNewer(_)), "{err:?}");
+    assert_eq!(version(behind).bucket, Some(stamp(10)));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_newer_reset_reaches_the_coordinator_and_the_type_props_apply() {
+    let p = pair();
+    let (stale, fresh) = (&p.nodes[0], &p.nodes[1]);
+    let mut reset = shared(json!(null), 60);
+    reset.buckets[0].patch = None;
+    fresh.registry().apply_shared(&reset).unwrap();
+    // A typed bucket's defaults have allow_mult on.
+    assert!(fresh.bucket_props(&bucket()).unwrap().allow_mult);
+
+    stale.put(put("k", "x")).await.unwrap();
+    assert_eq!(version(stale).bucket, Some(stamp(60)));
+    assert!(stale.bucket_props(&bucket()).unwrap().allow_mult);
+    stale.put(put("k", "y")).await.unwrap();
+    for values in copies(&p, "k") {
+        assert_eq!(values, ["x", "y"]);
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_local_change_takes_the_stamp_a_replica_already_has_for_it() {
+    let p = pair();
+    let (writer, replica) = (&p.nodes[0], &p.nodes[1]);
+    // The change is made on `writer`, whose push reached `replica` (with
+    // the cluster's stamp) before `writer` heard it was taken.
+    writer.registry().on_change(Arc::new(|_| {}));
+    let patch = json!({"allow_mult": true}).as_object().cloned().unwrap();
+    writer
+        .registry()
+        .set_bucket_props(TYPE, BUCKET, &patch)
+        .unwrap();
+    replica
+        .registry()
+        .apply_shared(&shared(json!({"allow_mult": true}), 70))
+        .unwrap();
+    assert_eq!(version(writer).bucket, Some(stamp(10)));
+
+    writer.put(put("k", "x")).await.unwrap();
+    assert_eq!(version(writer).bucket, Some(stamp(70)));
+    writer.put(put("k", "y")).await.unwrap();
+    for values in copies(&p, "k") {
+        assert_eq!(values, ["x", "y"]);
+    }
+}
