@@ -219,6 +219,27 @@ async fn a_reply_is_retried_for_a_bounded_time_only() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_peer_found_down_behind_a_silent_partition_fails_its_requests() {
+    let s = two_nodes();
+    let members = |names: &[&str]| Arc::new(names.iter().map(|n| node(n)).collect());
+    let (up_tx, up) = tokio::sync::watch::channel(members(&["a", "b"]));
+    tokio::spawn(s.a.watch_up(up));
+    s.net.partition(&[node("a")], &[node("b")]);
+    let mut rx = send(&s.a, 0, get("k"));
+    assert!(next(&mut rx, Duration::from_secs(1)).await.is_none());
+    up_tx.send(members(&["a"])).unwrap();
+    let answer = next(&mut rx, Duration::from_millis(1))
+        .await
+        .expect("failed when found down")
+        .reply;
+    assert!(
+        matches!(answer, VnodeReply::Get(Err(KvError::Unreachable(ref n))) if n == "b"),
+        "{answer:?}"
+    );
+    assert_eq!(s.a.pending(), 0);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_partition_times_out_and_the_abandoned_entry_is_swept() {
     let s = two_nodes();
     s.net.partition(&[node("a")], &[node("b")]);

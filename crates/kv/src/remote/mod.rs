@@ -10,9 +10,10 @@
 //! be sent (peer unreachable or refusing, queue full, transport shut
 //! down) is answered at once with [`KvError::Unreachable`]; one whose peer
 //! is lost while it waits (a peer event, see [`NetRemote::watch_peers`])
-//! likewise. A request whose peer never answers (a partition) is left to
-//! its coordinator's deadline; the entry goes once the coordinator drops
-//! its receiver, at the next sweep.
+//! or found down by the failure detector ([`NetRemote::watch_up`])
+//! likewise. A request whose peer never answers and is not found down is
+//! left to its coordinator's deadline; the entry goes once the coordinator
+//! drops its receiver, at the next sweep.
 //!
 //! Threads: the transport runs [`NetRemote::handle`] on its connection
 //! reader (TCP) or its driver (simulation), which must not block. Replies
@@ -51,6 +52,7 @@ mod pending;
 mod resend;
 pub mod wire;
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -60,6 +62,7 @@ use bytes::Bytes;
 use eddy_net::{HandlerAlreadySet, Lane, NodeName, PeerState, SendError, Transport};
 use eddy_ring::Partition;
 use tokio::runtime::Handle;
+use tokio::sync::watch;
 
 use crate::error::KvError;
 use crate::router::{RemoteVnodes, unanswerable};
@@ -195,6 +198,29 @@ impl NetRemote {
                 if event.lane == Lane::Control && lost {
                     me.fail_peer(&event.peer);
                 }
+            }
+        }
+    }
+
+    /// Fails the waiting requests of every peer that leaves `up` (a
+    /// failure detector's view of the members up), until the view's sender
+    /// or this `NetRemote` goes: a peer behind a silent partition is then
+    /// given up on when it is found down, not at each request's deadline.
+    /// Spawn it on the runtime.
+    pub fn watch_up(
+        self: &Arc<Self>,
+        mut up: watch::Receiver<Arc<BTreeSet<NodeName>>>,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let me = Arc::downgrade(self);
+        async move {
+            let mut before = up.borrow_and_update().clone();
+            while up.changed().await.is_ok() {
+                let now = up.borrow_and_update().clone();
+                let Some(me) = me.upgrade() else { return };
+                for gone in before.difference(&now) {
+                    me.fail_peer(gone);
+                }
+                before = now;
             }
         }
     }
