@@ -2,9 +2,10 @@
 //! does for sends and calls to other nodes.
 //!
 //! Invariant: a node that is crashed, or an endpoint of an older
-//! incarnation, sends nothing; nor does a node to a peer its connections
-//! to are down; a call ends with its answer, `Disconnected`
-//! (crash), or `Timeout` at its deadline, whichever comes first.
+//! incarnation, sends nothing, and a node sends nothing to a peer while
+//! its connections to that peer are down; a call ends with its answer,
+//! `Disconnected` (crash, lost connection), or `Timeout` at its deadline,
+//! whichever comes first.
 
 use std::sync::Arc;
 
