@@ -5,8 +5,7 @@
 #![allow(dead_code)]
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -39,13 +38,32 @@ impl Liveness for View {
     }
 }
 
-/// Opens empty memory backends with actors from a shared counter.
-struct Memory(Arc<AtomicU64>);
+/// Opens empty memory backends for one node. Each vnode's actor names the
+/// node, the partition and how many vnodes of that partition the node
+/// opened before: unique, and the same in every run of a seed whichever
+/// thread a fallback starts on first.
+struct Memory {
+    node: u64,
+    opened: Mutex<BTreeMap<Partition, u64>>,
+}
+
+impl Memory {
+    fn new(node: usize) -> Memory {
+        Memory {
+            node: node as u64 + 1,
+            opened: Mutex::default(),
+        }
+    }
+}
 
 impl VnodeFactory for Memory {
-    fn open(&self, _p: Partition) -> Result<VnodeParts, String> {
+    fn open(&self, p: Partition) -> Result<VnodeParts, String> {
         let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
-        Ok((backend, Actor(self.0.fetch_add(1, Ordering::Relaxed))).into())
+        let mut opened = self.opened.lock();
+        let nth = opened.entry(p).or_insert(0);
+        *nth += 1;
+        let actor = self.node << 48 | u64::from(p.0) << 16 | *nth;
+        Ok((backend, Actor(actor)).into())
     }
 }
 
@@ -82,10 +100,9 @@ impl SimCluster {
         registry.create_type("sim", &patch).unwrap();
         registry.activate_type("sim").unwrap();
         let clock = Arc::new(ManualClock::new(1_700_000_000_000_000));
-        let actors = Arc::new(AtomicU64::new(1));
         let mut nodes = Vec::new();
         let mut views = Vec::new();
-        for name in &names {
+        for (i, name) in names.iter().enumerate() {
             let config = NodeConfig {
                 node_name: name.clone(),
                 ring_size: RING_SIZE,
@@ -93,7 +110,7 @@ impl SimCluster {
                 clock: clock.clone(),
                 ..NodeConfig::default()
             };
-            let factory = Memory(actors.clone());
+            let factory = Memory::new(i);
             let owned = ring.owned_by(name);
             let node = Node::start_with(config, registry.clone(), ring.clone(), &owned, |p| {
                 factory.open(p).unwrap()
