@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 
+use eddy_kv::core::put::PutFailure;
 use eddy_kv::props::BucketProps;
 use eddy_kv::router::{RemoteVnodes, unanswerable};
 use eddy_kv::types::BucketRegistry;
@@ -249,6 +250,55 @@ async fn node_confirms_counts_distinct_nodes() {
         .await
         .unwrap_err();
     assert!(matches!(err, KvError::WriteQuorum(_)), "{err}");
+}
+
+/// Riak's sloppy quorum on three nodes with one down: the fallback for the
+/// down node's partition goes to an up node that already holds another
+/// replica, so w = 3 is met by three vnodes on two nodes, while
+/// node_confirms = 3 (distinct machines) is not.
+#[tokio::test]
+async fn two_of_three_nodes_meet_w_all_but_not_three_node_confirms() {
+    let c = cluster(3);
+    let down = name(2);
+    c.wires.down.lock().insert(down.clone());
+    let key = "k";
+    let hash = Node::key_hash(&bucket(), key.as_bytes());
+    let (lost, _) = *c
+        .ring
+        .preflist(hash, 3)
+        .iter()
+        .find(|(_, n)| **n == down)
+        .expect("on three nodes every preflist has every node");
+    let w_all = || PutOptions {
+        w: Some(Quorum::All),
+        ..PutOptions::default()
+    };
+    c.nodes[0].put(put(key, "v", w_all())).await.unwrap();
+    // Each of the two up nodes holds one partition it owns, and one of them
+    // also the fallback vnode for the down node's partition.
+    let copies = |i: usize| {
+        (0..RING_SIZE)
+            .filter(|p| stored(&c, i, Partition(*p), key).is_some())
+            .count()
+    };
+    assert_eq!(copies(0) + copies(1), 3);
+    let fallback = (0..2)
+        .find(|i| stored(&c, *i, lost, key).is_some())
+        .expect("a fallback holds the down node's partition");
+    assert_eq!(copies(fallback), 2, "a primary and a fallback on one node");
+    let registry = c.nodes[0].registry().clone();
+    let patch = serde_json::json!({"node_confirms": 3});
+    registry
+        .set_bucket_props("default", b"b", patch.as_object().unwrap())
+        .unwrap();
+    let err = c.nodes[0].put(put(key, "v2", w_all())).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            KvError::WriteQuorum(PutFailure::NodeConfirms { needed: 3, got: 2 })
+        ),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -198,6 +198,48 @@ async fn a_peer_lost_while_requests_wait_fails_them() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_reply_is_retried_for_a_bounded_time_only() {
+    let s = two_nodes();
+    s.net.disconnect(&node("b"), &node("a")).unwrap();
+    let mut early = send(&s.a, 0, get("k"));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    s.net.reconnect(&node("b"), &node("a")).unwrap();
+    let answer = reply(&mut early).await;
+    assert!(matches!(answer, VnodeReply::Get(Ok(None))), "{answer:?}");
+    // A link down for longer than the retry budget: the reply is dropped.
+    s.net.disconnect(&node("b"), &node("a")).unwrap();
+    let mut late = send(&s.a, 0, get("k"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    s.net.reconnect(&node("b"), &node("a")).unwrap();
+    assert!(
+        next(&mut late, Duration::from_secs(5)).await.is_none(),
+        "the reply was given up on"
+    );
+    assert_eq!(s.a.pending(), 1, "left to its coordinator's deadline");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_peer_found_down_behind_a_silent_partition_fails_its_requests() {
+    let s = two_nodes();
+    let members = |names: &[&str]| Arc::new(names.iter().map(|n| node(n)).collect());
+    let (up_tx, up) = tokio::sync::watch::channel(members(&["a", "b"]));
+    tokio::spawn(s.a.watch_up(up));
+    s.net.partition(&[node("a")], &[node("b")]);
+    let mut rx = send(&s.a, 0, get("k"));
+    assert!(next(&mut rx, Duration::from_secs(1)).await.is_none());
+    up_tx.send(members(&["a"])).unwrap();
+    let answer = next(&mut rx, Duration::from_millis(1))
+        .await
+        .expect("failed when found down")
+        .reply;
+    assert!(
+        matches!(answer, VnodeReply::Get(Err(KvError::Unreachable(ref n))) if n == "b"),
+        "{answer:?}"
+    );
+    assert_eq!(s.a.pending(), 0);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_partition_times_out_and_the_abandoned_entry_is_swept() {
     let s = two_nodes();
     s.net.partition(&[node("a")], &[node("b")]);

@@ -213,6 +213,57 @@ async fn a_crashed_node_is_unreachable_at_once_and_fails_calls_in_flight() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_disconnected_link_fails_one_way_until_reconnected() {
+    let net = SimNetwork::new(6);
+    let all = nodes(&net, &["a", "b"]);
+    let mut inboxes: Vec<_> = all.iter().map(echo).collect();
+    let slow = LinkFaults {
+        delay_min: Duration::from_millis(50),
+        delay_max: Duration::from_millis(50),
+        ..LinkFaults::default()
+    };
+    net.set_link_faults(&name("a"), &name("b"), slow);
+    let mut events = all[0].peer_events();
+    all[0]
+        .send(&name("b"), Lane::Control, "in flight".into())
+        .await
+        .unwrap();
+    let (a, to) = (all[0].clone(), name("b"));
+    let waiting =
+        tokio::spawn(async move { a.call(&to, Lane::Control, "x".into(), in_ms(1000)).await });
+    tokio::task::yield_now().await;
+    net.disconnect(&name("a"), &name("b")).unwrap();
+    assert_eq!(waiting.await.unwrap(), Err(CallError::Disconnected));
+    for lane in [Lane::Control, Lane::Bulk] {
+        let event = events.recv().await.unwrap();
+        assert_eq!((&event.peer, event.lane), (&name("b"), lane));
+        assert!(matches!(event.state, PeerState::Lost(_)), "{event:?}");
+    }
+    assert!(matches!(
+        all[0].try_send(&name("b"), Lane::Control, "x".into()),
+        Err(SendError::Unreachable(_))
+    ));
+    // The other direction is another connection: it still works.
+    all[1]
+        .send(&name("a"), Lane::Control, "back".into())
+        .await
+        .unwrap();
+    assert_eq!(inboxes[0].recv().await.unwrap().2, "back");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        inboxes[1].try_recv().is_err(),
+        "the message in flight was lost"
+    );
+    net.reconnect(&name("a"), &name("b")).unwrap();
+    let event = events.recv().await.unwrap();
+    assert_eq!(event.state, PeerState::Connected);
+    let reply = all[0]
+        .call(&name("b"), Lane::Control, "y".into(), in_ms(1000))
+        .await;
+    assert_eq!(reply.unwrap(), "b@sim:y");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_restarted_node_has_a_fresh_transport() {
     let net = SimNetwork::new(9);
     let all = nodes(&net, &["a", "b"]);

@@ -3,15 +3,19 @@
 //! The primary preflist of a key is the `n_val` partitions from the one
 //! holding its hash, with their owners. When owners are down, a sloppy
 //! quorum still needs `n_val` places to write: for each down primary, in
-//! order, the next up node found walking the ring after the preflist
-//! (partition by partition: the owners of the following partitions) that is
-//! not already in the answer takes its place, as a fallback vnode for the
-//! down primary's partition.
+//! order, the owner of the next partition after the preflist (walking the
+//! ring partition by partition, never wrapping back into the preflist)
+//! whose owner is up takes its place, as a fallback vnode for the down
+//! primary's partition. Only down nodes are skipped, as in Riak: a node
+//! already in the answer may stand in again, so with two of three nodes up
+//! a write still finds three vnodes, two of them on one node.
 //!
-//! Invariants: the up primaries come first, in ring order; a fallback is
-//! never a node already in the answer; with every owner up the answer is the
-//! primary preflist; fewer than `n_val` entries only when the walk runs out
-//! of up nodes not yet used.
+//! Invariants: the up primaries come first, in ring order; each partition
+//! appears at most once, so a node is never named twice for one partition;
+//! a fallback is never the owner of the partition it stands in for (that
+//! owner is down); with every owner up the answer is the primary preflist;
+//! fewer than `n_val` entries only when the walk runs out of partitions
+//! with up owners.
 
 use crate::{NodeName, Partition, Ring};
 
@@ -32,7 +36,8 @@ impl Ring {
     /// The annotated preflist of `hash` (Riak's `get_apl_ann`): the up
     /// primaries of [`Ring::preflist`], then a fallback for each down one.
     /// A fallback entry names the down primary's partition: the fallback
-    /// vnode for that partition lives on the fallback node.
+    /// vnode for that partition lives on the fallback node, which may also
+    /// hold another entry of the answer.
     pub fn preflist_ann(
         &self,
         hash: u64,
@@ -42,21 +47,18 @@ impl Ring {
         let primaries = self.preflist(hash, n_val);
         let (up, down): (Vec<_>, Vec<_>) =
             primaries.iter().copied().partition(|(_, node)| is_up(node));
-        let mut answer: Vec<(Partition, &NodeName, Annotation<'_>)> = up
-            .into_iter()
-            .map(|(p, node)| (p, node, Annotation::Primary))
-            .collect();
         let first = self.partition_of(hash).0;
         let after = primaries.len() as u32;
-        let mut walk =
-            (after..self.size()).map(|i| self.owner(Partition((first + i) % self.size())));
-        for (p, owner) in down {
-            let used = |node: &NodeName| answer.iter().any(|(_, n, _)| *n == node);
-            let Some(fallback) = walk.find(|node| is_up(node) && !used(node)) else {
-                break;
-            };
-            answer.push((p, fallback, Annotation::Fallback { for_owner: owner }));
-        }
-        answer
+        let mut walk = (after..self.size())
+            .map(|i| self.owner(Partition((first + i) % self.size())))
+            .filter(|node| is_up(node));
+        let fallbacks = down.into_iter().map_while(|(p, owner)| {
+            let fallback = walk.next()?;
+            Some((p, fallback, Annotation::Fallback { for_owner: owner }))
+        });
+        up.into_iter()
+            .map(|(p, node)| (p, node, Annotation::Primary))
+            .chain(fallbacks)
+            .collect()
     }
 }

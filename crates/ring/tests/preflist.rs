@@ -33,7 +33,8 @@ fn ring_strategy() -> impl Strategy<Value = Ring> {
 type Entry = (Partition, NodeName, Option<NodeName>);
 
 /// The rule written out plainly: up primaries, then for each down primary
-/// the next owner along the ring after the preflist that is up and unused.
+/// the owner of the next partition along the ring after the preflist whose
+/// owner is up (skipping only down nodes, as Riak's `get_apl_ann` does).
 fn model(ring: &Ring, hash: u64, n_val: u32, up: &HashSet<NodeName>) -> Vec<Entry> {
     let size = ring.size();
     let first = ring.partition_of(hash).0;
@@ -49,7 +50,7 @@ fn model(ring: &Ring, hash: u64, n_val: u32, up: &HashSet<NodeName>) -> Vec<Entr
         while cursor < size {
             let candidate = ring.owner(Partition((first + cursor) % size)).clone();
             cursor += 1;
-            if up.contains(&candidate) && out.iter().all(|(_, n, _)| *n != candidate) {
+            if up.contains(&candidate) {
                 out.push((*p, candidate, Some(ring.owner(*p).clone())));
                 break;
             }
@@ -102,17 +103,24 @@ proptest! {
             prop_assert_eq!(for_owner.as_ref(), Some(*down_owner));
             prop_assert!(up.contains(node));
         }
-        // A fallback is never a node already in the answer.
-        for (i, (_, node, for_owner)) in got.iter().enumerate() {
+        // One entry per partition, and a fallback is never its partition's
+        // owner: a node is never named twice for one partition.
+        let partitions: HashSet<Partition> = got.iter().map(|(p, _, _)| *p).collect();
+        prop_assert_eq!(partitions.len(), got.len());
+        for (p, node, for_owner) in &got {
             if for_owner.is_some() {
-                prop_assert!(got[..i].iter().all(|(_, n, _)| n != node));
+                prop_assert_ne!(ring.owner(*p), node);
             }
         }
-        // Fewer than n entries only when no unused up node is left.
+        // Fewer than n entries only when the partitions after the preflist
+        // have no more up owners than there were fallbacks.
         if got.len() < primaries.len() {
-            let used: HashSet<&NodeName> = got.iter().map(|(_, n, _)| n).collect();
-            let unused_up = ring.members().into_iter().filter(|n| up.contains(*n) && !used.contains(n));
-            prop_assert_eq!(unused_up.count(), 0);
+            let size = ring.size();
+            let first = ring.partition_of(hash).0;
+            let up_after = (primaries.len() as u32..size)
+                .filter(|i| up.contains(ring.owner(Partition((first + i) % size))))
+                .count();
+            prop_assert_eq!(up_after, fallbacks.len());
         }
         // With every node up it is the primary preflist.
         let everyone: HashSet<NodeName> = ring.members().into_iter().cloned().collect();
@@ -122,16 +130,52 @@ proptest! {
     }
 
     #[test]
-    fn distinct_nodes_when_enough_are_up(hash: u64, n_val in 1u32..5, m in 4usize..10, down_mask: u16) {
-        // A claimed ring of m ≥ target_n_val nodes: primaries are distinct,
-        // so with n_val up nodes the answer has n_val distinct nodes.
+    fn distinct_nodes_with_one_node_down(hash: u64, n_val in 1u32..4, m in 4usize..10, down in 0usize..10) {
+        // A claimed ring of m > n_val nodes is spaced by target_n_val (4):
+        // the partition after a preflist of up to three has an owner that is
+        // in it, so one node down still gives n_val distinct nodes.
+        let members: Vec<NodeName> = (0..m).map(node).collect();
+        let single = Ring::single(64, node(0)).unwrap();
+        let ring = Ring::from_owners(claim(&single, &members, &ClaimParams::default()).unwrap().owners).unwrap();
+        let up: HashSet<NodeName> = (0..m).filter(|i| *i != down).map(node).collect();
+        let got = annotated(&ring, hash, n_val, &up);
+        let nodes: HashSet<&NodeName> = got.iter().map(|(_, n, _)| n).collect();
+        prop_assert_eq!(nodes.len(), got.len());
+        prop_assert_eq!(got.len(), n_val as usize);
+    }
+
+    #[test]
+    fn n_entries_while_any_node_is_up(hash: u64, n_val in 1u32..5, m in 1usize..10, down_mask: u16) {
+        // Riak's sloppy quorum: however many nodes are down, a claimed
+        // ring with one up node still gives n_val places to write.
         let members: Vec<NodeName> = (0..m).map(node).collect();
         let single = Ring::single(64, node(0)).unwrap();
         let ring = Ring::from_owners(claim(&single, &members, &ClaimParams::default()).unwrap().owners).unwrap();
         let up: HashSet<NodeName> = (0..m).filter(|i| down_mask & (1 << i) == 0).map(node).collect();
         let got = annotated(&ring, hash, n_val, &up);
-        let nodes: HashSet<&NodeName> = got.iter().map(|(_, n, _)| n).collect();
-        prop_assert_eq!(nodes.len(), got.len());
-        prop_assert_eq!(got.len(), (n_val as usize).min(up.len()));
+        let expected = if up.is_empty() { 0 } else { n_val as usize };
+        prop_assert_eq!(got.len(), expected);
     }
+}
+
+#[test]
+fn two_of_three_nodes_up_still_give_three_vnodes() {
+    let members: Vec<NodeName> = (0..3).map(node).collect();
+    let single = Ring::single(64, node(0)).unwrap();
+    let plan = claim(&single, &members, &ClaimParams::default()).unwrap();
+    let ring = Ring::from_owners(plan.owners).unwrap();
+    let up: HashSet<NodeName> = [node(0), node(1)].into_iter().collect();
+    let hash = (0..u64::MAX)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .find(|h| ring.preflist(*h, 3).iter().any(|(_, n)| **n == node(2)))
+        .unwrap();
+    let got = annotated(&ring, hash, 3, &up);
+    assert_eq!(got.len(), 3, "{got:?}");
+    let (p, fallback, for_owner) = got.last().unwrap();
+    assert_eq!(for_owner.as_ref(), Some(&node(2)));
+    assert_eq!(ring.owner(*p), &node(2));
+    assert!(
+        got[..2].iter().any(|(_, n, _)| n == fallback),
+        "the fallback is one of the two up primaries' nodes"
+    );
 }

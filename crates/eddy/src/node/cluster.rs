@@ -162,6 +162,7 @@ pub async fn start(
     let _ = services.membership.set(membership.clone());
     let _ = services.handoffs.set(Arc::downgrade(&handoffs));
     tokio::spawn(remote.watch_peers());
+    tokio::spawn(remote.watch_up(membership.up_watch()));
     node.set_liveness(Arc::new(Alive(membership.clone())));
     follow_ring(node, &membership);
     Ok(Cluster {

@@ -10,9 +10,10 @@
 //! be sent (peer unreachable or refusing, queue full, transport shut
 //! down) is answered at once with [`KvError::Unreachable`]; one whose peer
 //! is lost while it waits (a peer event, see [`NetRemote::watch_peers`])
-//! likewise. A request whose peer never answers (a partition) is left to
-//! its coordinator's deadline; the entry goes once the coordinator drops
-//! its receiver, at the next sweep.
+//! or found down by the failure detector ([`NetRemote::watch_up`])
+//! likewise. A request whose peer never answers and is not found down is
+//! left to its coordinator's deadline; the entry goes once the coordinator
+//! drops its receiver, at the next sweep.
 //!
 //! Threads: the transport runs [`NetRemote::handle`] on its connection
 //! reader (TCP) or its driver (simulation), which must not block. Replies
@@ -25,20 +26,33 @@
 //! commit log's syncer for durable puts): they never wait for room in the
 //! transport's queue (a full queue hands the send to a task).
 //!
+//! A reply the transport refuses because the link to its coordinator is
+//! down (`Unreachable`, `Refused`) is sent again by a task, after waits
+//! that double from [`RemoteConfig::reply_retry_wait`], for at most
+//! [`RemoteConfig::reply_retry_for`] (a few attempts over about a second
+//! by default, far less than a coordinator's deadline), then dropped. A
+//! reply the transport accepted but lost with its connection is not seen
+//! here: its coordinator hears of it as the peer's lost connection, or
+//! waits for its deadline.
+//!
 //! Invariants: every request sent that expects a reply gets exactly one
 //! final reply on its `ReplyTo` (from the vnode, or an error from here),
 //! unless its coordinator stopped listening or the peer went silent; the
-//! table of waiting requests is bounded ([`RemoteConfig::pending_max`]).
+//! table of waiting requests is bounded ([`RemoteConfig::pending_max`]);
+//! a reply is retried for a bounded time only.
 //!
 //! Files: [`wire`] (the format), `pending` (the table), [`executor`]
 //! (where inbound requests run), `inbound` (messages from the transport),
-//! this file (the handle, sending requests and replies).
+//! `resend` (replies sent again), this file (the handle, sending requests
+//! and replies).
 
 pub mod executor;
 mod inbound;
 mod pending;
+mod resend;
 pub mod wire;
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -48,6 +62,7 @@ use bytes::Bytes;
 use eddy_net::{HandlerAlreadySet, Lane, NodeName, PeerState, SendError, Transport};
 use eddy_ring::Partition;
 use tokio::runtime::Handle;
+use tokio::sync::watch;
 
 use crate::error::KvError;
 use crate::router::{RemoteVnodes, unanswerable};
@@ -74,17 +89,26 @@ pub struct RemoteConfig {
     /// sent after a quick restart) names no request of this one; a
     /// simulation fixes it.
     pub request_id_start: u64,
+    /// The first wait before a reply that could not be sent is tried
+    /// again; each later wait doubles.
+    pub reply_retry_wait: Duration,
+    /// How long after its first attempt a reply that cannot be sent is
+    /// still tried; then it is dropped.
+    pub reply_retry_for: Duration,
 }
 
 impl Default for RemoteConfig {
     /// 65,536 waiting requests; five minutes (coordinators' deadlines are
     /// far shorter); a random first id in the lower half of the range, so
-    /// ids never wrap to 0.
+    /// ids never wrap to 0; replies retried after 50 ms (the transport's
+    /// first reconnect backoff), 100, 200 and 400 ms, within one second.
     fn default() -> RemoteConfig {
         RemoteConfig {
             pending_max: 1 << 16,
             pending_age_max: Duration::from_secs(300),
             request_id_start: (rand::random::<u64>() >> 1).max(1),
+            reply_retry_wait: Duration::from_millis(50),
+            reply_retry_for: Duration::from_secs(1),
         }
     }
 }
@@ -96,6 +120,7 @@ pub struct NetRemote {
     next_id: AtomicU64,
     pending: Pending,
     serving: OnceLock<Serving>,
+    resend: resend::Resend,
 }
 
 /// Where inbound requests go, once the node is ready for them.
@@ -119,6 +144,10 @@ impl NetRemote {
             next_id: AtomicU64::new(config.request_id_start.max(1)),
             pending: Pending::new(config.pending_max.max(1), config.pending_age_max),
             serving: OnceLock::new(),
+            resend: resend::Resend {
+                wait: config.reply_retry_wait,
+                retry_for: config.reply_retry_for,
+            },
         })
     }
 
@@ -173,6 +202,29 @@ impl NetRemote {
         }
     }
 
+    /// Fails the waiting requests of every peer that leaves `up` (a
+    /// failure detector's view of the members up), until the view's sender
+    /// or this `NetRemote` goes: a peer behind a silent partition is then
+    /// given up on when it is found down, not at each request's deadline.
+    /// Spawn it on the runtime.
+    pub fn watch_up(
+        self: &Arc<Self>,
+        mut up: watch::Receiver<Arc<BTreeSet<NodeName>>>,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let me = Arc::downgrade(self);
+        async move {
+            let mut before = up.borrow_and_update().clone();
+            while up.changed().await.is_ok() {
+                let now = up.borrow_and_update().clone();
+                let Some(me) = me.upgrade() else { return };
+                for gone in before.difference(&now) {
+                    me.fail_peer(gone);
+                }
+                before = now;
+            }
+        }
+    }
+
     /// Requests awaiting replies.
     pub fn pending(&self) -> usize {
         self.pending.len()
@@ -197,10 +249,10 @@ impl NetRemote {
         }
     }
 
-    /// Encodes and sends one reply without waiting: a full queue hands the
-    /// send to a task on the runtime. A reply too large for the format or
-    /// the frame is replaced by a `TooLarge` error of the same kind; any
-    /// other reply that cannot leave is lost, and its coordinator times out.
+    /// Encodes and sends one reply without waiting: a full queue or a link
+    /// that is down hands the send to a task (see `resend`). A reply too
+    /// large for the format or the frame is replaced by a `TooLarge` error
+    /// of the same kind.
     fn send_reply(&self, to: &NodeName, request_id: u64, partition: Partition, reply: &VnodeReply) {
         let _entered = self.enter_runtime();
         let sent = wire::encode_reply(request_id, partition, reply)
@@ -223,10 +275,15 @@ impl NetRemote {
         match self.transport.try_send(to, Lane::Control, body.clone()) {
             Ok(()) => Ok(()),
             Err(SendError::Overloaded) => {
-                self.send_later(to.clone(), body);
+                self.send_later(to.clone(), body, Duration::ZERO);
                 Ok(())
             }
             Err(e @ SendError::TooLarge { .. }) => Err(send_error(e, to)),
+            Err(e @ (SendError::Unreachable(_) | SendError::Refused(_))) => {
+                tracing::debug!(%to, "reply not sent, will retry: {e}");
+                self.send_later(to.clone(), body, self.resend.wait);
+                Ok(())
+            }
             Err(e) => {
                 tracing::debug!(%to, "reply not sent: {e}");
                 Ok(())
@@ -234,16 +291,15 @@ impl NetRemote {
         }
     }
 
-    fn send_later(&self, to: NodeName, body: Bytes) {
+    /// Sends `body` to `to` from a task, after `first_wait`.
+    fn send_later(&self, to: NodeName, body: Bytes, first_wait: Duration) {
         let Some(runtime) = &self.runtime else {
-            return tracing::debug!(%to, "reply dropped: queue full and no runtime");
+            return tracing::debug!(%to, "reply dropped: cannot send now and no runtime");
         };
-        let transport = self.transport.clone();
-        runtime.spawn(async move {
-            if let Err(e) = transport.send(&to, Lane::Control, body).await {
-                tracing::debug!(%to, "reply not sent: {e}");
-            }
-        });
+        let send = self
+            .resend
+            .send(self.transport.clone(), to, body, first_wait);
+        runtime.spawn(send);
     }
 
     /// Enters the runtime on a thread outside it (a worker, the syncer):

@@ -172,6 +172,14 @@ impl SimCluster {
         self.clock.advance_us(1_000);
     }
 
+    /// Node `i`'s kv node; panics unless its process runs.
+    #[allow(dead_code)]
+    pub fn node(&self, i: usize) -> Arc<Node> {
+        let slots = self.slots.borrow();
+        let member = slots[i].member.as_ref();
+        member.expect("node {i} runs no process").node.clone()
+    }
+
     /// Node `i`'s kv node, if its process runs and its links work.
     fn reachable(&self, i: usize) -> Option<Arc<Node>> {
         if self.crashed.borrow().contains(&i) {

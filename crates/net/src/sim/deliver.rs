@@ -124,6 +124,7 @@ impl State {
             .get(&msg.to)
             .is_some_and(|n| !n.crashed && n.epoch == msg.to_epoch);
         up && !self.cuts.contains(&(msg.from.clone(), msg.to.clone()))
+            && !self.link_down(&msg.from, &msg.to)
     }
 }
 

@@ -2,8 +2,10 @@
 //! does for sends and calls to other nodes.
 //!
 //! Invariant: a node that is crashed, or an endpoint of an older
-//! incarnation, sends nothing; a call ends with its answer, `Disconnected`
-//! (crash), or `Timeout` at its deadline, whichever comes first.
+//! incarnation, sends nothing, and a node sends nothing to a peer while
+//! its connections to that peer are down; a call ends with its answer,
+//! `Disconnected` (crash, lost connection), or `Timeout` at its deadline,
+//! whichever comes first.
 
 use std::sync::Arc;
 
@@ -92,6 +94,9 @@ impl Endpoint {
                 format!("no node {to} on the network").into(),
             )),
             Some(n) if n.crashed => Err(SendError::Unreachable(format!("{to} is down").into())),
+            Some(_) if state.link_down(&self.name, to) => Err(SendError::Unreachable(
+                format!("the connection to {to} is down").into(),
+            )),
             Some(_) => Ok(()),
         }
     }

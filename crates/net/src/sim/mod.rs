@@ -9,7 +9,8 @@
 //! [`SimNetwork::trace`] records for comparison.
 //!
 //! Faults, settable at any time: per-link drop probability and delay range
-//! (a range reorders messages), one-way and two-way partitions, and a node's
+//! (a range reorders messages), one-way and two-way partitions, a node's
+//! connections to one peer lost and not reopened (`links`), and a node's
 //! crash (all its links cut; calls to it fail `Unreachable` at once, calls
 //! waiting on it fail `Disconnected`), restore, and restart (a fresh
 //! transport with no handler, as after a process restart).
@@ -20,6 +21,7 @@
 
 mod deliver;
 mod endpoint;
+mod links;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -156,6 +158,8 @@ struct State {
     default_faults: LinkFaults,
     faults: HashMap<(NodeName, NodeName), LinkFaults>,
     cuts: BTreeSet<(NodeName, NodeName)>,
+    /// (from, to): `from`'s connections to `to` are down (see `links`).
+    down_links: BTreeSet<(NodeName, NodeName)>,
     queue: BTreeMap<(Instant, u64), deliver::Message>,
     next_seq: u64,
     calls: BTreeMap<u64, Pending>,
@@ -180,6 +184,7 @@ impl SimNetwork {
             default_faults: LinkFaults::default(),
             faults: HashMap::new(),
             cuts: BTreeSet::new(),
+            down_links: BTreeSet::new(),
             queue: BTreeMap::new(),
             next_seq: 0,
             calls: BTreeMap::new(),
