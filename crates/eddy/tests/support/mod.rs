@@ -6,6 +6,8 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod kv;
+pub mod load;
 pub mod netns;
 
 use std::net::TcpListener;
