@@ -3,8 +3,8 @@
 //! reading back with r = 2 against the three; a fourth node joins (staged
 //! `cluster join`, `plan`, `commit`) and the ring settles with four
 //! members each owning its share; then dev2 leaves (staged on the
-//! claimant, dev1) and the test waits until it has handed everything off
-//! and left the ring, clients moving off it once it has. Afterwards every
+//! claimant, dev1) and the test waits until it has handed everything off,
+//! left the ring and stopped, clients moving off it then. Afterwards every
 //! acknowledged write, the preloaded ones included, reads back with r = 2
 //! from every remaining node. The clients' failures are printed per phase,
 //! operation and error; they must be few during a change and none once
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use support::TestNode;
-use support::cluster::{dev_name, dev_names, form, member_rows, settle};
+use support::cluster::{dev_name, dev_names, form, settle};
 use support::kv::{assert_all_readable, put_w2};
 use support::load::{BUCKET, Load, Report};
 
@@ -57,25 +57,23 @@ fn join_fourth(nodes: &mut Vec<TestNode>) {
     settle(&nodes[0], &dev_names(1..=4), SETTLE);
 }
 
-/// dev2 leaves, staged and committed on the claimant (dev1); returns once
-/// the claimant's ring has settled without it and dev2 reports itself a
-/// cluster of one.
-fn leave_second(nodes: &[TestNode]) {
-    let leaver = dev_name(2);
-    let staged = nodes[0].admin(&["cluster", "leave", &leaver]);
+/// dev2 leaves, staged and committed on the claimant (dev1); once dev2,
+/// removed, has stopped by itself (as Riak's node does), the clients move
+/// to dev1 and dev3; returns when the claimant's ring has settled without
+/// dev2.
+fn leave_second(nodes: &mut [TestNode], load: &Load) {
+    let staged = nodes[0].admin(&["cluster", "leave", &dev_name(2)]);
     assert!(staged.ok, "{staged:#?}");
     nodes[0].commit(SETTLE);
+    let exit = nodes[1].wait_exit(SETTLE);
+    load.retarget(&[nodes[0].http_port, nodes[2].http_port]);
+    assert!(exit.success(), "dev2 stopped with {exit}");
     settle(&nodes[0], &dev_names([1, 3, 4]), SETTLE);
-    nodes[1].admin_until(&["member-status"], SETTLE, |r| {
-        let rows = member_rows(&r.stdout);
-        r.ok && rows.len() == 1 && rows[0].3 == leaver
-    });
 }
 
 /// Prints the report and asserts the failures are bounded: none with the
 /// ring settled, at most `share` of the operations during each change.
 fn assert_bounded(report: &Report, share: f64) {
-    report.print();
     for phase in ["steady", "joined", "left"] {
         assert_eq!(report.errors_in(phase), 0, "failures in phase {phase}");
     }
@@ -103,15 +101,15 @@ fn a_node_joins_and_one_leaves_under_load_and_nothing_is_lost() {
     run_for(Duration::from_secs(2));
 
     load.phase("leave");
-    leave_second(&nodes);
-    load.retarget(&[originals[0], originals[2]]);
+    leave_second(&mut nodes, &load);
     load.phase("left");
     run_for(Duration::from_secs(2));
     let report = load.finish();
 
-    assert_bounded(&report, 0.01);
+    report.print();
     let remaining: Vec<u16> = [0, 2, 3].iter().map(|&i| nodes[i].http_port).collect();
     let pre_keys: Vec<String> = preloaded.keys().cloned().collect();
     assert_all_readable(&remaining, "pre", &preloaded, &pre_keys);
     assert_all_readable(&remaining, BUCKET, &report.acked, &report.attempted);
+    assert_bounded(&report, 0.05);
 }

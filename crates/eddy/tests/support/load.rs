@@ -151,7 +151,6 @@ fn work(worker: usize, shared: &Shared, pace: Duration) -> Report {
             let old = &mine[(step * 7919) % mine.len()];
             let port = target(shared, worker + step + 1);
             if let Err(e) = read_back(port, old, &report.acked[old]) {
-                eprintln!("load: get {old} from port {port} failed: {e}");
                 report.failed(&phase, "get", e);
             }
         }

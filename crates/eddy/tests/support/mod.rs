@@ -185,6 +185,20 @@ impl TestNode {
         self.spawn();
     }
 
+    /// Waits until the node exits by itself, or panics after `deadline`.
+    pub fn wait_exit(&mut self, deadline: Duration) -> std::process::ExitStatus {
+        let end = Instant::now() + deadline;
+        let child = self.child.as_mut().expect("running");
+        loop {
+            if let Some(status) = child.try_wait().expect("wait for eddy") {
+                self.child = None;
+                return status;
+            }
+            assert!(Instant::now() < end, "eddy still runs after {deadline:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The running child's process id.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
