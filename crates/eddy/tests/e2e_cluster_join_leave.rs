@@ -7,8 +7,8 @@
 //! left the ring and stopped, clients moving off it then. Afterwards every
 //! acknowledged write, the preloaded ones included, reads back with r = 2
 //! from every remaining node. The clients' failures are printed per phase,
-//! operation and error; they must be few during a change and none once
-//! the ring has settled.
+//! operation and error; they must be few during a change and none before
+//! it or once the leave has settled.
 
 mod support;
 
@@ -71,13 +71,21 @@ fn leave_second(nodes: &mut [TestNode], load: &Load) {
     settle(&nodes[0], &dev_names([1, 3, 4]), SETTLE);
 }
 
-/// Prints the report and asserts the failures are bounded: none with the
-/// ring settled, at most `share` of the operations during each change.
+/// Asserts the failures are bounded: none before the changes or once the
+/// leave has settled, at most `share` of the operations during each change
+/// and in the seconds after the join settled.
+///
+/// Those seconds are not held to zero: an old owner's last round of writes
+/// it took during its transfer is sent after the ring names the new owner
+/// (design note 010, "Finish"), and `transfers` does not show that round,
+/// so an r = 2 read there may find too few replicas holding a write made
+/// just before: a transient "not found" (the write is not lost; the final
+/// reads find it).
 fn assert_bounded(report: &Report, share: f64) {
-    for phase in ["steady", "joined", "left"] {
+    for phase in ["steady", "left"] {
         assert_eq!(report.errors_in(phase), 0, "failures in phase {phase}");
     }
-    for phase in ["join", "leave"] {
+    for phase in ["join", "joined", "leave"] {
         let (errors, ops) = (report.errors_in(phase), report.ops_in(phase));
         assert!(ops > 0, "no load during the {phase}");
         assert!(
