@@ -1,12 +1,13 @@
 //! Five real nodes as separate processes, joined and settled; client
 //! threads write with w = 2 (and read back with r = 2) spread over all
-//! five while one node is killed with SIGKILL, its clients moving to the
-//! other four, and later restarted. Once no transfer is active and the
-//! ring has settled, every acknowledged write reads back with r = 2 from
-//! every node and every node's key listing finds it. The failures the
-//! clients saw are printed with their counts; with four of five nodes up
-//! a w = 2 write or an r = 2 read may fail only when it was in flight on
-//! the node killed.
+//! five while one node is killed with SIGKILL (its clients move to the
+//! other four once it refuses them) and later restarted. Once no transfer
+//! is active and the ring has settled, every acknowledged write reads back
+//! with r = 2 from every node and every node's key listing finds it. The
+//! failures the clients saw are printed with their counts; with four of
+//! five nodes up a w = 2 write or an r = 2 read fails only when it was
+//! sent to the killed node: in flight, or the one refusal that moves its
+//! client away.
 
 mod support;
 
@@ -37,19 +38,12 @@ fn five_nodes_keep_every_acknowledged_write_through_a_kill() {
     let load = Load::start(WORKERS, &ports, PACE, "all up");
     run_for(Duration::from_secs(3));
 
-    let victim = 3;
     load.phase("dev4 killed");
-    let others: Vec<u16> = ports
-        .iter()
-        .copied()
-        .filter(|&p| p != ports[victim])
-        .collect();
-    load.retarget(&others);
-    nodes[victim].kill9();
+    nodes[3].kill9();
     run_for(Duration::from_secs(4));
 
     load.phase("dev4 restarted");
-    nodes[victim].restart();
+    nodes[3].restart();
     load.retarget(&ports);
     run_for(Duration::from_secs(3));
     let report = load.finish();
@@ -57,8 +51,6 @@ fn five_nodes_keep_every_acknowledged_write_through_a_kill() {
 
     settle(&nodes[0], &dev_names(1..=5), SETTLE);
     assert_all_readable(&ports, BUCKET, &report.acked, &report.attempted);
-    let ops =
-        report.ops_in("all up") + report.ops_in("dev4 killed") + report.ops_in("dev4 restarted");
     assert!(
         report.acked.len() > 100,
         "too little load to mean anything: {report:?}"
@@ -70,7 +62,7 @@ fn five_nodes_keep_every_acknowledged_write_through_a_kill() {
         "failures after the restart"
     );
     assert!(
-        report.errors_in("dev4 killed") <= WORKERS,
-        "more failures than operations in flight on the killed node ({ops} operations)"
+        report.errors_in("dev4 killed") <= 2 * WORKERS,
+        "more failures than operations sent to the killed node"
     );
 }

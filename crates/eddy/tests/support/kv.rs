@@ -15,7 +15,7 @@ pub fn put_w2(port: u16, bucket: &str, key: &str, value: &str) -> Result<(), Str
     match http(port, "PUT", &path, &headers, value.as_bytes()) {
         Ok(r) if r.status == 204 => Ok(()),
         Ok(r) => Err(status_text(r.status, &r.text())),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(io_text(&e)),
     }
 }
 
@@ -27,7 +27,7 @@ pub fn get_r2(port: u16, bucket: &str, key: &str) -> Result<Option<String>, Stri
         Ok(r) if r.status == 200 => Ok(Some(r.text())),
         Ok(r) if r.status == 404 => Ok(None),
         Ok(r) => Err(status_text(r.status, &r.text())),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(io_text(&e)),
     }
 }
 
@@ -45,6 +45,16 @@ pub fn list_keys(port: u16, bucket: &str) -> Vec<String> {
         .collect();
     keys.sort();
     keys
+}
+
+/// The error text of a node that refused the connection (it has stopped).
+pub const REFUSED: &str = "connection refused";
+
+fn io_text(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => REFUSED.to_string(),
+        _ => e.to_string(),
+    }
 }
 
 /// An error answer in one line: the status and the start of the body.

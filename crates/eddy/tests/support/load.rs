@@ -1,6 +1,7 @@
 //! Client load on threads for the cluster tests: each worker writes new
 //! keys with w = 2 and reads back one it wrote before with r = 2, against
-//! the nodes currently named as targets, round robin.
+//! the nodes currently named as targets, round robin. A target that
+//! refuses a connection is dropped while others are left.
 //!
 //! Every operation is counted under the phase the test named last
 //! ([`Load::phase`]), and every failure under (phase, operation, error
@@ -19,7 +20,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::kv::{get_r2, put_w2};
+use super::kv::{REFUSED, get_r2, put_w2};
 
 /// The bucket the load writes to.
 pub const BUCKET: &str = "load";
@@ -144,13 +145,17 @@ fn work(worker: usize, shared: &Shared, pace: Duration) -> Report {
                 report.acked.insert(key.clone(), value);
                 mine.push(key);
             }
-            Err(e) => report.failed(&phase, "put", e),
+            Err(e) => {
+                forget_if_refused(shared, port, &e);
+                report.failed(&phase, "put", e);
+            }
         }
         let read = !mine.is_empty();
         if read {
             let old = &mine[(step * 7919) % mine.len()];
             let port = target(shared, worker + step + 1);
             if let Err(e) = read_back(port, old, &report.acked[old]) {
+                forget_if_refused(shared, port, &e);
                 report.failed(&phase, "get", e);
             }
         }
@@ -176,6 +181,15 @@ impl Report {
             .errors
             .entry((phase.to_string(), op, text))
             .or_default() += 1;
+    }
+}
+
+/// A node that refuses connections has stopped: clients stop using it, as
+/// Riak's clients drop a node from their pool, while another is left.
+fn forget_if_refused(shared: &Shared, port: u16, error: &str) {
+    let mut targets = shared.targets.write().unwrap();
+    if error == REFUSED && targets.len() > 1 {
+        targets.retain(|&p| p != port);
     }
 }
 
