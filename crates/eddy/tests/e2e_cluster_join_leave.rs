@@ -13,7 +13,7 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::TestNode;
 use support::cluster::{dev_name, dev_names, form, settle};
@@ -25,14 +25,6 @@ const SETTLE: Duration = Duration::from_secs(60);
 /// Client threads, and each one's pause between operations.
 const WORKERS: usize = 4;
 const PACE: Duration = Duration::from_millis(10);
-
-/// Lets the load run for `time`.
-fn run_for(time: Duration) {
-    let end = Instant::now() + time;
-    while Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// Writes `count` keys to bucket `pre` with w = 2 through the nodes in
 /// turn; all must be acknowledged.
@@ -101,17 +93,17 @@ fn a_node_joins_and_one_leaves_under_load_and_nothing_is_lost() {
     let preloaded = preload(&nodes, 300);
     let originals: Vec<u16> = nodes.iter().map(|n| n.http_port).collect();
     let load = Load::start(WORKERS, &originals, PACE, "steady");
-    run_for(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(2));
 
     load.phase("join");
     join_fourth(&mut nodes);
     load.phase("joined");
-    run_for(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(2));
 
     load.phase("leave");
     leave_second(&mut nodes, &load);
     load.phase("left");
-    run_for(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(2));
     let report = load.finish();
 
     report.print();

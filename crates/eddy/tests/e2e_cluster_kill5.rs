@@ -11,7 +11,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::cluster::{dev_names, form, settle};
 use support::kv::assert_all_readable;
@@ -23,29 +23,21 @@ const SETTLE: Duration = Duration::from_secs(60);
 const WORKERS: usize = 4;
 const PACE: Duration = Duration::from_millis(10);
 
-/// Lets the load run for `time`.
-fn run_for(time: Duration) {
-    let end = Instant::now() + time;
-    while Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn five_nodes_keep_every_acknowledged_write_through_a_kill() {
     let mut nodes = form(5, SETTLE);
     let ports: Vec<u16> = nodes.iter().map(|n| n.http_port).collect();
     let load = Load::start(WORKERS, &ports, PACE, "all up");
-    run_for(Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(3));
 
     load.phase("dev4 killed");
     nodes[3].kill9();
-    run_for(Duration::from_secs(4));
+    std::thread::sleep(Duration::from_secs(4));
 
     load.phase("dev4 restarted");
     nodes[3].restart();
     load.retarget(&ports);
-    run_for(Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(3));
     let report = load.finish();
     report.print();
 
