@@ -218,8 +218,8 @@ fn views_agree(nodes: &[TestNode], names: &[String]) {
             || l.contains("waiting to handoff")
             || l.contains("handed off")
     });
-    let active_ok = active.is_empty()
-        || (active.contains("transfer type: ") && active.contains("=======>"));
+    let active_ok =
+        active.is_empty() || (active.contains("transfer type: ") && active.contains("=======>"));
     assert!(
         transfers.ok && !transfers.stdout.is_empty() && lines_ok && active_ok,
         "{transfers:#?}"

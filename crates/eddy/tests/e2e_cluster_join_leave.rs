@@ -67,12 +67,13 @@ fn leave_second(nodes: &mut [TestNode], load: &Load) {
 /// leave has settled, at most `share` of the operations during each change
 /// and in the seconds after the join settled.
 ///
-/// Those seconds are not held to zero: an old owner's last round of writes
-/// it took during its transfer is sent after the ring names the new owner
-/// (design note 010, "Finish"), and `transfers` does not show that round,
-/// so an r = 2 read there may find too few replicas holding a write made
-/// just before: a transient "not found" (the write is not lost; the final
-/// reads find it).
+/// Those seconds are not held to zero: an r = 2 read made just after the
+/// join settled has been seen (in about one run in five, once) to miss a
+/// write acknowledged during the join. The write is not lost (the final
+/// reads find it); why the read missed it is still open. The likeliest
+/// cause: an old owner sends the writes of its last round after the ring
+/// names the new owner (design note 010, "Finish"), and a preflist can
+/// hold two partitions that moved.
 fn assert_bounded(report: &Report, share: f64) {
     for phase in ["steady", "left"] {
         assert_eq!(report.errors_in(phase), 0, "failures in phase {phase}");
