@@ -19,7 +19,7 @@ mod support;
 use std::time::Duration;
 
 use support::TestNode;
-use support::cluster::{Run, dev_name, run};
+use support::cluster::{Run, dev_name, member_rows, run};
 
 /// Long enough for gossip and the failure detector on a loaded CI box.
 const SETTLE: Duration = Duration::from_secs(20);
@@ -45,22 +45,6 @@ fn fails(r: &Run, message: &str) {
         r.stderr.contains(message),
         "expected {message:?} in the error, got {r:#?}"
     );
-}
-
-/// The `member-status` rows: (status, ring %, pending % or None, node).
-fn member_rows(out: &str) -> Vec<(String, f64, Option<f64>, String)> {
-    let pct = |s: &str| s.strip_suffix('%')?.parse::<f64>().ok();
-    out.lines()
-        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
-            [status, ring, pending, node] if node.starts_with('\'') => Some((
-                status.to_string(),
-                pct(ring)?,
-                pct(pending),
-                node.trim_matches('\'').to_string(),
-            )),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Every member valid, each named once, shares adding up to the ring.

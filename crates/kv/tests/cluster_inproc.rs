@@ -326,6 +326,35 @@ async fn a_coordinator_away_from_every_replica_still_coordinates() {
     assert_eq!(values(&got), vec![b"v".to_vec()]);
 }
 
+#[tokio::test]
+async fn a_node_outside_the_ring_with_every_owner_down_refuses_requests() {
+    let c = cluster(3);
+    let config = NodeConfig {
+        node_name: name(3),
+        ring_size: RING_SIZE,
+        ..NodeConfig::default()
+    };
+    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let outside = Node::start_with(config, registry, c.ring.clone(), &[], |p| {
+        Memory.open(p).unwrap()
+    })
+    .unwrap();
+    outside.set_remote(c.wires.clone());
+    outside.set_liveness(c.wires.clone());
+    outside.set_vnode_factory(Arc::new(Memory));
+    c.wires.down.lock().extend((0..3).map(name));
+    let err = outside
+        .put(put("k", "v", PutOptions::default()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, KvError::WriteQuorum(_)), "{err}");
+    let err = outside
+        .get(get("k", GetOptions::default()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, KvError::ReadQuorum { got: 0, .. }), "{err}");
+}
+
 /// The keys of `bucket()` as node `i` lists them.
 async fn listed(c: &Cluster, i: usize) -> Result<Vec<Vec<u8>>, KvError> {
     let (tx, mut rx) = tokio::sync::mpsc::channel(16);

@@ -11,6 +11,13 @@
 //! the service's changes; a partition the ring gives the node gets a vnode
 //! (started off the runtime's threads, as opening a backend reads the
 //! disk); the kv layer routes around the nodes the service reports down.
+//! A node the service finds removed from its cluster (it left, or was
+//! force-removed) never serves the cluster of one the service resets it
+//! to: it keeps its last ring, on which it owns nothing (with no member
+//! its service watches up, it refuses requests: no vnode is up for them),
+//! and reports [`Cluster::removed`] so the node stops, as Riak's
+//! node stops once its removal completes. Otherwise a client still talking
+//! to it would have writes acknowledged by a cluster nobody reads.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -89,9 +96,18 @@ pub struct Cluster {
     pub membership: Membership,
     pub handoffs: Arc<Handoffs>,
     transport: Transport,
+    removed: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Cluster {
+    /// Returns once the node has been removed from its cluster.
+    pub async fn removed(&self) {
+        let mut removed = self.removed.clone();
+        if removed.wait_for(|r| *r).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
     /// Stops handoffs, gossip and failure detection, and closes the
     /// transport.
     pub fn shutdown(&self) {
@@ -164,11 +180,12 @@ pub async fn start(
     tokio::spawn(remote.watch_peers());
     tokio::spawn(remote.watch_up(membership.up_watch()));
     node.set_liveness(Arc::new(Alive(membership.clone())));
-    follow_ring(node, &membership);
+    let removed = follow_ring(node, &membership);
     Ok(Cluster {
         membership,
         handoffs,
         transport,
+        removed,
     })
 }
 
@@ -214,18 +231,35 @@ struct Services {
 }
 
 /// Hands every ring the service adopts to the node, and starts the vnodes
-/// of partitions the node now owns.
-fn follow_ring(node: &Arc<Node>, membership: &Membership) {
+/// of partitions the node now owns, until the service finds the node
+/// removed from its cluster: that ring is not handed on, and the watch
+/// returned turns true.
+fn follow_ring(node: &Arc<Node>, membership: &Membership) -> tokio::sync::watch::Receiver<bool> {
+    let (removed_tx, removed) = tokio::sync::watch::channel(false);
     let mut rings = membership.ring_watch();
     let weak = Arc::downgrade(node);
+    let (membership, me) = (membership.clone(), node.config().node_name.clone());
+    let incarnation = incarnation(&membership, &me);
     adopt(node, &membership.ring());
     tokio::spawn(async move {
         while rings.changed().await.is_ok() {
             let ring = rings.borrow_and_update().clone();
+            if self::incarnation(&membership, &me) != incarnation {
+                tracing::warn!(node = %me, "removed from the cluster: stopping");
+                let _ = removed_tx.send(true);
+                return;
+            }
             let Some(node) = weak.upgrade() else { return };
             adopt(&node, &ring);
         }
     });
+    removed
+}
+
+/// The incarnation of `me` in the service's state: it changes only when
+/// the service resets a node removed from its cluster to a cluster of one.
+fn incarnation(membership: &Membership, me: &NodeName) -> Option<u64> {
+    membership.state().members().get(me).map(|m| m.incarnation)
 }
 
 /// Gives `node` the ring and starts vnodes for the partitions it owns or

@@ -1,7 +1,8 @@
 //! `eddy start`: the composition root. Locks the data directory, takes its
 //! clean-shutdown marker, opens the bucket registry and every partition's
 //! backend with its actor ([`actors`]), starts the vnodes and the HTTP and
-//! PB listeners, and on SIGTERM or SIGINT shuts down in order: listeners,
+//! PB listeners, and on SIGTERM or SIGINT, or once the membership service
+//! finds the node removed from its cluster, shuts down in order: listeners,
 //! then vnodes (which finish queued work, sync and close their backends),
 //! then, only if all of that closed cleanly, the clean-shutdown marker,
 //! then the data-directory lock.
@@ -59,7 +60,8 @@ pub enum StartError {
     Cluster(#[from] cluster::ClusterError),
 }
 
-/// Runs a node in the foreground until SIGTERM or SIGINT.
+/// Runs a node in the foreground until SIGTERM or SIGINT, or until it is
+/// removed from its cluster.
 pub fn start(settings: &Settings) -> Result<(), StartError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -144,7 +146,10 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         env!("CARGO_PKG_VERSION"),
         root.display()
     );
-    wait_for_signal().await;
+    tokio::select! {
+        () = wait_for_signal() => {}
+        () = cluster.removed() => {}
+    }
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
     for server in servers {

@@ -82,6 +82,11 @@ pub fn dev_name(i: usize) -> String {
     format!("dev{i}@127.0.0.1")
 }
 
+/// The names of the nodes numbered `ids`.
+pub fn dev_names(ids: impl IntoIterator<Item = usize>) -> Vec<String> {
+    ids.into_iter().map(dev_name).collect()
+}
+
 /// Runs `cmd` to completion.
 pub fn run(mut cmd: std::process::Command) -> Run {
     let out = cmd.output().expect("run eddy");
@@ -90,5 +95,82 @@ pub fn run(mut cmd: std::process::Command) -> Run {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The `member-status` rows: (status, ring %, pending % or None, node).
+pub fn member_rows(out: &str) -> Vec<(String, f64, Option<f64>, String)> {
+    let pct = |s: &str| s.strip_suffix('%')?.parse::<f64>().ok();
+    out.lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [status, ring, pending, node] if node.starts_with('\'') => Some((
+                status.to_string(),
+                pct(ring)?,
+                pct(pending),
+                node.trim_matches('\'').to_string(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// True when `member-status` lists exactly `names`, each valid, owning a
+/// share of the ring with nothing pending, the shares adding up to it.
+pub fn settled_members(out: &str, names: &[String]) -> bool {
+    let rows = member_rows(out);
+    let ring: f64 = rows.iter().map(|r| r.1).sum();
+    rows.len() == names.len()
+        && names.iter().all(|n| rows.iter().any(|r| &r.3 == n))
+        && rows
+            .iter()
+            .all(|r| r.0 == "valid" && r.1 > 0.0 && r.2.is_none())
+        && (ring - 100.0).abs() < 0.5
+}
+
+/// Waits until `node` reports no transfer active, the members `names`
+/// settled ([`settled_members`]) and every member on the same ring
+/// (`ringready`).
+pub fn settle(node: &TestNode, names: &[String], deadline: Duration) {
+    node.admin_until(&["transfers"], deadline, |r| {
+        r.ok && r.stdout.contains("No transfers active")
+    });
+    node.admin_until(&["member-status"], deadline, |r| {
+        r.ok && settled_members(&r.stdout, names)
+    });
+    node.admin_until(&["ringready"], deadline, |r| r.ok);
+}
+
+/// Starts dev1…devN, stages the join of each to dev1, commits on dev1 and
+/// waits until the ring has settled.
+pub fn form(count: usize, deadline: Duration) -> Vec<TestNode> {
+    let nodes: Vec<TestNode> = (1..=count).map(|i| TestNode::start_dev(i, &[])).collect();
+    for n in &nodes[1..] {
+        n.join(&nodes[0]);
+    }
+    nodes[0].commit(deadline);
+    settle(&nodes[0], &dev_names(1..=count), deadline);
+    nodes
+}
+
+impl TestNode {
+    /// Stages this node's join to the cluster of dev1 (`target`).
+    pub fn join(&self, target: &TestNode) {
+        let address = target.cluster_address();
+        let r = self.admin(&["cluster", "join", &dev_name(1), "--address", &address]);
+        assert!(r.ok, "{r:#?}");
+    }
+
+    /// `cluster plan` then `cluster commit`, the commit asked again while
+    /// the claimant answers that the ring is not ready.
+    pub fn commit(&self, deadline: Duration) {
+        let plan = self.admin(&["cluster", "plan"]);
+        assert!(
+            plan.ok && plan.stdout.contains("Staged Changes"),
+            "{plan:#?}"
+        );
+        let r = self.admin_until(&["cluster", "commit"], deadline, |r| {
+            r.ok || !r.stderr.contains("not ready")
+        });
+        assert!(r.ok, "{r:#?}");
     }
 }

@@ -6,6 +6,8 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod kv;
+pub mod load;
 pub mod netns;
 
 use std::net::TcpListener;
@@ -181,6 +183,20 @@ impl TestNode {
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "stop or kill the node first");
         self.spawn();
+    }
+
+    /// Waits until the node exits by itself, or panics after `deadline`.
+    pub fn wait_exit(&mut self, deadline: Duration) -> std::process::ExitStatus {
+        let end = Instant::now() + deadline;
+        let child = self.child.as_mut().expect("running");
+        loop {
+            if let Some(status) = child.try_wait().expect("wait for eddy") {
+                self.child = None;
+                return status;
+            }
+            assert!(Instant::now() < end, "eddy still runs after {deadline:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The running child's process id.
