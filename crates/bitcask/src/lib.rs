@@ -154,6 +154,14 @@ impl Bitcask {
     }
 
     fn shutdown(&self) -> Result<(), StorageError> {
+        self.stop(true)
+    }
+
+    /// Stops the background work and releases the directory; with
+    /// `keep`, first makes every write durable and writes the active
+    /// file's hint (a shutdown), else leaves the files as they are (the
+    /// data is about to be destroyed).
+    fn stop(&self, keep: bool) -> Result<(), StorageError> {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -161,7 +169,10 @@ impl Bitcask {
         if let Some(m) = self.inner.membership.get() {
             m.leave(&self.inner);
         }
-        let result = self.close_active();
+        let result = match keep {
+            true => self.close_active(),
+            false => Ok(()),
+        };
         self.inner.lock_file.lock().take();
         result
     }
@@ -267,12 +278,16 @@ impl Backend for Bitcask {
         self.shutdown()
     }
 
-    /// Stops the background work and releases the directory, then renames
-    /// it out of use durably before deleting it ([`destroy::destroy_dir`]);
-    /// [`Bitcask::open`] finishes a destroy a crash interrupted. A failure
-    /// to flush or sync on the way out does not stop it: the data goes.
+    fn close_discarding(&self) -> Result<(), StorageError> {
+        self.stop(false)
+    }
+
+    /// Stops the background work and releases the directory (flushing and
+    /// syncing nothing: the data goes), then renames it out of use durably
+    /// before deleting it ([`destroy::destroy_dir`]); [`Bitcask::open`]
+    /// finishes a destroy a crash interrupted.
     fn destroy(self: Box<Self>) -> Result<(), StorageError> {
-        let _ = self.shutdown();
+        let _ = self.stop(false);
         destroy::destroy_dir(&self.inner.dir)
     }
 }

@@ -110,3 +110,30 @@ fn a_multi_destroy_removes_every_sub_backend_and_its_marker() {
     Box::new(m).destroy().unwrap();
     assert!(entries(root.path()).is_empty());
 }
+
+#[test]
+fn a_close_before_destroy_writes_no_hint_and_releases_the_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("bitcask");
+    let b = Bitcask::open(&dir, config()).unwrap();
+    b.put(b"b", b"k", b"value", &[], WriteOptions::NO_SYNC)
+        .unwrap();
+    b.close_discarding().unwrap();
+    assert!(
+        !entries(&dir).iter().any(|name| name.contains("hint")),
+        "no hint file: {:?}",
+        entries(&dir)
+    );
+    assert!(matches!(b.get(b"b", b"k"), Err(StorageError::Closed)));
+    // The lock is released: the partition store can destroy the directory,
+    // and an open would not be refused.
+    destroy::destroy_dir(&dir).unwrap();
+    assert!(entries(root.path()).is_empty());
+
+    // A plain close writes the hint the next open reads.
+    let b = Bitcask::open(&dir, config()).unwrap();
+    b.put(b"b", b"k", b"value", &[], WriteOptions::NO_SYNC)
+        .unwrap();
+    b.close().unwrap();
+    assert!(entries(&dir).iter().any(|name| name.contains("hint")));
+}

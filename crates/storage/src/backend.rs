@@ -115,6 +115,14 @@ pub trait Backend: Send + Sync {
     /// fail with [`StorageError::Closed`].
     fn close(&self) -> Result<(), StorageError>;
 
+    /// Closes the instance whose data is about to be destroyed (a
+    /// handed-off partition): nothing it holds needs to be made durable or
+    /// quick to reopen, so backends that do work on close (syncs, hint
+    /// files) skip it. Further calls fail as after [`Backend::close`].
+    fn close_discarding(&self) -> Result<(), StorageError> {
+        self.close()
+    }
+
     /// Destroys the partition: closes it and deletes all of its data,
     /// crash-atomically. The destruction is made durable in one step first
     /// (a rename of the directory, [`crate::destroy`], or a durable marker),

@@ -249,6 +249,10 @@ impl Backend for MultiBackend {
         self.each(|b| b.close())
     }
 
+    fn close_discarding(&self) -> Result<(), StorageError> {
+        self.each(|b| b.close_discarding())
+    }
+
     fn destroy(self: Box<Self>) -> Result<(), StorageError> {
         let MultiBackend {
             backends,

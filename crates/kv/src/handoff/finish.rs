@@ -32,7 +32,8 @@ pub(crate) fn drop_vnode(
     if node.vnodes.get(p).is_some_and(|v| Arc::ptr_eq(&v, vnode)) {
         node.vnodes.remove(p);
     }
-    if let Err(e) = vnode.close() {
+    // The drop record is durable: nothing the backend holds needs to be.
+    if let Err(e) = vnode.close_discarding() {
         tracing::warn!(partition = p.0, "closing a handed-off vnode: {e}");
     }
     h.store.destroy(p)?;

@@ -350,6 +350,10 @@ impl Backend for Watched {
         self.inner.close()
     }
 
+    fn close_discarding(&self) -> Result<(), StorageError> {
+        self.inner.close_discarding()
+    }
+
     /// A shared engine cannot be destroyed through one handle: a handed-off
     /// partition is destroyed by [`super::PartitionStore::destroy`].
     fn destroy(self: Box<Self>) -> Result<(), StorageError> {

@@ -213,6 +213,14 @@ impl Vnode {
         self.backend.close()
     }
 
+    /// Closes the vnode whose data is about to be destroyed: the backend
+    /// makes nothing durable on the way out
+    /// ([`eddy_storage::Backend::close_discarding`]).
+    pub fn close_discarding(&self) -> Result<(), StorageError> {
+        self.closed.store(true, Ordering::Release);
+        self.backend.close_discarding()
+    }
+
     fn lock(&self, key: &StorageKey) -> MutexGuard<'_, ()> {
         let h = eddy_ring::key_hash(b"", &key.bucket, &key.key);
         self.locks[(h % KEY_LOCKS as u64) as usize].lock()
