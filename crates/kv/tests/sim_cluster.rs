@@ -29,25 +29,7 @@ const STEPS: usize = 300;
 async fn client_step(sim: &SimCluster, rng: &mut StdRng, history: &mut History, step: usize) {
     let key = format!("k{}", rng.random_range(0..KEYS));
     let at = rng.random_range(0..NODES);
-    let use_context = rng.random_bool(0.6);
-    let context = history.contexts.get(&key).filter(|_| use_context).cloned();
-    match rng.random_range(0..10) {
-        0..=4 => {
-            let value = format!("{key}@{step}");
-            let acked = sim.put((at, step), &key, &value, context.clone()).await;
-            history.attempt(&key, context.as_ref(), acked);
-        }
-        5..=7 => {
-            if let Some(vv) = sim.get_context(at, &key).await {
-                history.contexts.insert(key, vv);
-            }
-        }
-        _ => {
-            let Some(context) = context else { return };
-            let acked = sim.delete((at, step), &key, context.clone()).await;
-            history.attempt(&key, Some(&context), acked);
-        }
-    }
+    sim.client_op(rng, history, (at, step), key).await;
 }
 
 fn fault_step(sim: &SimCluster, rng: &mut StdRng) {

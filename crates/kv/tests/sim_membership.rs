@@ -80,26 +80,8 @@ async fn client_step(sim: &SimCluster, run: &mut Run, step: usize) {
     let serving = sim.serving();
     let at = serving[run.rng.random_range(0..serving.len())];
     let key = format!("k{}", run.rng.random_range(0..KEYS));
-    let use_context = run.rng.random_bool(0.6);
-    let history = &mut run.history;
-    let context = history.contexts.get(&key).filter(|_| use_context).cloned();
-    match run.rng.random_range(0..10) {
-        0..=4 => {
-            let value = format!("{key}@{step}");
-            let acked = sim.put((at, step), &key, &value, context.clone()).await;
-            history.attempt(&key, context.as_ref(), acked);
-        }
-        5..=7 => {
-            if let Some(vv) = sim.get_context(at, &key).await {
-                history.contexts.insert(key, vv);
-            }
-        }
-        _ => {
-            let Some(context) = context else { return };
-            let acked = sim.delete((at, step), &key, context.clone()).await;
-            history.attempt(&key, Some(&context), acked);
-        }
-    }
+    sim.client_op(&mut run.rng, &mut run.history, (at, step), key)
+        .await;
 }
 
 fn fault_step(sim: &SimCluster, run: &mut Run) {

@@ -189,6 +189,38 @@ impl SimCluster {
         slots.get(i)?.member.as_ref().map(|m| m.node.clone())
     }
 
+    /// One client operation on `key` at node `at`, recorded in `history`:
+    /// half the time a put (with the key's last read context 60 % of the
+    /// time), else a read that takes the context, or a delete with it.
+    #[allow(dead_code)]
+    pub async fn client_op(
+        &self,
+        rng: &mut impl rand::Rng,
+        history: &mut eddy_checker::History,
+        (at, step): (usize, usize),
+        key: String,
+    ) {
+        let use_context = rng.random_bool(0.6);
+        let context = history.contexts.get(&key).filter(|_| use_context).cloned();
+        match rng.random_range(0..10) {
+            0..=4 => {
+                let value = format!("{key}@{step}");
+                let acked = self.put((at, step), &key, &value, context.clone()).await;
+                history.attempt(&key, context.as_ref(), acked);
+            }
+            5..=7 => {
+                if let Some(vv) = self.get_context(at, &key).await {
+                    history.contexts.insert(key, vv);
+                }
+            }
+            _ => {
+                let Some(context) = context else { return };
+                let acked = self.delete((at, step), &key, context.clone()).await;
+                history.attempt(&key, Some(&context), acked);
+            }
+        }
+    }
+
     /// Writes `value` at node `at` with w = quorum; `None` unless acknowledged.
     pub async fn put(
         &self,
