@@ -44,7 +44,7 @@ fn acknowledged_writes_survive_a_killed_node() {
         "with two of three nodes up, w = 2 writes never fail"
     );
     nodes[2].restart();
-    settle(&nodes[0], &dev_names(1..=3), SETTLE);
+    settle(&nodes, &dev_names(1..=3), SETTLE);
     let ports: Vec<u16> = nodes.iter().map(|n| n.http_port).collect();
     let attempted: Vec<String> = acked.keys().cloned().collect();
     assert_all_readable(&ports, "b", &acked, &attempted);

@@ -46,7 +46,7 @@ fn join_fourth(nodes: &mut Vec<TestNode>) {
     dev4.join(&nodes[0]);
     nodes[0].commit(SETTLE);
     nodes.push(dev4);
-    settle(&nodes[0], &dev_names(1..=4), SETTLE);
+    settle(nodes.iter(), &dev_names(1..=4), SETTLE);
 }
 
 /// dev2 leaves, staged and committed on the claimant (dev1); once dev2,
@@ -60,20 +60,26 @@ fn leave_second(nodes: &mut [TestNode], load: &Load) {
     let exit = nodes[1].wait_exit(SETTLE);
     load.retarget(&[nodes[0].http_port, nodes[2].http_port]);
     assert!(exit.success(), "dev2 stopped with {exit}");
-    settle(&nodes[0], &dev_names([1, 3, 4]), SETTLE);
+    settle(
+        [&nodes[0], &nodes[2], &nodes[3]],
+        &dev_names([1, 3, 4]),
+        SETTLE,
+    );
 }
 
 /// Asserts the failures are bounded: none before the changes or once the
 /// leave has settled, at most `share` of the operations during each change
 /// and in the seconds after the join settled.
 ///
-/// Those seconds are not held to zero: an r = 2 read made just after the
-/// join settled has been seen (in about one run in five, once) to miss a
-/// write acknowledged during the join. The write is not lost (the final
-/// reads find it); why the read missed it is still open. The likeliest
-/// cause: an old owner sends the writes of its last round after the ring
-/// names the new owner (design note 010, "Finish"), and a preflist can
-/// hold two partitions that moved.
+/// Those seconds are not held to zero: an r = 2 read during the join (and,
+/// before settling waited for every node's transfers, just after it) has
+/// been seen to miss a write acknowledged during the join, in about one run
+/// in three, up to 10 reads. The write is not lost (the final reads find
+/// it): an old owner that has handed a partition over sends the writes it
+/// takes until the ring names the new owner only in its last round, after
+/// the ring change, and after a 3 -> 4 relayout two of a key's three
+/// replicas can be in that state at once. Riak forwards such writes at
+/// once (docs/STATUS.md).
 fn assert_bounded(report: &Report, share: f64) {
     for phase in ["steady", "left"] {
         assert_eq!(report.errors_in(phase), 0, "failures in phase {phase}");

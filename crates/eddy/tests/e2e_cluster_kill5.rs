@@ -41,7 +41,7 @@ fn five_nodes_keep_every_acknowledged_write_through_a_kill() {
     let report = load.finish();
     report.print();
 
-    settle(&nodes[0], &dev_names(1..=5), SETTLE);
+    settle(&nodes, &dev_names(1..=5), SETTLE);
     assert_all_readable(&ports, BUCKET, &report.acked, &report.attempted);
     assert!(
         report.acked.len() > 100,

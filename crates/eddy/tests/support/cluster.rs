@@ -127,13 +127,22 @@ pub fn settled_members(out: &str, names: &[String]) -> bool {
         && (ring - 100.0).abs() < 0.5
 }
 
-/// Waits until `node` reports no transfer active, the members `names`
-/// settled ([`settled_members`]) and every member on the same ring
-/// (`ringready`).
-pub fn settle(node: &TestNode, names: &[String], deadline: Duration) {
-    node.admin_until(&["transfers"], deadline, |r| {
-        r.ok && r.stdout.contains("No transfers active")
-    });
+/// Waits until every one of `nodes` reports no transfer active (a node
+/// shows only the transfers it runs itself, so a retiring vnode's last
+/// round on another node is seen only there), the members `names` settled
+/// ([`settled_members`]) and every member on the same ring (`ringready`).
+pub fn settle<'a>(
+    nodes: impl IntoIterator<Item = &'a TestNode>,
+    names: &[String],
+    deadline: Duration,
+) {
+    let nodes: Vec<&TestNode> = nodes.into_iter().collect();
+    for n in &nodes {
+        n.admin_until(&["transfers"], deadline, |r| {
+            r.ok && r.stdout.contains("No transfers active")
+        });
+    }
+    let node = nodes[0];
     node.admin_until(&["member-status"], deadline, |r| {
         r.ok && settled_members(&r.stdout, names)
     });
@@ -148,7 +157,7 @@ pub fn form(count: usize, deadline: Duration) -> Vec<TestNode> {
         n.join(&nodes[0]);
     }
     nodes[0].commit(deadline);
-    settle(&nodes[0], &dev_names(1..=count), deadline);
+    settle(&nodes, &dev_names(1..=count), deadline);
     nodes
 }
 
