@@ -1,6 +1,7 @@
 //! Handoff between nodes in one process over a simulated network: hinted
 //! handoff drops the fallback, ownership handoff with writes during the
-//! fold loses none, merges never overwrite newer versions, tombstones stay
+//! fold loses none (and a handed vnode's writes reach the new owner before
+//! the ring changes), merges never overwrite newer versions, tombstones stay
 //! tombstones, and the transfer limit holds.
 
 mod handoff_support;
@@ -124,11 +125,19 @@ async fn ownership_handoff_with_writes_during_the_fold_loses_none(engine: Engine
             to: new.name.clone(),
         }]
     );
-    // Writes go on until the ring changes; then the old owner is dropped.
+    // Writes go on until the ring changes, and reach the new owner before
+    // it (in the handed vnode's rounds); then the old owner is dropped.
     for _ in 0..5 {
         write_some(&old, &b, keys, fresh, round, &mut model).await;
         round += 1;
     }
+    until("the new owner has the handed vnode's writes", || {
+        model
+            .iter()
+            .all(|(k, v)| new.values(&b, k) == vec![v.clone()])
+    })
+    .await;
+    assert_eq!(old.state(), Some(TransferState::Handed));
     assert_eq!(
         old.handoffs.drop_handed_off(P),
         Err(eddy_kv::handoff::HandoffError::StillOwner(P.0))

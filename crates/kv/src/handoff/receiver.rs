@@ -154,9 +154,12 @@ async fn serve(h: &Arc<Handoffs>, from: NodeName, request: Request) -> Result<Re
     };
     let key = (transfer.partition, from.clone());
     let stale_after = h.config.call_timeout * 2;
+    // A round that follows a finished transfer (a handed vnode sending its
+    // latest writes) is small and needs no slot of its own.
+    let admitted = !is_start || follows_finished(h, &from, transfer);
     let Some(entry) = h
         .inbound_transfers
-        .entry(key.clone(), &h.inbound, !is_start, stale_after)
+        .entry(key.clone(), &h.inbound, admitted, stale_after)
     else {
         return Ok(Reply::Busy);
     };
@@ -182,6 +185,14 @@ async fn serve(h: &Arc<Handoffs>, from: NodeName, request: Request) -> Result<Re
         h.inbound_transfers.end(&key);
     }
     Ok(reply)
+}
+
+/// Whether this node holds the finished checkpoint of `transfer` from
+/// `from`.
+fn follows_finished(h: &Handoffs, from: &NodeName, transfer: TransferKey) -> bool {
+    h.checkpoints
+        .load(transfer.partition, from)
+        .is_some_and(|c| c.finished && c.transfer == transfer)
 }
 
 /// Does what `request` asks (blocking).

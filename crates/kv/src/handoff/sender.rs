@@ -7,12 +7,16 @@
 //! from the receiver's checkpoint.
 //!
 //! Then an ownership transfer is reported handed and keeps recording
-//! writes until [`super::Handoffs::drop_handed_off`]; a hinted one, and an
-//! ownership one at that call, is retired: the backend is sealed, the
-//! writes recorded until then are sent, and the vnode is dropped.
+//! writes until [`super::Handoffs::drop_handed_off`], sending them in a
+//! round every [`HANDED_ROUND_EVERY`] meanwhile, so the new owner has them
+//! when the ring names it; a hinted one, and an ownership one at that
+//! call, is retired: the backend is sealed, the writes recorded until then
+//! are sent, and the vnode is dropped. A round and the retirement never
+//! run at once.
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use eddy_net::Lane;
 use eddy_ring::{NodeName, Partition};
@@ -26,6 +30,11 @@ use super::wire::{Kind, Position, Reply, Request, TransferKey};
 use super::{Completed, Handoffs, finish};
 use crate::vnode::VnodeHandle;
 use crate::vnode::msg::StorageKey;
+
+/// How often a handed ownership transfer sends the writes its vnode took
+/// since the last round (Riak forwards them at once; here they follow
+/// within a round, before the ring change reaches the nodes).
+pub(crate) const HANDED_ROUND_EVERY: Duration = Duration::from_millis(50);
 
 /// One outbound transfer.
 pub(crate) struct Outgoing {
@@ -43,6 +52,8 @@ pub(crate) struct Outgoing {
     /// Keys up to here may have changed unrecorded since the receiver's
     /// checkpoint: their digests are owed.
     catch_up: Mutex<Option<Position>>,
+    /// Held by a handed transfer's round and by the retirement.
+    rounds: tokio::sync::Mutex<()>,
 }
 
 impl Outgoing {
@@ -68,6 +79,7 @@ impl Outgoing {
             vnode,
             watched,
             catch_up: Mutex::new(None),
+            rounds: tokio::sync::Mutex::new(()),
         }
     }
 }
@@ -88,7 +100,7 @@ pub(crate) async fn run(h: Arc<Handoffs>, t: Arc<Outgoing>) {
     t.status.set_state(TransferState::Running);
     t.watched.track();
     let sent = retry(&h, &t, || async {
-        let s = send_all(&h, &t).await?;
+        let s = send_all(&h, &t, true).await?;
         finish_call(&h, &t, &s).await
     });
     if !sent.await {
@@ -106,10 +118,37 @@ pub(crate) async fn run(h: Arc<Handoffs>, t: Arc<Outgoing>) {
                     to: t.to.clone(),
                 });
             }
+            tokio::spawn(follow_handed(h, t));
         }
         Kind::Hinted => {
             t.status.set_state(TransferState::Dropping);
             retire(h, t).await;
+        }
+    }
+}
+
+/// While `t` is handed, sends what its vnode takes, a round every
+/// [`HANDED_ROUND_EVERY`]; a round that fails leaves its keys for the next
+/// (or for the retirement). Ends when the transfer retires.
+async fn follow_handed(h: Arc<Handoffs>, t: Arc<Outgoing>) {
+    loop {
+        tokio::time::sleep(HANDED_ROUND_EVERY).await;
+        if h.stopping() || t.status.state() != TransferState::Handed {
+            return;
+        }
+        if !t.watched.has_dirty() {
+            continue;
+        }
+        let _round = t.rounds.lock().await;
+        if t.status.state() != TransferState::Handed {
+            return;
+        }
+        let round = async {
+            let s = send_all(&h, &t, false).await?;
+            finish_call(&h, &t, &s).await
+        };
+        if let Err(e) = round.await {
+            tracing::debug!(partition = t.partition.0, to = %t.to, "handed round: {e}");
         }
     }
 }
@@ -147,9 +186,10 @@ where
     }
 }
 
-/// Opens the transfer and sends everything the receiver may lack.
-async fn send_all(h: &Handoffs, t: &Outgoing) -> Result<Stream, String> {
-    let mut s = start(h, t).await?;
+/// Opens the transfer and sends everything the receiver may lack; with
+/// `wait_busy`, asks a busy receiver again until it has a slot, else fails.
+async fn send_all(h: &Handoffs, t: &Outgoing, wait_busy: bool) -> Result<Stream, String> {
+    let mut s = start(h, t, wait_busy).await?;
     loop {
         if s.position != Position::Folded {
             fold(h, t, &mut s).await?;
@@ -168,7 +208,7 @@ async fn send_all(h: &Handoffs, t: &Outgoing) -> Result<Stream, String> {
 }
 
 /// Sends the transfer's Start and takes the receiver's checkpoint.
-async fn start(h: &Handoffs, t: &Outgoing) -> Result<Stream, String> {
+async fn start(h: &Handoffs, t: &Outgoing, wait_busy: bool) -> Result<Stream, String> {
     let request = Request::Start {
         transfer: t.transfer,
         session: t.session,
@@ -178,7 +218,9 @@ async fn start(h: &Handoffs, t: &Outgoing) -> Result<Stream, String> {
             Reply::Started { resume } => break resume,
             // A busy receiver is no failure: ask again soon, so that its
             // next free slot is not left idle for a backoff's length.
-            Reply::Busy if !h.stopping() => tokio::time::sleep(h.config.retry_min).await,
+            Reply::Busy if wait_busy && !h.stopping() => {
+                tokio::time::sleep(h.config.retry_min).await
+            }
             other => return Err(unexpected(&other)),
         }
     };
@@ -265,7 +307,8 @@ async fn drain(h: &Handoffs, t: &Outgoing, s: &mut Stream) -> Result<bool, Strin
 /// The last round: with the backend sealed, sends what was written, then
 /// finishes and drops the vnode.
 async fn seal_and_drop(h: &Arc<Handoffs>, t: &Outgoing) -> Step {
-    let mut s = send_all(h, t).await?;
+    let _round = t.rounds.lock().await;
+    let mut s = send_all(h, t, true).await?;
     let watched = t.watched.clone();
     blocking(h, move || {
         watched.seal();

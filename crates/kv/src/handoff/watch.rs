@@ -181,6 +181,12 @@ impl Watched {
         *self.dirty.lock() = Dirty::default();
     }
 
+    /// Whether anything was written since the keys were last taken.
+    pub fn has_dirty(&self) -> bool {
+        let dirty = self.dirty.lock();
+        dirty.overflowed || !dirty.keys.is_empty()
+    }
+
     /// Takes the keys recorded so far.
     pub fn take_dirty(&self) -> Written {
         let dirty = std::mem::take(&mut *self.dirty.lock());
