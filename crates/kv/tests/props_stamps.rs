@@ -8,13 +8,12 @@
 //! one; a put whose coordinator cannot take the newer entry fails after a
 //! few tries with the refusal.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use eddy_kv::metadata::entries::{EntryStamp, PropsVersion};
 use eddy_kv::metadata::{SharedBucket, SharedMetadata, SharedType};
 use eddy_kv::props::BucketProps;
-use eddy_kv::remote::{Inline, NetRemote, RemoteConfig};
-use eddy_kv::router::unanswerable;
+use eddy_kv::remote::{Inline, NetRemote, RemoteConfig, inbound_for};
 use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
 use eddy_net::sim::SimNetwork;
@@ -118,15 +117,7 @@ fn connect(node: &Arc<Node>, net: &SimNetwork, name: &NodeName) {
     };
     let remote = NetRemote::new(net.add_node(name.clone()).unwrap(), config);
     node.set_remote(remote.clone());
-    let weak: Weak<Node> = Arc::downgrade(node);
-    let inbound =
-        Arc::new(
-            move |to: eddy_kv::vnode::msg::VnodeId, req, reply| match weak.upgrade() {
-                Some(n) => n.receive(to.partition, req, reply),
-                None => unanswerable(to.partition, &req, &reply, KvError::ShuttingDown),
-            },
-        );
-    remote.serve(inbound, Arc::new(Inline)).unwrap();
+    remote.serve(inbound_for(node), Arc::new(Inline)).unwrap();
     remote.install().unwrap();
     tokio::spawn(remote.watch_peers());
 }

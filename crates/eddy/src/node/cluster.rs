@@ -21,13 +21,12 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use eddy_cluster::{ClusterState, Membership, MembershipConfig};
 use eddy_kv::handoff::{HandoffConfig, Handoffs, Watch};
-use eddy_kv::remote::{NetRemote, RemoteConfig, WorkerPool};
-use eddy_kv::router::unanswerable;
-use eddy_kv::{KvError, Liveness, Node};
+use eddy_kv::remote::{NetRemote, RemoteConfig, WorkerPool, inbound_for};
+use eddy_kv::{Liveness, Node};
 use eddy_net::{Lane, NetConfig, Transport};
 use eddy_ring::{NodeName, Ring};
 
@@ -145,15 +144,7 @@ pub async fn start(
     let remote = NetRemote::new(transport.clone(), RemoteConfig::default());
     node.set_remote(remote.clone());
     let workers = WorkerPool::new(INBOUND_THREADS, INBOUND_QUEUE).map_err(ClusterError::Workers)?;
-    let weak: Weak<Node> = Arc::downgrade(node);
-    let inbound =
-        Arc::new(
-            move |to: eddy_kv::vnode::msg::VnodeId, req, reply| match weak.upgrade() {
-                Some(n) => n.receive(to.partition, req, reply),
-                None => unanswerable(to.partition, &req, &reply, KvError::ShuttingDown),
-            },
-        );
-    let _ = remote.serve(inbound, Arc::new(workers));
+    let _ = remote.serve(inbound_for(node), Arc::new(workers));
     let services = route_inbound(&transport, &remote);
     let mut config = MembershipConfig::new(state_path(root));
     config.transfer_limit = settings.cluster.transfer_limit;

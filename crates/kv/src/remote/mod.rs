@@ -65,6 +65,7 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 
 use crate::error::KvError;
+use crate::node::Node;
 use crate::router::{RemoteVnodes, unanswerable};
 use crate::vnode::msg::{PutKind, VnodeId, VnodeReply, VnodeRequest};
 use crate::vnode::reply::{Reply, ReplyRoute, ReplyTo};
@@ -74,6 +75,16 @@ use pending::{Due, Entry, Pending};
 /// Hands a request from another node to this node's vnode `to`; its
 /// replies go to the `ReplyTo` (which routes them back over the network).
 pub type Inbound = Arc<dyn Fn(VnodeId, VnodeRequest, ReplyTo) + Send + Sync>;
+
+/// The [`Inbound`] that hands requests to `node` ([`Node::receive`]) while
+/// it lives, and answers them `ShuttingDown` once it is gone.
+pub fn inbound_for(node: &Arc<Node>) -> Inbound {
+    let weak: Weak<Node> = Arc::downgrade(node);
+    Arc::new(move |to: VnodeId, req, reply| match weak.upgrade() {
+        Some(n) => n.receive(to.partition, req, reply),
+        None => unanswerable(to.partition, &req, &reply, KvError::ShuttingDown),
+    })
+}
 
 /// Limits of a [`NetRemote`], and where its request ids start.
 #[derive(Clone, Debug)]

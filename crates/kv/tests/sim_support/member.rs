@@ -4,14 +4,13 @@
 //! kv's remote vnodes).
 
 use std::path::PathBuf;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use eddy_kv::clock::Clock;
 use eddy_kv::commitlog::{LogOptions, SyncStrategy};
 use eddy_kv::handoff::{Completed, HandoffConfig, Handoffs, Watch};
-use eddy_kv::remote::{Inline, NetRemote, RemoteConfig};
-use eddy_kv::router::unanswerable;
+use eddy_kv::remote::{Inline, NetRemote, RemoteConfig, inbound_for};
 use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
 use eddy_net::{Incoming, Lane, Transport};
@@ -132,16 +131,7 @@ fn serve_remote(node: &Arc<Node>, transport: &Transport, generation: u64) -> Arc
     };
     let remote = NetRemote::new(transport.clone(), config);
     node.set_remote(remote.clone());
-    let weak: Weak<Node> = Arc::downgrade(node);
-    remote
-        .serve(
-            Arc::new(move |to, req, reply| match weak.upgrade() {
-                Some(n) => n.receive(to.partition, req, reply),
-                None => unanswerable(to.partition, &req, &reply, KvError::ShuttingDown),
-            }),
-            Arc::new(Inline),
-        )
-        .unwrap();
+    remote.serve(inbound_for(node), Arc::new(Inline)).unwrap();
     remote
 }
 
