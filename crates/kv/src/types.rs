@@ -307,12 +307,7 @@ impl BucketRegistry {
         bucket_type: &str,
         bucket: &[u8],
     ) -> Result<Arc<BucketProps>, RegistryError> {
-        let stored = self.stored.read();
-        let cache_key = (bucket_type.to_string(), bucket.to_vec());
-        if let Some(resolved) = self.cache.read().get(&cache_key) {
-            return Ok(resolved.props.clone());
-        }
-        self.resolve_and_cache(&stored, cache_key).map(|r| r.props)
+        self.resolved(bucket_type, bucket, |r| r.props.clone())
     }
 
     /// A bucket's props and the stamped entries they were resolved from,
@@ -323,13 +318,25 @@ impl BucketRegistry {
         bucket_type: &str,
         bucket: &[u8],
     ) -> Result<(Arc<BucketProps>, Arc<PropsEntries>), RegistryError> {
+        self.resolved(bucket_type, bucket, |r| {
+            (r.props.clone(), r.entries.clone())
+        })
+    }
+
+    /// `take` of a bucket's resolution, from the cache, resolved and cached
+    /// first if need be.
+    fn resolved<T>(
+        &self,
+        bucket_type: &str,
+        bucket: &[u8],
+        take: impl Fn(&Resolved) -> T,
+    ) -> Result<T, RegistryError> {
         let stored = self.stored.read();
         let cache_key = (bucket_type.to_string(), bucket.to_vec());
         if let Some(r) = self.cache.read().get(&cache_key) {
-            return Ok((r.props.clone(), r.entries.clone()));
+            return Ok(take(r));
         }
-        self.resolve_and_cache(&stored, cache_key)
-            .map(|r| (r.props, r.entries))
+        self.resolve_and_cache(&stored, cache_key).map(|r| take(&r))
     }
 
     /// Resolves a bucket's props under `stored`'s read lock and caches
