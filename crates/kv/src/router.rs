@@ -80,10 +80,11 @@ impl Node {
         };
         let registry = &self.registry;
         let version = theirs.version();
-        if version.has_newer_than(&registry.props_version(&b.bucket_type, &b.bucket)) {
+        let mut ours = registry.props_version(&b.bucket_type, &b.bucket);
+        if version.has_newer_than(&ours) {
             registry.apply_entries(&b.bucket_type, &b.bucket, theirs)?;
+            ours = registry.props_version(&b.bucket_type, &b.bucket);
         }
-        let ours = registry.props_version(&b.bucket_type, &b.bucket);
         match ours.has_newer_than(&version) {
             true => {
                 let entries = registry.props_entries(&b.bucket_type, &b.bucket);
