@@ -99,10 +99,7 @@ pub(crate) async fn run(h: Arc<Handoffs>, t: Arc<Outgoing>) {
     let slot = h.outbound.acquire().await;
     t.status.set_state(TransferState::Running);
     t.watched.track();
-    let sent = retry(&h, &t, || async {
-        let s = send_all(&h, &t, true).await?;
-        finish_call(&h, &t, &s).await
-    });
+    let sent = retry(&h, &t, || send_and_finish(&h, &t, true));
     if !sent.await {
         return;
     }
@@ -143,11 +140,7 @@ async fn follow_handed(h: Arc<Handoffs>, t: Arc<Outgoing>) {
         if t.status.state() != TransferState::Handed {
             return;
         }
-        let round = async {
-            let s = send_all(&h, &t, false).await?;
-            finish_call(&h, &t, &s).await
-        };
-        if let Err(e) = round.await {
+        if let Err(e) = send_and_finish(&h, &t, false).await {
             tracing::debug!(partition = t.partition.0, to = %t.to, "handed round: {e}");
         }
     }
@@ -184,6 +177,12 @@ where
             }
         }
     }
+}
+
+/// Sends everything the receiver may lack ([`send_all`]), then finishes.
+async fn send_and_finish(h: &Handoffs, t: &Outgoing, wait_busy: bool) -> Step {
+    let s = send_all(h, t, wait_busy).await?;
+    finish_call(h, t, &s).await
 }
 
 /// Opens the transfer and sends everything the receiver may lack; with
