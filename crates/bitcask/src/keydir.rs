@@ -135,6 +135,13 @@ impl Keydir {
         self.table.is_empty()
     }
 
+    /// The bytes of every live key with its bucket, or a few more (live
+    /// slots less their headers, padding included).
+    pub fn key_bytes(&self) -> usize {
+        let live = self.used_bytes.saturating_sub(self.garbage_bytes);
+        live.saturating_sub(self.table.len() * SLOT_HEADER_BYTES)
+    }
+
     /// Makes room for `additional` more keys without rehashing as they come.
     pub fn reserve(&mut self, additional: usize) {
         let chunks = &self.chunks;

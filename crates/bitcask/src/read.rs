@@ -104,9 +104,11 @@ impl Inner {
         self.check_open()?;
         let now = self.now();
         let st = self.state.read();
+        // Sized for every key up front (a fold of a whole partition is the
+        // usual one): growing these by doubling copies them again and again.
         let mut snap = Snapshot {
-            bytes: Vec::new(),
-            items: Vec::new(),
+            bytes: Vec::with_capacity(st.keydir.key_bytes()),
+            items: Vec::with_capacity(st.keydir.len()),
             files: st
                 .files
                 .iter()

@@ -372,7 +372,7 @@ impl Node {
     }
 
     /// The vnode of partition `p` on this node, if it runs one.
-    pub(crate) fn vnode(&self, p: Partition) -> Option<VnodeHandle> {
+    pub fn vnode(&self, p: Partition) -> Option<VnodeHandle> {
         self.vnodes.get(p)
     }
 

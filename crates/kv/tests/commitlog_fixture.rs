@@ -5,7 +5,7 @@
 //! with `EDDY_WRITE_FIXTURES=1 cargo test -p eddy-kv --test commitlog_fixture`.
 
 use eddy_kv::commitlog::segment::{self, End};
-use eddy_kv::commitlog::{Dropped, Entry, FIRST_INCARNATION, Op, Record};
+use eddy_kv::commitlog::{Dropped, Entry, FIRST_INCARNATION, Op, Position, Record, Synced};
 
 const V1: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -18,6 +18,10 @@ const V2: &str = concat!(
 const V3: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/commitlog-v3/commit-0000000000000000.log"
+);
+const V4: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/commitlog-v4/commit-0000000000000000.log"
 );
 
 const VALUE: &[u8] = b"\xE0\x0B\x01 stands in for an object";
@@ -101,6 +105,24 @@ fn v3_entries() -> Vec<Entry<'static>> {
     entries
 }
 
+/// Version 4 adds synced marks: the version 3 entries, then a mark saying
+/// that partition 0's first incarnation's records before the second entry
+/// were in its backend when it synced.
+fn v4_entries() -> Vec<Entry<'static>> {
+    let mut entries = v3_entries();
+    let mut first = Vec::new();
+    entries[0].encode_into(&mut first);
+    entries.push(Entry::Synced(Synced {
+        partition: 0,
+        incarnation: FIRST_INCARNATION,
+        upto: Position {
+            seq: 0,
+            offset: (segment::HEADER.len() + first.len()) as u64,
+        },
+    }));
+    entries
+}
+
 fn encoded(entries: &[Entry<'_>]) -> Vec<u8> {
     let mut bytes = segment::HEADER.to_vec();
     for e in entries {
@@ -139,15 +161,25 @@ fn commit_log_format_v2_is_still_read_as_the_first_incarnation() {
 }
 
 #[test]
-fn commit_log_format_v3_is_pinned() {
-    if std::env::var_os("EDDY_WRITE_FIXTURES").is_some() {
-        std::fs::create_dir_all(std::path::Path::new(V3).parent().unwrap()).unwrap();
-        std::fs::write(V3, encoded(&v3_entries())).unwrap();
-    }
+fn commit_log_format_v3_is_still_read() {
     let (bytes, read) = read_back(V3);
+    assert!(bytes.starts_with(segment::HEADER_V3));
     let expected: Vec<String> = v3_entries().iter().map(|e| format!("{e:?}")).collect();
     assert_eq!(read, expected);
-    assert_eq!(encoded(&v3_entries()), bytes);
+    // Version 4 lays out version 3's entries the same way.
+    assert_eq!(encoded(&v3_entries())[8..], bytes[8..]);
+}
+
+#[test]
+fn commit_log_format_v4_is_pinned() {
+    if std::env::var_os("EDDY_WRITE_FIXTURES").is_some() {
+        std::fs::create_dir_all(std::path::Path::new(V4).parent().unwrap()).unwrap();
+        std::fs::write(V4, encoded(&v4_entries())).unwrap();
+    }
+    let (bytes, read) = read_back(V4);
+    let expected: Vec<String> = v4_entries().iter().map(|e| format!("{e:?}")).collect();
+    assert_eq!(read, expected);
+    assert_eq!(encoded(&v4_entries()), bytes);
     assert_eq!(segment::seq_of("commit-0000000000000000.log"), Some(0));
 }
 
@@ -171,6 +203,14 @@ fn replay_of_the_v2_fixture_resolves_put_same() {
     assert_eq!(applied[0], (0, FIRST_INCARNATION, put.clone()));
     assert_eq!(applied[1], (1, FIRST_INCARNATION, put), "resolved");
     assert_eq!(applied.len(), 4);
+}
+
+#[test]
+fn replay_of_the_v4_fixture_skips_what_the_synced_mark_covers() {
+    let (applied, out) = replay(V4);
+    assert_eq!(applied[0].0, 1, "partition 0's put is covered by the mark");
+    assert_eq!(applied.len(), 2, "and partition 17's delete was dropped");
+    assert_eq!(out.skipped, 2);
 }
 
 #[test]

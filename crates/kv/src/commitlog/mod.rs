@@ -62,7 +62,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-pub use record::{Dropped, Entry, FIRST_INCARNATION, Op, Record};
+pub use record::{Dropped, Entry, FIRST_INCARNATION, Op, Position, Record, Synced};
 pub use recover::{Recovered, recover, recover_live};
 
 use crate::error::KvError;
@@ -271,6 +271,35 @@ impl CommitLog {
             incarnation,
         };
         self.append_entry(&Entry::Dropped(dropped), None)
+    }
+
+    /// Where the next append will start, or later: every entry appended so
+    /// far lies before it.
+    pub fn position(&self) -> Position {
+        let st = self.shared.state.lock();
+        Position {
+            seq: st.current.seq,
+            offset: st.current.used() as u64,
+        }
+    }
+
+    /// Appends a synced mark: replay will apply no record of `partition`'s
+    /// `incarnation` that lies before `upto`. A vnode that wrote without
+    /// records takes [`CommitLog::position`], syncs its backend, then
+    /// appends this and waits until it is synced
+    /// ([`CommitLog::when_synced`]) before it calls those writes durable.
+    pub fn append_synced(
+        &self,
+        partition: u32,
+        incarnation: u64,
+        upto: Position,
+    ) -> Result<Appended, KvError> {
+        let mark = Synced {
+            partition,
+            incarnation,
+            upto,
+        };
+        self.append_entry(&Entry::Synced(mark), None)
     }
 
     fn append_entry(&self, entry: &Entry<'_>, same_as: Option<Lsn>) -> Result<Appended, KvError> {
@@ -559,7 +588,7 @@ fn encode(
     frame.clear();
     let record = match entry {
         Entry::Record(record) => record,
-        Entry::Dropped(_) => return entry.encode_into(frame),
+        Entry::Dropped(_) | Entry::Synced(_) => return entry.encode_into(frame),
     };
     match (same_as, &record.op) {
         (Some(at), Op::Put { .. }) if at >= segment_start && at < start => Record {

@@ -1,5 +1,6 @@
-//! One commit-log record: what a vnode did to its backend, or that a vnode
-//! incarnation was dropped, framed with its length and a CRC so a torn or
+//! One commit-log record: what a vnode did to its backend, that a vnode
+//! incarnation was dropped, or that its backend synced writes it took
+//! without records, framed with its length and a CRC so a torn or
 //! damaged record is recognised, never replayed. The layout is
 //! docs/formats/commitlog.md.
 //!
@@ -29,7 +30,7 @@ pub const FIRST_INCARNATION: u64 = 1;
 
 /// The format version a segment's records are written in (its header says
 /// which). Versions 1 and 2 have no incarnation field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Version {
     /// Puts and deletes.
     V1,
@@ -37,15 +38,18 @@ pub enum Version {
     V2,
     /// Every record names its incarnation; drop records.
     V3,
+    /// Version 3 plus synced marks.
+    V4,
 }
 
 /// The version every new segment is written in.
-pub const CURRENT: Version = Version::V3;
+pub const CURRENT: Version = Version::V4;
 
 const OP_PUT: u8 = 1;
 const OP_DELETE: u8 = 2;
 const OP_PUT_SAME: u8 = 3;
 const OP_DROP: u8 = 4;
+const OP_SYNCED: u8 = 5;
 
 /// What was done to one key of one partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,11 +85,33 @@ pub struct Dropped {
     pub incarnation: u64,
 }
 
+/// Where a frame lies in the log: its segment and its offset there.
+/// Positions order as the log does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Position {
+    pub seq: u64,
+    pub offset: u64,
+}
+
+/// "Every record of partition `partition`'s incarnation `incarnation`
+/// before `upto` was in its backend when the backend last synced": replay
+/// applies none of them (format v4). A vnode that writes without records
+/// (a handoff receiver's merges) appends this after syncing its backend,
+/// so that replay cannot put an older record over what the sync made
+/// durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Synced {
+    pub partition: u32,
+    pub incarnation: u64,
+    pub upto: Position,
+}
+
 /// One entry of the log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry<'a> {
     Record(Record<'a>),
     Dropped(Dropped),
+    Synced(Synced),
 }
 
 /// What the bytes at one offset of a segment hold.
@@ -138,12 +164,31 @@ impl Dropped {
     }
 }
 
+impl Synced {
+    /// Appends this mark's frame (current version) to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let mut upto = [0; 16];
+        upto[..8].copy_from_slice(&self.upto.seq.to_be_bytes());
+        upto[8..].copy_from_slice(&self.upto.offset.to_be_bytes());
+        let fields = Fields {
+            op: OP_SYNCED,
+            partition: self.partition,
+            incarnation: self.incarnation,
+            bucket: &[],
+            key: &[],
+            value: &upto,
+        };
+        fields.encode_into(out);
+    }
+}
+
 impl Entry<'_> {
     /// Appends this entry's frame (current version) to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         match self {
             Entry::Record(r) => r.encode_into(out),
             Entry::Dropped(d) => d.encode_into(out),
+            Entry::Synced(m) => m.encode_into(out),
         }
     }
 }
@@ -208,7 +253,7 @@ fn decode_payload(p: &[u8], version: Version) -> Option<Entry<'_>> {
     let partition = be_u32(rest.get(0..4)?);
     let (incarnation, rest) = match version {
         Version::V1 | Version::V2 => (FIRST_INCARNATION, &rest[4..]),
-        Version::V3 => (
+        Version::V3 | Version::V4 => (
             u64::from_be_bytes(rest.get(4..12)?.try_into().ok()?),
             &rest[12..],
         ),
@@ -224,13 +269,25 @@ fn decode_payload(p: &[u8], version: Version) -> Option<Entry<'_>> {
                 back: (back > 0).then_some(back)?,
             }
         }
-        OP_DROP if version == Version::V3 => {
+        OP_DROP if version >= Version::V3 => {
             let empty = bucket.is_empty() && key.is_empty() && rest.is_empty();
             let dropped = Dropped {
                 partition,
                 incarnation,
             };
             return empty.then_some(Entry::Dropped(dropped));
+        }
+        OP_SYNCED if version >= Version::V4 && bucket.is_empty() && key.is_empty() => {
+            let upto: &[u8; 16] = rest.try_into().ok()?;
+            let upto = Position {
+                seq: u64::from_be_bytes(upto[..8].try_into().ok()?),
+                offset: u64::from_be_bytes(upto[8..].try_into().ok()?),
+            };
+            return Some(Entry::Synced(Synced {
+                partition,
+                incarnation,
+                upto,
+            }));
         }
         _ => return None,
     };
@@ -258,14 +315,16 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A value (put), a back reference (put-same), neither (delete), or a
-    /// drop of the incarnation (`None` outside).
+    /// A value (put), a back reference (put-same), neither (delete), or,
+    /// outside (`None`), a drop of the incarnation or, with a position, a
+    /// synced mark.
     type Arb = (
         u32,
         u64,
         Vec<u8>,
         Vec<u8>,
         Option<Option<Result<Vec<u8>, u64>>>,
+        Option<(u64, u64)>,
     );
 
     fn arb_entry() -> impl Strategy<Value = Arb> {
@@ -279,15 +338,26 @@ mod tests {
             proptest::collection::vec(any::<u8>(), 0..40),
             proptest::collection::vec(any::<u8>(), 0..40),
             proptest::option::weighted(0.9, proptest::option::of(op)),
+            proptest::option::of((any::<u64>(), any::<u64>())),
         )
     }
 
-    fn entry<'a>((p, i, b, k, v): &'a Arb) -> Entry<'a> {
+    fn entry<'a>((p, i, b, k, v, upto): &'a Arb) -> Entry<'a> {
         let Some(v) = v else {
-            return Entry::Dropped(Dropped {
-                partition: *p,
-                incarnation: *i,
-            });
+            return match upto {
+                Some((seq, offset)) => Entry::Synced(Synced {
+                    partition: *p,
+                    incarnation: *i,
+                    upto: Position {
+                        seq: *seq,
+                        offset: *offset,
+                    },
+                }),
+                None => Entry::Dropped(Dropped {
+                    partition: *p,
+                    incarnation: *i,
+                }),
+            };
         };
         Entry::Record(Record {
             partition: *p,
@@ -364,5 +434,24 @@ mod tests {
             )
         ));
         assert!(matches!(decode_frame(&v2, Version::V1), Frame::Damaged(_)));
+    }
+
+    #[test]
+    fn a_synced_mark_is_refused_before_version_4() {
+        let mut mark = Vec::new();
+        Synced {
+            partition: 2,
+            incarnation: 3,
+            upto: Position { seq: 4, offset: 5 },
+        }
+        .encode_into(&mut mark);
+        assert!(matches!(
+            decode_frame(&mark, Version::V4),
+            Frame::Entry(Entry::Synced(_), _)
+        ));
+        assert!(matches!(
+            decode_frame(&mark, Version::V3),
+            Frame::Damaged(_)
+        ));
     }
 }

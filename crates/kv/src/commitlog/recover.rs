@@ -11,13 +11,17 @@
 //!   a vnode dropped after handoff never gets its data back, and a
 //!   partition created again later never receives its earlier life's
 //!   records;
+//! - no record of an incarnation that lies before the furthest position a
+//!   synced mark of that incarnation names is applied (the first pass
+//!   collects those too): its backend held it when it synced, and may
+//!   since hold newer writes that have no record (a handoff's merges);
 //! - segments stay on disk until the caller has synced the backends and
 //!   calls [`Recovered::remove`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use super::record::{Dropped, Entry, Op, Record};
+use super::record::{Dropped, Entry, Op, Position, Record};
 use super::segment::{self, End};
 
 /// What replay found.
@@ -29,7 +33,7 @@ pub struct Recovered {
     /// Records applied.
     pub records: u64,
     /// Records not applied because their incarnation was dropped or is not
-    /// live.
+    /// live, or because a synced mark covers them.
     pub skipped: u64,
     /// The incarnations the log's drop records name. The caller finishes
     /// destroying any whose data is still there before [`Recovered::remove`]
@@ -98,27 +102,46 @@ pub fn recover_live(
     }
     super::retire::remove_leftovers(dir).map_err(io(dir))?;
     let seqs = segment::list(dir).map_err(io(dir))?;
+    // For each incarnation with a synced mark, the furthest position one names.
+    let mut synced: HashMap<Dropped, Position> = HashMap::new();
     for seq in &seqs {
         let bytes = read_segment(dir, *seq)?;
-        scan(&bytes, |_, entry| {
-            if let Entry::Dropped(d) = entry {
+        scan(&bytes, |_, entry| match entry {
+            Entry::Dropped(d) => {
                 out.dropped.insert(d);
             }
+            Entry::Synced(m) => {
+                let of = Dropped {
+                    partition: m.partition,
+                    incarnation: m.incarnation,
+                };
+                let upto = synced.entry(of).or_insert(m.upto);
+                *upto = (*upto).max(m.upto);
+            }
+            Entry::Record(_) => {}
         });
     }
     for seq in seqs {
         let bytes = read_segment(dir, seq)?;
         let mut failure = None;
-        let end = scan(&bytes, |_, entry| {
+        let end = scan(&bytes, |offset, entry| {
             let Entry::Record(record) = entry else { return };
             if failure.is_some() {
                 return;
             }
-            let dropped = Dropped {
+            let of = Dropped {
                 partition: record.partition,
                 incarnation: record.incarnation,
             };
-            if out.dropped.contains(&dropped) || !is_live(record.partition, record.incarnation) {
+            let at = Position {
+                seq,
+                offset: offset as u64,
+            };
+            let covered = synced.get(&of).is_some_and(|upto| at < *upto);
+            if covered
+                || out.dropped.contains(&of)
+                || !is_live(record.partition, record.incarnation)
+            {
                 out.skipped += 1;
                 return;
             }
@@ -165,7 +188,7 @@ fn scan<'a>(bytes: &'a [u8], mut f: impl FnMut(usize, Entry<'a>)) -> End {
                     f(offset, Entry::Record(record));
                 }
             }
-            dropped => f(offset, dropped),
+            other => f(offset, other),
         }
     });
     match resolver.damage {
@@ -270,6 +293,59 @@ mod tests {
         assert_eq!(applied.len(), 3);
         assert_eq!(applied[2], format!("9={:?}", Op::Put { value: b"value" }));
         assert!(damaged.is_empty());
+    }
+
+    #[test]
+    fn a_synced_mark_skips_its_incarnations_records_before_where_it_points() {
+        use crate::commitlog::record::Synced;
+        let dir = tempfile::tempdir().unwrap();
+        let other = Record {
+            partition: 1,
+            ..put(b"k", b"other partition")
+        };
+        let later = Record {
+            incarnation: 2,
+            ..put(b"k", b"later incarnation")
+        };
+        let mut first = segment::HEADER.to_vec();
+        put(b"k", b"old").encode_into(&mut first);
+        other.encode_into(&mut first);
+        later.encode_into(&mut first);
+        let upto = Position {
+            seq: 3,
+            offset: first.len() as u64,
+        };
+        put(b"k", b"after the position").encode_into(&mut first);
+        std::fs::write(segment::path(dir.path(), 3), &first).unwrap();
+        // The mark comes in a later segment, as it may: it is appended after
+        // the backend synced, and the log may have rolled meanwhile.
+        let mut second = segment::HEADER.to_vec();
+        put(b"k", b"newest").encode_into(&mut second);
+        let mark = Synced {
+            partition: 0,
+            incarnation: crate::commitlog::FIRST_INCARNATION,
+            upto,
+        };
+        mark.encode_into(&mut second);
+        std::fs::write(segment::path(dir.path(), 4), &second).unwrap();
+
+        let mut applied = Vec::new();
+        let out = recover(dir.path(), |r| {
+            let Op::Put { value } = r.op else { panic!() };
+            applied.push(String::from_utf8(value.to_vec()).unwrap());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            applied,
+            [
+                "other partition",
+                "later incarnation",
+                "after the position",
+                "newest"
+            ]
+        );
+        assert_eq!(out.skipped, 1, "only the old put of the marked incarnation");
     }
 
     #[test]

@@ -14,16 +14,19 @@ use std::path::{Path, PathBuf};
 use super::record::{Entry, FRAME_HEADER_BYTES, Frame, Version, decode_frame};
 
 /// The first bytes of every segment written now: magic and format version
-/// 3 (records name their vnode incarnation; drop records).
-pub const HEADER: &[u8; 8] = b"EDDYCL\x00\x03";
+/// 4 (records name their vnode incarnation; drop records; synced marks).
+pub const HEADER: &[u8; 8] = b"EDDYCL\x00\x04";
+/// The header of a version 3 segment (no synced marks), still read.
+pub const HEADER_V3: &[u8; 8] = b"EDDYCL\x00\x03";
 /// The header of a version 2 segment (version 1 plus put-same), still read.
 pub const HEADER_V2: &[u8; 8] = b"EDDYCL\x00\x02";
 /// The header of a version 1 segment, still read.
 pub const HEADER_V1: &[u8; 8] = b"EDDYCL\x00\x01";
 
 /// Every header read, with the version it announces.
-const HEADERS: [(&[u8; 8], Version); 3] = [
-    (HEADER, Version::V3),
+const HEADERS: [(&[u8; 8], Version); 4] = [
+    (HEADER, Version::V4),
+    (HEADER_V3, Version::V3),
     (HEADER_V2, Version::V2),
     (HEADER_V1, Version::V1),
 ];
@@ -122,7 +125,7 @@ mod tests {
     fn key(e: &Entry<'_>) -> Vec<u8> {
         match e {
             Entry::Record(r) => r.key.to_vec(),
-            Entry::Dropped(_) => Vec::new(),
+            Entry::Dropped(_) | Entry::Synced(_) => Vec::new(),
         }
     }
 

@@ -124,6 +124,11 @@ impl Segment {
     }
 
     /// Bytes left for records.
+    /// Bytes in use: the header and the records.
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
     pub fn room(&self) -> usize {
         self.capacity - self.used
     }

@@ -1,8 +1,10 @@
 //! The receiving side of a transfer (Riak's handoff receiver): starts the
 //! partition's vnode, merges each batch's objects as a replica merges a
 //! coordinator's object (never over a newer version: siblings or the
-//! newer one stay), syncs the backend, records the checkpoint, and only
-//! then acknowledges.
+//! newer one stay), makes them durable, records the checkpoint, and only
+//! then acknowledges. The merges write the backend without commit-log
+//! records: [`Vnode::sync_handed`] syncs the backend and marks the log,
+//! so each byte received is written once, not twice.
 //!
 //! Requests of one transfer are served one at a time (a batch resent after
 //! a lost reply may meet the original); the disk work runs on blocking
@@ -25,10 +27,7 @@ use super::limit::{Slot, TransferLimit};
 use super::wire::{Digest, Item, Position, Progress, Reply, Request, TransferKey};
 use crate::node::Node;
 use crate::request::BucketRef;
-use crate::vnode::msg::{
-    PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
-};
-use crate::vnode::reply::{LocalHint, ReplyTo};
+use crate::vnode::msg::{StorageKey, WritePolicy};
 use crate::vnode::{Vnode, VnodeHandle};
 
 /// The inbound transfers being served.
@@ -219,10 +218,7 @@ fn apply(h: &Handoffs, from: &NodeName, request: Request) -> Result<Reply, Strin
             }
             let vnode = vnode_of(&node, transfer)?;
             merge(&node, &vnode, &items)?;
-            vnode
-                .backend()
-                .sync()
-                .map_err(|e| format!("syncing: {e}"))?;
+            vnode.sync_handed().map_err(|e| format!("syncing: {e}"))?;
             c.progress.seq = seq;
             c.progress.position = position;
             save(h, &c, false)?;
@@ -252,10 +248,7 @@ fn apply(h: &Handoffs, from: &NodeName, request: Request) -> Result<Reply, Strin
                 ));
             }
             let vnode = vnode_of(&node, transfer)?;
-            vnode
-                .backend()
-                .sync()
-                .map_err(|e| format!("syncing: {e}"))?;
+            vnode.sync_handed().map_err(|e| format!("syncing: {e}"))?;
             c.finished = true;
             save(h, &c, true)?;
             Ok(Reply::Finished)
@@ -336,38 +329,25 @@ fn vnode_of(node: &Node, transfer: TransferKey) -> Result<VnodeHandle, String> {
         .ok_or_else(|| format!("partition {p} has no vnode here: start again"))
 }
 
-/// Merges each item into `vnode` as a replica would. An object that does
-/// not decode is skipped with a warning: it could not be read anywhere.
+/// Merges each item into `vnode` as a replica would, durable only once
+/// the caller's [`Vnode::sync_handed`] returns. An object that does not
+/// decode is skipped with a warning: it could not be read anywhere.
 fn merge(node: &Node, vnode: &Vnode, items: &[Item]) -> Result<(), String> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     for item in items {
-        let put = PutRequest {
-            key: StorageKey {
-                bucket: item.bucket.to_vec(),
-                key: item.key.to_vec(),
-            },
-            kind: PutKind::Replicate {
-                encoded: item.encoded.clone(),
-            },
-            policy: policy(node, &item.bucket),
-            sync: SyncLevel::Written,
-            props: None,
+        let key = StorageKey {
+            bucket: item.bucket.to_vec(),
+            key: item.key.to_vec(),
         };
-        vnode.send(
-            VnodeRequest::Put(put),
-            ReplyTo::Local(tx.clone()),
-            LocalHint::default(),
-        );
-        match rx.try_recv().map(|r| r.reply) {
-            Ok(VnodeReply::Put(Ok(_))) => {}
-            Ok(VnodeReply::Put(Err(crate::KvError::Corrupt(e)))) => {
+        let policy = policy(node, &item.bucket);
+        match vnode.merge_handed(&key, item.encoded.clone(), policy) {
+            Ok(()) => {}
+            Err(crate::KvError::Corrupt(e)) => {
                 tracing::warn!(
                     partition = vnode.partition.0,
                     "handed-off object skipped: {e}"
                 );
             }
-            Ok(VnodeReply::Put(Err(e))) => return Err(format!("merging: {e}")),
-            other => return Err(format!("merging: unexpected answer {other:?}")),
+            Err(e) => return Err(format!("merging: {e}")),
         }
     }
     Ok(())

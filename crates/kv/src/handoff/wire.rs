@@ -67,6 +67,13 @@ pub struct Item {
     pub encoded: Bytes,
 }
 
+impl Item {
+    /// The bytes this item takes in a batch: three length-prefixed fields.
+    fn wire_bytes(&self) -> usize {
+        12 + self.bucket.len() + self.key.len() + self.encoded.len()
+    }
+}
+
 /// One key's version vector, for the catch-up after a sender restart.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Digest {
@@ -178,6 +185,9 @@ impl Request {
                 position,
                 items,
             } => {
+                // Sized once: a batch is up to a megabyte of objects.
+                let bytes: usize = items.iter().map(Item::wire_bytes).sum();
+                w.reserve(bytes + 128);
                 w.u8(BATCH).transfer(transfer).u64(*session).u64(*seq);
                 w.position(position).u32(items.len() as u32);
                 for i in items {
@@ -336,6 +346,10 @@ pub(crate) struct Writer(Vec<u8>);
 impl Writer {
     pub(crate) fn new() -> Writer {
         Writer(vec![WIRE_VERSION])
+    }
+
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.0.reserve(additional);
     }
 
     pub(crate) fn u8(&mut self, v: u8) -> &mut Writer {

@@ -112,7 +112,7 @@ impl Vnode {
         object: &RiakObject,
     ) -> Result<KeyRepair, KvError> {
         let bytes = codec::encode(object);
-        self.write(key, current, object, &bytes, None)?;
+        self.write(key, current, object, &bytes, None, super::Records::Log)?;
         Ok(KeyRepair::Copied)
     }
 

@@ -12,7 +12,11 @@
 //!   conditional puts are atomic per key and two updates never interleave;
 //! - a write to a persistent bucket is appended to the node's commit log
 //!   under the same lock, after the backend took it, so the log's order of
-//!   one key's records is the backend's;
+//!   one key's records is the backend's; the one exception, a handed-off
+//!   object merged by a handoff receiver ([`Vnode::merge_handed`]), is
+//!   durable only once [`Vnode::sync_handed`] synced the backend and the
+//!   log holds a synced mark, after which replay applies none of the
+//!   vnode's records from before the sync;
 //! - a reply that promises durability is sent only after the commit log
 //!   (or, without one, the backend) synced the write;
 //! - every request is answered (a put with `Put`, a get with `Get`), also
@@ -165,7 +169,7 @@ impl Vnode {
 
     fn handle_put(&self, put: PutRequest, reply: ReplyTo, hint: LocalHint) {
         let coordinating = matches!(put.kind, PutKind::Coordinate(_));
-        let written = match self.put(&put.key, put.kind, put.policy, hint) {
+        let written = match self.put(&put.key, put.kind, put.policy, hint, Records::Log) {
             Ok(written) => written,
             Err(e) => return self.answer_put(&reply, Err(e)),
         };
@@ -232,16 +236,60 @@ impl Vnode {
         Ok(self.backend.get(&key.bucket, &key.key)?.map(Bytes::from))
     }
 
+    /// Merges `encoded`, an object another node handed off, into `key` as
+    /// a replica merges a coordinator's object, but appends no commit-log
+    /// record: the write is durable once [`Vnode::sync_handed`] returns.
+    pub fn merge_handed(
+        &self,
+        key: &StorageKey,
+        encoded: Bytes,
+        policy: WritePolicy,
+    ) -> Result<(), KvError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(KvError::ShuttingDown);
+        }
+        let kind = PutKind::Replicate { encoded };
+        let hint = LocalHint::default();
+        self.put(key, kind, policy, hint, Records::Skip).map(|_| ())
+    }
+
+    /// Makes every write this vnode took durable, those of
+    /// [`Vnode::merge_handed`] included: notes where the commit log is,
+    /// syncs the backend, appends a synced mark naming that place, and
+    /// waits until the log has synced the mark. Replay then applies no
+    /// record of this vnode from before the sync, which could be older
+    /// than a merge the sync made durable. Blocks on the disk.
+    pub fn sync_handed(&self) -> Result<(), KvError> {
+        let Some(log) = &self.log else {
+            return Ok(self.backend.sync()?);
+        };
+        let upto = log.position();
+        self.backend.sync()?;
+        let mark = log.append_synced(self.partition.0, self.incarnation, upto)?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        log.when_synced(
+            mark.end,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        match rx.recv() {
+            Ok(synced) => synced.map_err(KvError::SyncFailed),
+            Err(_) => Err(KvError::SyncFailed("the commit log stopped".into())),
+        }
+    }
+
     fn put(
         &self,
         key: &StorageKey,
         kind: PutKind,
         policy: WritePolicy,
         hint: LocalHint,
+        records: Records,
     ) -> Result<Written, KvError> {
         let _locked = self.lock(key);
         if policy.write_once {
-            return self.put_once(key, kind, hint);
+            return self.put_once(key, kind, hint, records);
         }
         let current = self.read(key)?;
         let mut sent = None;
@@ -266,7 +314,7 @@ impl Vnode {
                 merged.object
             }
         };
-        self.store(key, current.as_ref(), &next, sent)
+        self.store(key, current.as_ref(), &next, sent, records)
     }
 
     /// Stores `next` over `current` unless they are equal. `sent` is
@@ -278,6 +326,7 @@ impl Vnode {
         current: Option<&RiakObject>,
         next: &RiakObject,
         sent: Option<(Bytes, Option<Lsn>)>,
+        records: Records,
     ) -> Result<Written, KvError> {
         let siblings = next.siblings.len();
         let (bytes, same_as) = match sent {
@@ -292,7 +341,7 @@ impl Vnode {
                 logged_at: None,
             });
         }
-        let (durability, logged_at) = self.write(key, current, next, &bytes, same_as)?;
+        let (durability, logged_at) = self.write(key, current, next, &bytes, same_as, records)?;
         Ok(Written {
             encoded: bytes,
             siblings,
@@ -303,9 +352,9 @@ impl Vnode {
 
     /// Writes `new` (encoded as `bytes`) over `old`, with the index specs
     /// that turn one's entries into the other's, and logs the write (as a
-    /// reference to the record at `same_as` when that holds these bytes).
-    /// Returns how it becomes durable and where its record starts.
-    /// Caller holds the key's lock.
+    /// reference to the record at `same_as` when that holds these bytes)
+    /// unless `records` says not to. Returns how it becomes durable and
+    /// where its record starts. Caller holds the key's lock.
     fn write(
         &self,
         key: &StorageKey,
@@ -313,12 +362,16 @@ impl Vnode {
         new: &RiakObject,
         bytes: &[u8],
         same_as: Option<Lsn>,
+        records: Records,
     ) -> Result<(Durability, Option<Lsn>), KvError> {
         let specs = apply::index_specs(old, new);
         let target = self.checked_target(&key.bucket)?;
         self.backend
             .put(&key.bucket, &key.key, bytes, &specs, WriteOptions::NO_SYNC)?;
-        self.logged(target, key, Op::Put { value: bytes }, same_as)
+        match (records, target) {
+            (Records::Skip, Target::Log(_)) => Ok((Durability::Backend, None)),
+            _ => self.logged(target, key, Op::Put { value: bytes }, same_as),
+        }
     }
 
     /// Removes the key if it still holds exactly this tombstone.
@@ -445,6 +498,14 @@ impl Pending {
             LocalHint::default(),
         );
     }
+}
+
+/// Whether a write appends its commit-log record, or is made durable by
+/// its writer's [`Vnode::sync_handed`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Records {
+    Log,
+    Skip,
 }
 
 /// Where a write to a bucket becomes durable.

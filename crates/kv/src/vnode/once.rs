@@ -17,7 +17,7 @@ use eddy_object::{Actor, Content, RiakObject, VersionVector, codec, merge};
 
 use super::msg::{PutKind, StorageKey};
 use super::reply::LocalHint;
-use super::{Vnode, Written};
+use super::{Records, Vnode, Written};
 use crate::error::KvError;
 
 impl Vnode {
@@ -27,6 +27,7 @@ impl Vnode {
         key: &StorageKey,
         kind: PutKind,
         hint: LocalHint,
+        records: Records,
     ) -> Result<Written, KvError> {
         let (incoming, sent) = match kind {
             PutKind::Coordinate(c) => (first_version(c.content), None),
@@ -43,7 +44,7 @@ impl Vnode {
         let sent = sent
             .filter(|_| next == incoming)
             .map(|bytes| (bytes, hint.logged_at));
-        self.store(key, current.as_ref(), &next, sent)
+        self.store(key, current.as_ref(), &next, sent, records)
     }
 }
 
