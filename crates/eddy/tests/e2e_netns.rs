@@ -34,10 +34,10 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use eddy_api::pb::proto::{RpbContent, RpbGetReq, RpbPutReq};
 use eddy_checker::{Acked, History};
 use eddy_client::pb::{PbClient, Quorum, quorum_wire};
 use eddy_object::{VersionVector, context};
+use eddy_wire::proto::{RpbContent, RpbGetReq, RpbPutReq};
 use support::TestNode;
 use support::netns::Net;
 

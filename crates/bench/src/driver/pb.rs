@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use eddy_api::pb::proto::{
+use eddy_client::pb::{PbClient, Quorum, quorum_wire};
+use eddy_wire::proto::{
     RpbBucketProps, RpbContent, RpbDelReq, RpbGetReq, RpbIndexReq, RpbMapRedReq, RpbPair,
     RpbPutReq, RpbSetBucketReq, rpb_index_req::IndexQueryType,
 };
-use eddy_client::pb::{PbClient, Quorum, quorum_wire};
 
 use super::{DriverOptions, Failure, Fetched, IndexLookup, PutBody};
 use crate::config::BucketProps;

@@ -2,7 +2,7 @@
 //! and request templates built once per connection so that each request
 //! only rewrites its key.
 
-use eddy_api::pb::proto::{RpbContent, RpbGetReq, RpbPutReq};
+use eddy_wire::proto::{RpbContent, RpbGetReq, RpbPutReq};
 use rand::Rng;
 use rand::rngs::SmallRng;
 
