@@ -113,15 +113,6 @@ impl From<FrameError> for PbClientError {
     }
 }
 
-/// Quorum values, as the node itself parses and prints them.
-pub use eddy_kv::Quorum;
-
-/// The `uint32` a PB quorum field carries for `q` (symbolic names are
-/// Riak's magic values near `u32::MAX`).
-pub fn quorum_wire(q: Quorum) -> u32 {
-    eddy_api::pb::quorum_value(q)
-}
-
 /// One PB connection.
 pub struct PbClient {
     stream: BufReader<TcpStream>,
@@ -482,22 +473,5 @@ mod tests {
         let e = PbClient::connect(&addr, SECOND).await.err().unwrap();
         assert_eq!(e.kind(), "connect");
         assert!(e.to_string().contains(&addr), "{e}");
-    }
-
-    #[test]
-    fn quorums_parse_and_print() {
-        for (text, q) in [
-            ("one", Quorum::One),
-            ("quorum", Quorum::Quorum),
-            ("all", Quorum::All),
-            ("default", Quorum::Default),
-            ("2", Quorum::Count(2)),
-        ] {
-            assert_eq!(text.parse::<Quorum>().unwrap(), q);
-            assert_eq!(q.to_string(), text);
-        }
-        assert_eq!(quorum_wire(Quorum::All), u32::MAX - 3);
-        assert!("most".parse::<Quorum>().is_err());
-        assert!("-1".parse::<Quorum>().is_err());
     }
 }

@@ -16,6 +16,8 @@
 //! limits and error texts are `eddy-api`'s; this crate knows nothing of
 //! nodes, buckets or sockets beyond an `AsyncRead`.
 //!
+//! The format, byte by byte: docs/formats/pb.md.
+//!
 //! Invariants: a released message code, field number, field type or
 //! special quorum value never changes (Riak clients, and older Eddy
 //! clients, send them); the `pinned` test compares every code and every

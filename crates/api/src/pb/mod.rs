@@ -38,5 +38,4 @@ mod server;
 mod server_info;
 
 pub use error::PbError;
-pub use request::quorum_value;
 pub use server::{PbConfig, serve};
