@@ -5,11 +5,11 @@
 mod http_support;
 mod pb_support;
 
-use eddy_api::pb::codes;
-use eddy_api::pb::proto::{RpbBucketProps, RpbLink, RpbPair, RpbSetBucketReq};
 use eddy_kv::limits::{Limit, MetaLimits};
 use eddy_kv::{BucketRef, NodeConfig, PutOptions, PutRequest};
 use eddy_object::Content;
+use eddy_wire::codes;
+use eddy_wire::proto::{RpbBucketProps, RpbLink, RpbPair, RpbSetBucketReq};
 
 fn rpb_pairs(n: usize) -> Vec<RpbPair> {
     (0..n)

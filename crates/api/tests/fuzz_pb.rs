@@ -13,7 +13,8 @@ mod pb_support;
 
 use std::time::Duration;
 
-use eddy_api::pb::{PbConfig, codes, proto};
+use eddy_api::pb::PbConfig;
+use eddy_wire::{codes, proto};
 use pb_support::Server;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -155,7 +156,7 @@ fn seeds() -> Vec<(u8, Vec<u8>)> {
     let props = proto::RpbBucketProps {
         n_val: Some(3),
         allow_mult: Some(true),
-        r: Some(codes::quorum::QUORUM),
+        r: Some(eddy_wire::quorum::QUORUM),
         ..Default::default()
     };
     let enc = |m: &dyn Fn(&mut Vec<u8>)| {
@@ -414,9 +415,8 @@ async fn recv(stream: &mut TcpStream) -> Result<Option<(u8, Vec<u8>)>, TestCaseE
 /// The code the `test-hooks` feature serves by panicking on purpose (the
 /// panic net's own test): fuzzing sends an unserved code in its place.
 fn not_the_panic_hook(code: u8) -> u8 {
-    const TEST_PANIC_REQ: u8 = 250;
     match code {
-        TEST_PANIC_REQ => TEST_PANIC_REQ + 1,
+        codes::TEST_PANIC_REQ => codes::TEST_PANIC_REQ - 1,
         other => other,
     }
 }

@@ -8,7 +8,8 @@ mod http_support;
 use std::time::Duration;
 
 use eddy_api::http::HttpConfig;
-use eddy_api::pb::{PbConfig, codes, proto};
+use eddy_api::pb::PbConfig;
+use eddy_wire::{codes, proto};
 use http_support::Server;
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

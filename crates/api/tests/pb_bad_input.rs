@@ -6,8 +6,8 @@ mod pb_support;
 use std::time::Duration;
 
 use eddy_api::pb::PbConfig;
-use eddy_api::pb::codes;
-use eddy_api::pb::proto::*;
+use eddy_wire::codes;
+use eddy_wire::proto::*;
 use pb_support::*;
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

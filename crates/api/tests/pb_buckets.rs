@@ -2,8 +2,8 @@
 
 mod pb_support;
 
-use eddy_api::pb::codes::{self, quorum};
-use eddy_api::pb::proto::*;
+use eddy_wire::proto::*;
+use eddy_wire::{codes, quorum};
 use pb_support::*;
 
 async fn get_props(

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eddy_api::net::ConnectionTable;
-use eddy_api::pb::{PbConfig, codes};
+use eddy_api::pb::PbConfig;
+use eddy_wire::codes;
 use pb_support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -22,7 +23,7 @@ fn short_request_timeout() -> PbConfig {
 
 /// The error text of an `RpbErrorResp`, panicking on any other answer.
 fn error_text(frame: Option<Frame>) -> String {
-    expect::<eddy_api::pb::proto::RpbErrorResp>(frame, 255).unwrap_err()
+    expect::<eddy_wire::proto::RpbErrorResp>(frame, 255).unwrap_err()
 }
 
 /// Reads until the server closes the connection; false if it does not.

@@ -4,9 +4,9 @@
 
 mod pb_support;
 
-use eddy_api::pb::codes::{self, quorum};
-use eddy_api::pb::proto::*;
 use eddy_api::version::RIAK_COMPAT_VERSION;
+use eddy_wire::proto::*;
+use eddy_wire::{codes, quorum};
 use pb_support::*;
 
 #[tokio::test]

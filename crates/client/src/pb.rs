@@ -1,9 +1,9 @@
 //! An async client of Riak's Protocol Buffers API, on tokio.
 //!
 //! One [`PbClient`] is one TCP connection carrying one request at a time, as
-//! Riak clients do: a request frame out, its answer frame back. Framing and
-//! messages are those of the server ([`eddy_api::pb::codec`] and
-//! [`eddy_api::pb::proto`]), so the two cannot drift apart.
+//! Riak clients do: a request frame out, its answer frame back. Framing,
+//! codes and messages are those the server uses ([`eddy_wire`]), so the two
+//! cannot drift apart.
 //!
 //! Streamed answers (MapReduce, streamed 2i) are read up to the frame that
 //! says `done`, at most [`STREAM_FRAMES_MAX`] frames.
@@ -16,25 +16,15 @@
 
 use std::time::Duration;
 
-use eddy_api::pb::codec::{self, FrameError};
-use eddy_api::pb::codes;
-use eddy_api::pb::proto::{
+use eddy_wire::codes;
+use eddy_wire::frame::{self, Frame, FrameError};
+use eddy_wire::proto::{
     RpbDelReq, RpbErrorResp, RpbGetReq, RpbGetResp, RpbGetServerInfoResp, RpbIndexReq,
     RpbIndexResp, RpbMapRedReq, RpbMapRedResp, RpbPutReq, RpbPutResp, RpbSetBucketReq,
 };
 use prost::Message;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-
-/// Riak's codes for requests the server may not serve (Eddy's server does
-/// not list them yet); a server that does not know one answers
-/// `RpbErrorResp`, which leaves the connection usable.
-pub mod extra_codes {
-    pub const MAP_RED_REQ: u8 = 23;
-    pub const MAP_RED_RESP: u8 = 24;
-    pub const INDEX_REQ: u8 = 25;
-    pub const INDEX_RESP: u8 = 26;
-}
 
 /// Most frames one streamed answer (MapReduce, streamed 2i) may have before
 /// the client gives up on it: a limit, so a server that never says `done`
@@ -123,15 +113,6 @@ impl From<FrameError> for PbClientError {
     }
 }
 
-/// Quorum values, as the node itself parses and prints them.
-pub use eddy_kv::Quorum;
-
-/// The `uint32` a PB quorum field carries for `q` (symbolic names are
-/// Riak's magic values near `u32::MAX`).
-pub fn quorum_wire(q: Quorum) -> u32 {
-    eddy_api::pb::quorum_value(q)
-}
-
 /// One PB connection.
 pub struct PbClient {
     stream: BufReader<TcpStream>,
@@ -164,7 +145,7 @@ impl PbClient {
     /// `RpbPingReq` → `RpbPingResp`.
     pub async fn ping(&mut self) -> Result<(), PbClientError> {
         self.out.clear();
-        codec::encode_empty(codes::PING_REQ, &mut self.out);
+        frame::encode_empty(codes::PING_REQ, &mut self.out);
         self.exchange(codes::PING_RESP).await.map(drop)
     }
 
@@ -181,14 +162,14 @@ impl PbClient {
     /// `RpbDelReq` → the bare `RpbDelResp`.
     pub async fn delete(&mut self, req: &RpbDelReq) -> Result<(), PbClientError> {
         self.out.clear();
-        codec::encode_frame(codes::DEL_REQ, req, &mut self.out);
+        frame::encode_frame(codes::DEL_REQ, req, &mut self.out);
         self.exchange(codes::DEL_RESP).await.map(drop)
     }
 
     /// `RpbGetServerInfoReq` → `RpbGetServerInfoResp` (node name, version).
     pub async fn server_info(&mut self) -> Result<RpbGetServerInfoResp, PbClientError> {
         self.out.clear();
-        codec::encode_empty(codes::GET_SERVER_INFO_REQ, &mut self.out);
+        frame::encode_empty(codes::GET_SERVER_INFO_REQ, &mut self.out);
         let body = self.exchange(codes::GET_SERVER_INFO_RESP).await?;
         self.decode(&body)
     }
@@ -196,7 +177,7 @@ impl PbClient {
     /// `RpbSetBucketReq` → the bare `RpbSetBucketResp`.
     pub async fn set_bucket(&mut self, req: &RpbSetBucketReq) -> Result<(), PbClientError> {
         self.out.clear();
-        codec::encode_frame(codes::SET_BUCKET_REQ, req, &mut self.out);
+        frame::encode_frame(codes::SET_BUCKET_REQ, req, &mut self.out);
         self.exchange(codes::SET_BUCKET_RESP).await.map(drop)
     }
 
@@ -204,9 +185,9 @@ impl PbClient {
     /// `stream` set, frames up to the one with `done`.
     pub async fn index(&mut self, req: &RpbIndexReq) -> Result<Vec<RpbIndexResp>, PbClientError> {
         self.out.clear();
-        codec::encode_frame(extra_codes::INDEX_REQ, req, &mut self.out);
+        frame::encode_frame(codes::INDEX_REQ, req, &mut self.out);
         let streamed = req.stream == Some(true);
-        self.exchange_stream(extra_codes::INDEX_RESP, |r: &RpbIndexResp| {
+        self.exchange_stream(codes::INDEX_RESP, |r: &RpbIndexResp| {
             !streamed || r.done == Some(true)
         })
         .await
@@ -218,8 +199,8 @@ impl PbClient {
         req: &RpbMapRedReq,
     ) -> Result<Vec<RpbMapRedResp>, PbClientError> {
         self.out.clear();
-        codec::encode_frame(extra_codes::MAP_RED_REQ, req, &mut self.out);
-        self.exchange_stream(extra_codes::MAP_RED_RESP, |r: &RpbMapRedResp| {
+        frame::encode_frame(codes::MAP_RED_REQ, req, &mut self.out);
+        self.exchange_stream(codes::MAP_RED_RESP, |r: &RpbMapRedResp| {
             r.done == Some(true)
         })
         .await
@@ -259,7 +240,7 @@ impl PbClient {
         self.stream.get_mut().write_all(&self.out).await?;
         let mut answers = Vec::new();
         while answers.len() < STREAM_FRAMES_MAX {
-            let frame = codec::read_frame(&mut self.stream, RESPONSE_BYTES_MAX, None).await?;
+            let frame = frame::read_frame(&mut self.stream, RESPONSE_BYTES_MAX, None).await?;
             let resp = Resp::decode(check_code(frame, expected)?.as_slice())?;
             let done = last(&resp);
             answers.push(resp);
@@ -277,7 +258,7 @@ impl PbClient {
         expected: u8,
     ) -> Result<Resp, PbClientError> {
         self.out.clear();
-        codec::encode_frame(code, req, &mut self.out);
+        frame::encode_frame(code, req, &mut self.out);
         let body = self.exchange(expected).await?;
         self.decode(&body)
     }
@@ -298,15 +279,15 @@ impl PbClient {
         result
     }
 
-    async fn round_trip(&mut self) -> Result<codec::Frame, PbClientError> {
+    async fn round_trip(&mut self) -> Result<Frame, PbClientError> {
         self.stream.get_mut().write_all(&self.out).await?;
-        Ok(codec::read_frame(&mut self.stream, RESPONSE_BYTES_MAX, None).await?)
+        Ok(frame::read_frame(&mut self.stream, RESPONSE_BYTES_MAX, None).await?)
     }
 }
 
 /// The body of `frame` if it has the `expected` code; the server's error if
 /// it is an `RpbErrorResp`.
-fn check_code(frame: codec::Frame, expected: u8) -> Result<Vec<u8>, PbClientError> {
+fn check_code(frame: Frame, expected: u8) -> Result<Vec<u8>, PbClientError> {
     if frame.code == expected {
         return Ok(frame.body);
     }
@@ -351,7 +332,7 @@ mod tests {
 
     fn frame(code: u8, message: &impl Message) -> Vec<u8> {
         let mut out = Vec::new();
-        codec::encode_frame(code, message, &mut out);
+        frame::encode_frame(code, message, &mut out);
         out
     }
 
@@ -421,7 +402,7 @@ mod tests {
     #[tokio::test]
     async fn wrong_code_is_refused() {
         let mut pong = Vec::new();
-        codec::encode_empty(codes::PING_RESP, &mut pong);
+        frame::encode_empty(codes::PING_RESP, &mut pong);
         let addr = fake_server(Some(pong)).await;
         let mut c = PbClient::connect(&addr, SECOND).await.unwrap();
         let e = c.get(&get_req()).await.unwrap_err();
@@ -441,8 +422,8 @@ mod tests {
             response: Some(b"[1]".to_vec()),
             done,
         };
-        let mut answer = frame(extra_codes::MAP_RED_RESP, &phase(None));
-        answer.extend(frame(extra_codes::MAP_RED_RESP, &phase(Some(true))));
+        let mut answer = frame(codes::MAP_RED_RESP, &phase(None));
+        answer.extend(frame(codes::MAP_RED_RESP, &phase(Some(true))));
         let addr = fake_server(Some(answer)).await;
         let mut c = PbClient::connect(&addr, SECOND).await.unwrap();
         let req = RpbMapRedReq {
@@ -459,7 +440,7 @@ mod tests {
             keys: vec![b"k1".to_vec(), b"k2".to_vec()],
             ..Default::default()
         };
-        let addr = fake_server(Some(frame(extra_codes::INDEX_RESP, &resp))).await;
+        let addr = fake_server(Some(frame(codes::INDEX_RESP, &resp))).await;
         let mut c = PbClient::connect(&addr, SECOND).await.unwrap();
         let req = RpbIndexReq {
             bucket: b"b".to_vec(),
@@ -492,22 +473,5 @@ mod tests {
         let e = PbClient::connect(&addr, SECOND).await.err().unwrap();
         assert_eq!(e.kind(), "connect");
         assert!(e.to_string().contains(&addr), "{e}");
-    }
-
-    #[test]
-    fn quorums_parse_and_print() {
-        for (text, q) in [
-            ("one", Quorum::One),
-            ("quorum", Quorum::Quorum),
-            ("all", Quorum::All),
-            ("default", Quorum::Default),
-            ("2", Quorum::Count(2)),
-        ] {
-            assert_eq!(text.parse::<Quorum>().unwrap(), q);
-            assert_eq!(q.to_string(), text);
-        }
-        assert_eq!(quorum_wire(Quorum::All), u32::MAX - 3);
-        assert!("most".parse::<Quorum>().is_err());
-        assert!("-1".parse::<Quorum>().is_err());
     }
 }

@@ -10,7 +10,7 @@ mod cluster;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use eddy_client::pb::Quorum;
+use eddy_wire::Quorum;
 
 pub use cluster::{ClusterAction, ClusterView};
 

@@ -34,10 +34,11 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use eddy_api::pb::proto::{RpbContent, RpbGetReq, RpbPutReq};
 use eddy_checker::{Acked, History};
-use eddy_client::pb::{PbClient, Quorum, quorum_wire};
+use eddy_client::pb::PbClient;
 use eddy_object::{VersionVector, context};
+use eddy_wire::Quorum;
+use eddy_wire::proto::{RpbContent, RpbGetReq, RpbPutReq};
 use support::TestNode;
 use support::netns::Net;
 
@@ -173,8 +174,8 @@ async fn put(
             content_type: Some(b"text/plain".to_vec()),
             ..Default::default()
         },
-        w: Some(quorum_wire(w)),
-        dw: Some(quorum_wire(w)),
+        w: Some(w.to_wire()),
+        dw: Some(w.to_wire()),
         return_body: Some(true),
         timeout: Some(REQUEST_TIMEOUT.as_millis() as u32),
         ..Default::default()
@@ -188,7 +189,7 @@ async fn read_all(node: &TestNode, key: &str) -> Read {
     let req = RpbGetReq {
         bucket: BUCKET.to_vec(),
         key: key.as_bytes().to_vec(),
-        r: Some(quorum_wire(Quorum::All)),
+        r: Some(Quorum::All.to_wire()),
         timeout: Some(REQUEST_TIMEOUT.as_millis() as u32),
         ..Default::default()
     };

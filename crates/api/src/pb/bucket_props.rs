@@ -5,16 +5,16 @@
 //! Changes are validated whole by the registry (a bad value changes
 //! nothing) and written to the metadata file on a blocking thread.
 
+use eddy_wire::codes;
+use eddy_wire::proto::{RpbGetBucketReq, RpbGetBucketResp, RpbResetBucketReq, RpbSetBucketReq};
 use std::sync::Arc;
 
 use eddy_kv::types::RegistryError;
 use eddy_kv::{KvError, Node};
 use prost::Message;
 
-use super::codes;
 use super::error::PbError;
 use super::props::{from_json, to_patch};
-use super::proto::{RpbGetBucketReq, RpbGetBucketResp, RpbResetBucketReq, RpbSetBucketReq};
 use super::request::bucket_ref;
 use super::server::{Outbox, Session};
 

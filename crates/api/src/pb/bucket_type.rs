@@ -3,13 +3,13 @@
 //! created and activated by the admin CLI, as in Riak; over PB their props
 //! can be read and changed (immutable props excepted).
 
+use eddy_wire::codes;
+use eddy_wire::proto::{RpbGetBucketResp, RpbGetBucketTypeReq, RpbSetBucketTypeReq};
 use prost::Message;
 
 use super::bucket_props::blocking;
-use super::codes;
 use super::error::PbError;
 use super::props::{from_json, to_patch};
-use super::proto::{RpbGetBucketResp, RpbGetBucketTypeReq, RpbSetBucketTypeReq};
 use super::request::type_name;
 use super::server::{Outbox, Session};
 

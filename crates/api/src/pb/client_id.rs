@@ -2,11 +2,11 @@
 //! effect on causality; Riak keeps it per connection and echoes it back,
 //! and so does Eddy.
 
+use eddy_wire::codes;
+use eddy_wire::proto::{RpbGetClientIdResp, RpbSetClientIdReq};
 use prost::Message;
 
-use super::codes;
 use super::error::PbError;
-use super::proto::{RpbGetClientIdResp, RpbSetClientIdReq};
 use super::server::{Outbox, Session};
 
 /// `RpbGetClientIdReq` (3, bodiless) → `RpbGetClientIdResp` (4).

@@ -7,9 +7,9 @@
 //! microseconds, as Riak sends them.
 
 use eddy_object::{Content, Link, Metadata, RiakObject};
+use eddy_wire::proto::{RpbContent, RpbLink, RpbPair};
 
 use super::error::PbError;
-use super::proto::{RpbContent, RpbLink, RpbPair};
 
 const MICROS_PER_SECOND: u64 = 1_000_000;
 

@@ -2,11 +2,11 @@
 //! not there succeeds, as in Riak.
 
 use eddy_kv::{DeleteOptions, DeleteRequest};
+use eddy_wire::codes;
+use eddy_wire::proto::RpbDelReq;
 use prost::Message;
 
-use super::codes;
 use super::error::PbError;
-use super::proto::RpbDelReq;
 use super::request::{bucket_ref, context, key, quorum, timeout_ms};
 use super::server::{Outbox, Session};
 

@@ -11,7 +11,7 @@ use eddy_kv::quorum::QuorumError;
 use eddy_kv::types::RegistryError;
 use eddy_object::context::ContextError;
 
-use super::codec::FrameError;
+use super::read::ReadError;
 
 /// Why a PB request failed.
 #[derive(Debug, thiserror::Error)]
@@ -22,7 +22,7 @@ pub enum PbError {
     Decode(#[from] prost::DecodeError),
     /// The frame could not be read (too large, empty).
     #[error("Invalid message packet, reason: {0}")]
-    Frame(FrameError),
+    Frame(ReadError),
     /// A field that must not be empty was (`Bucket`, `Key`, `Type`).
     #[error("{0} cannot be zero-length")]
     ZeroLength(&'static str),

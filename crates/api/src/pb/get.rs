@@ -7,12 +7,12 @@
 
 use eddy_kv::{GetOptions, GetRequest, GetResponse};
 use eddy_object::context;
+use eddy_wire::codes;
+use eddy_wire::proto::{RpbGetReq, RpbGetResp};
 use prost::Message;
 
-use super::codes;
 use super::content::object_to_pb;
 use super::error::PbError;
-use super::proto::{RpbGetReq, RpbGetResp};
 use super::request::{bucket_ref, key, quorum, timeout_ms};
 use super::server::{Outbox, Session};
 

@@ -1,14 +1,14 @@
 //! `RpbListBucketsReq` (15) → `RpbListBucketsResp` (16): one answer, or with
 //! `stream` several, the last one with `done = true`.
 
+use eddy_wire::codes;
+use eddy_wire::proto::{RpbListBucketsReq, RpbListBucketsResp};
 use std::time::Duration;
 
 use eddy_kv::KvError;
 use prost::Message;
 
-use super::codes;
 use super::error::PbError;
-use super::proto::{RpbListBucketsReq, RpbListBucketsResp};
 use super::request::{timeout_ms, type_name};
 use super::server::{Outbox, Session};
 

@@ -5,6 +5,8 @@
 //! bounded channel, so a slow client slows the fold instead of filling
 //! memory; a client that goes away closes the channel, which stops it.
 
+use eddy_wire::codes;
+use eddy_wire::proto::{RpbListKeysReq, RpbListKeysResp};
 use std::time::Duration;
 
 use eddy_kv::KvError;
@@ -12,9 +14,7 @@ use prost::Message;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::codes;
 use super::error::PbError;
-use super::proto::{RpbListKeysReq, RpbListKeysResp};
 use super::request::{bucket_ref, timeout_ms};
 use super::server::{Outbox, Session};
 

@@ -6,7 +6,9 @@
 //! `RpbErrorResp` with Riak's error text and errcode 0.
 //!
 //! - `server`: the accept loop, one task per connection, dispatch;
-//! - [`codec`]: framing and its limits; [`codes`]: the message codes;
+//! - `eddy_wire`: the messages, their codes and the framing, which the
+//!   client and the bench tool share; [`read`]: the server's limits on
+//!   reading a frame;
 //! - one file per operation (`ping`, `get`, `put`, …): decode the request
 //!   into `eddy_kv`'s request model, apply it, encode the answer;
 //! - [`error`]: every failure as the text Riak would send;
@@ -20,8 +22,6 @@
 mod bucket_props;
 mod bucket_type;
 mod client_id;
-pub mod codec;
-pub mod codes;
 mod content;
 mod delete;
 pub mod error;
@@ -32,16 +32,10 @@ mod ping;
 mod preflist;
 mod props;
 mod put;
+pub mod read;
 mod request;
 mod server;
 mod server_info;
 
-/// The generated Riak messages (from `crates/api/proto`).
-#[allow(clippy::all, missing_docs)]
-pub mod proto {
-    include!(concat!(env!("OUT_DIR"), "/riak.rs"));
-}
-
 pub use error::PbError;
-pub use request::quorum_value;
 pub use server::{PbConfig, serve};

@@ -1,6 +1,7 @@
 //! `RpbPingReq` (1) → `RpbPingResp` (2): both bodiless.
 
-use super::codes;
+use eddy_wire::codes;
+
 use super::error::PbError;
 use super::server::Outbox;
 

@@ -2,13 +2,13 @@
 //! the n_val partitions holding a key, each with its owner. On one node all
 //! are primaries owned by this node.
 
-use prost::Message;
-
-use super::codes;
-use super::error::PbError;
-use super::proto::{
+use eddy_wire::codes;
+use eddy_wire::proto::{
     RpbBucketKeyPreflistItem, RpbGetBucketKeyPreflistReq, RpbGetBucketKeyPreflistResp,
 };
+use prost::Message;
+
+use super::error::PbError;
 use super::request::{bucket_ref, key};
 use super::server::{Outbox, Session};
 

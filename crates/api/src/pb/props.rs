@@ -9,11 +9,11 @@
 use eddy_kv::Quorum;
 use eddy_kv::props::{PropsError, PropsPatch};
 use eddy_kv::types::RegistryError;
+use eddy_wire::proto::rpb_bucket_props::{RpbReplMode, SyncOnWrite};
+use eddy_wire::proto::{RpbBucketProps, RpbCommitHook, RpbModFun};
 use serde_json::{Map, Value, json};
 
 use super::error::PbError;
-use super::proto::rpb_bucket_props::{RpbReplMode, SyncOnWrite};
-use super::proto::{RpbBucketProps, RpbCommitHook, RpbModFun};
 use super::request::{quorum, quorum_value};
 
 const BOOLS: &[&str] = &[
@@ -284,8 +284,8 @@ fn sync_from_json(v: &Value) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pb::codes::quorum as special;
     use eddy_kv::props::BucketProps;
+    use eddy_wire::quorum as special;
 
     #[test]
     fn patches_hold_only_what_was_set() {

@@ -7,6 +7,8 @@
 //! coordinating vnode; their failures read `match_found`, `modified`, or
 //! `notfound` when `if_not_modified` found nothing, as in Riak.
 
+use eddy_wire::codes;
+use eddy_wire::proto::{RpbPutReq, RpbPutResp};
 use std::sync::Arc;
 
 use eddy_kv::{
@@ -15,10 +17,8 @@ use eddy_kv::{
 use eddy_object::context;
 use prost::Message;
 
-use super::codes;
 use super::content::{from_pb, object_to_pb};
 use super::error::PbError;
-use super::proto::{RpbPutReq, RpbPutResp};
 use super::request::{bucket_ref, context, key, quorum, timeout_ms};
 use super::server::{Outbox, Session};
 

@@ -4,8 +4,8 @@
 use eddy_kv::{BucketRef, Quorum};
 use eddy_object::VersionVector;
 use eddy_object::context;
+use eddy_wire::Quorum as WireQuorum;
 
-use super::codes::quorum as special;
 use super::error::PbError;
 
 /// The bucket a request names; a missing type is the `default` type.
@@ -37,25 +37,36 @@ pub fn key(key: Vec<u8>) -> Result<Vec<u8>, PbError> {
     }
 }
 
-/// A PB quorum value: Riak's special values or a count.
+/// A PB quorum field: Riak's special values or a count.
 pub fn quorum(value: Option<u32>) -> Option<Quorum> {
-    value.map(|v| match v {
-        special::ONE => Quorum::One,
-        special::QUORUM => Quorum::Quorum,
-        special::ALL => Quorum::All,
-        special::DEFAULT => Quorum::Default,
-        n => Quorum::Count(n),
-    })
+    value.map(|v| from_wire(WireQuorum::from_wire(v)))
 }
 
-/// A quorum as a PB value.
+/// A quorum as a PB field's value.
 pub fn quorum_value(q: Quorum) -> u32 {
+    to_wire(q).to_wire()
+}
+
+/// kv's quorum for the wire's: the same five values; kv's resolves
+/// against n_val, the wire's knows its encoding.
+fn from_wire(q: WireQuorum) -> Quorum {
     match q {
-        Quorum::One => special::ONE,
-        Quorum::Quorum => special::QUORUM,
-        Quorum::All => special::ALL,
-        Quorum::Default => special::DEFAULT,
-        Quorum::Count(n) => n,
+        WireQuorum::One => Quorum::One,
+        WireQuorum::Quorum => Quorum::Quorum,
+        WireQuorum::All => Quorum::All,
+        WireQuorum::Default => Quorum::Default,
+        WireQuorum::Count(n) => Quorum::Count(n),
+    }
+}
+
+/// The wire's quorum for kv's.
+fn to_wire(q: Quorum) -> WireQuorum {
+    match q {
+        Quorum::One => WireQuorum::One,
+        Quorum::Quorum => WireQuorum::Quorum,
+        Quorum::All => WireQuorum::All,
+        Quorum::Default => WireQuorum::Default,
+        Quorum::Count(n) => WireQuorum::Count(n),
     }
 }
 
@@ -90,6 +101,30 @@ mod tests {
         }
         assert_eq!(quorum(Some(4_294_967_293)), Some(Quorum::Quorum));
         assert_eq!(quorum(None), None);
+    }
+
+    /// A client (wire words) and the node (kv words) spell every quorum
+    /// alike, so what `eddy bench` or a workload file says is what the
+    /// node reads.
+    #[test]
+    fn quorum_words_agree() {
+        for q in [
+            Quorum::One,
+            Quorum::Quorum,
+            Quorum::All,
+            Quorum::Default,
+            Quorum::Count(0),
+            Quorum::Count(7),
+        ] {
+            let wire = to_wire(q);
+            assert_eq!(wire.to_string(), q.to_string());
+            assert_eq!(Quorum::parse(&wire.to_string()), Ok(q));
+            assert_eq!(
+                serde_json::to_value(wire).unwrap(),
+                serde_json::to_value(q).unwrap()
+            );
+            assert_eq!(from_wire(wire), q);
+        }
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //! arrive whole; on shutdown the listener stops accepting, idle
 //! connections close, and requests in flight finish.
 
+use eddy_wire::proto::RpbErrorResp;
+use eddy_wire::{Frame, FrameError, codes, frame};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,10 +24,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::codec::{self, FrameError};
-use super::codes;
 use super::error::PbError;
-use super::proto::RpbErrorResp;
+use super::read::ReadError;
 use super::{
     bucket_props, bucket_type, client_id, delete, get, list_buckets, list_keys, ping, preflist,
     put, server_info,
@@ -122,7 +122,7 @@ fn error_frame(e: &PbError, out: &mut Vec<u8>) {
         errmsg: e.text().into_bytes(),
         errcode: 0,
     };
-    codec::encode_frame(codes::ERROR_RESP, &resp, out);
+    frame::encode_frame(codes::ERROR_RESP, &resp, out);
 }
 
 /// What one connection's requests share.
@@ -142,12 +142,12 @@ pub(crate) struct Outbox {
 impl Outbox {
     /// Queues `message` under `code`.
     pub fn push(&mut self, code: u8, message: &impl Message) {
-        codec::encode_frame(code, message, &mut self.buf);
+        frame::encode_frame(code, message, &mut self.buf);
     }
 
     /// Queues a bare acknowledgement.
     pub fn push_empty(&mut self, code: u8) {
-        codec::encode_empty(code, &mut self.buf);
+        frame::encode_empty(code, &mut self.buf);
     }
 
     /// Queues an error answer.
@@ -217,7 +217,7 @@ impl Connection {
         &mut self,
         reader: &mut BufReader<OwnedReadHalf>,
         slot: &Slot,
-    ) -> Option<Result<codec::Frame, FrameError>> {
+    ) -> Option<Result<Frame, ReadError>> {
         if *self.stop.borrow() {
             return None;
         }
@@ -256,22 +256,22 @@ impl Connection {
     async fn read_started_frame(
         &mut self,
         reader: &mut BufReader<OwnedReadHalf>,
-    ) -> Result<codec::Frame, FrameError> {
+    ) -> Result<Frame, ReadError> {
         let max = self.config.frame_bytes_max;
         let budget = self.config.budget.clone();
         let read = async {
-            let len = codec::read_length(reader, max, None).await?;
+            let len = frame::read_length(reader, max, None).await?;
             let _reserved = match &budget {
                 Some(b) => Some(b.reserve(len).await?),
                 None => None,
             };
-            codec::read_body(reader, len, None).await
+            Ok(frame::read_body(reader, len, None).await?)
         };
         let Some(limit) = self.config.request_timeout else {
             return tokio::select! {
                 biased;
                 r = read => r,
-                _ = self.stop.changed() => Err(FrameError::Closed),
+                _ = self.stop.changed() => Err(FrameError::Closed.into()),
             };
         };
         // Biased: a frame that is already whole is read without arming the
@@ -279,9 +279,9 @@ impl Connection {
         tokio::select! {
             biased;
             r = tokio::time::timeout(limit, read) => {
-                r.unwrap_or(Err(FrameError::RequestTimeout(limit.as_millis())))
+                r.unwrap_or(Err(ReadError::RequestTimeout(limit.as_millis())))
             }
-            _ = self.stop.changed() => Err(FrameError::Closed),
+            _ = self.stop.changed() => Err(FrameError::Closed.into()),
         }
     }
 }
@@ -309,11 +309,7 @@ async fn request_started(
 
 /// Runs one frame's operation under the panic net: a panicking handler's
 /// half-built answer is dropped and the client gets an error instead.
-async fn serve_frame(
-    session: &mut Session,
-    out: &mut Outbox,
-    frame: codec::Frame,
-) -> Result<(), PbError> {
+async fn serve_frame(session: &mut Session, out: &mut Outbox, frame: Frame) -> Result<(), PbError> {
     let code = frame.code;
     let handled = {
         let fut = std::pin::pin!(dispatch(session, out, frame));
@@ -348,11 +344,7 @@ const LINGER: Duration = Duration::from_secs(1);
 const LINGER_BYTES_MAX: usize = 4 * 1024 * 1024;
 
 /// Runs the operation a frame's code names.
-async fn dispatch(
-    session: &mut Session,
-    out: &mut Outbox,
-    frame: codec::Frame,
-) -> Result<(), PbError> {
+async fn dispatch(session: &mut Session, out: &mut Outbox, frame: Frame) -> Result<(), PbError> {
     let body = frame.body.as_slice();
     match frame.code {
         codes::PING_REQ => ping::handle(out),

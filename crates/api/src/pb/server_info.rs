@@ -2,9 +2,10 @@
 //! node name and the Riak version Eddy is compatible with, which clients
 //! use to decide which features to use.
 
-use super::codes;
+use eddy_wire::codes;
+use eddy_wire::proto::RpbGetServerInfoResp;
+
 use super::error::PbError;
-use super::proto::RpbGetServerInfoResp;
 use super::server::{Outbox, Session};
 use crate::version::RIAK_COMPAT_VERSION;
 

@@ -12,7 +12,7 @@ mod validate;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use eddy_client::pb::Quorum;
+use eddy_wire::Quorum;
 use serde::{Deserialize, Serialize};
 
 pub use duration::{Span, SpanError};

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
-use eddy_api::pb::proto::{
+use eddy_client::pb::PbClient;
+use eddy_wire::Quorum;
+use eddy_wire::proto::{
     RpbBucketProps, RpbContent, RpbDelReq, RpbGetReq, RpbIndexReq, RpbMapRedReq, RpbPair,
     RpbPutReq, RpbSetBucketReq, rpb_index_req::IndexQueryType,
 };
-use eddy_client::pb::{PbClient, Quorum, quorum_wire};
 
 use super::{DriverOptions, Failure, Fetched, IndexLookup, PutBody};
 use crate::config::BucketProps;
@@ -18,7 +19,7 @@ pub struct PbConn {
 }
 
 fn q(v: Option<Quorum>) -> Option<u32> {
-    v.map(quorum_wire)
+    v.map(Quorum::to_wire)
 }
 
 fn fail(e: eddy_client::pb::PbClientError) -> Failure {

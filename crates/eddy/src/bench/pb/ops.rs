@@ -2,7 +2,7 @@
 //! and request templates built once per connection so that each request
 //! only rewrites its key.
 
-use eddy_api::pb::proto::{RpbContent, RpbGetReq, RpbPutReq};
+use eddy_wire::proto::{RpbContent, RpbGetReq, RpbPutReq};
 use rand::Rng;
 use rand::rngs::SmallRng;
 
@@ -35,7 +35,7 @@ pub fn choose(workload: PbWorkload, read_percent: u8, rng: &mut SmallRng) -> Op 
 pub fn get_template(args: &PbArgs) -> RpbGetReq {
     RpbGetReq {
         bucket: args.bucket.as_bytes().to_vec(),
-        r: args.r.map(eddy_client::pb::quorum_wire),
+        r: args.r.map(eddy_wire::Quorum::to_wire),
         r#type: args.bucket_type.as_ref().map(|t| t.as_bytes().to_vec()),
         ..Default::default()
     }
@@ -50,8 +50,8 @@ pub fn put_template(args: &PbArgs, value: Vec<u8>) -> RpbPutReq {
             content_type: Some(b"application/octet-stream".to_vec()),
             ..Default::default()
         },
-        w: args.w.map(eddy_client::pb::quorum_wire),
-        dw: args.dw.map(eddy_client::pb::quorum_wire),
+        w: args.w.map(eddy_wire::Quorum::to_wire),
+        dw: args.dw.map(eddy_wire::Quorum::to_wire),
         r#type: args.bucket_type.as_ref().map(|t| t.as_bytes().to_vec()),
         ..Default::default()
     }

@@ -171,7 +171,7 @@ impl PbReport {
 }
 
 fn params(args: &PbArgs, threads: usize) -> Params {
-    let text = |q: Option<eddy_client::pb::Quorum>| q.map(|q| q.to_string());
+    let text = |q: Option<eddy_wire::Quorum>| q.map(|q| q.to_string());
     Params {
         addr: args.addr.clone(),
         connections: args.connections,

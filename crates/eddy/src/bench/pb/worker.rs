@@ -125,7 +125,7 @@ impl Failure {
     }
 }
 
-fn found(resp: Result<eddy_api::pb::proto::RpbGetResp, PbClientError>) -> Result<(), Failure> {
+fn found(resp: Result<eddy_wire::proto::RpbGetResp, PbClientError>) -> Result<(), Failure> {
     match resp {
         Ok(r) if r.content.is_empty() => Err(Failure::NotFound),
         Ok(_) => Ok(()),

@@ -1,9 +1,12 @@
 //! Riak's PB framing: `length: u32 BE ‖ code: u8 ‖ message`, where `length`
-//! counts the code byte and the message.
+//! counts the code byte and the message (so it is at least 1; a bare
+//! acknowledgement is `00 00 00 01 code`).
 //!
 //! Reading enforces the frame limit before reading the body, and grows the
 //! body buffer only as bytes arrive, so a header promising a large frame
-//! costs nothing until the bytes are really sent.
+//! costs nothing until the bytes are really sent. Which limit applies is the
+//! reader's business: the server's is its configured request size, the
+//! client's is larger than any answer a server may send.
 
 use std::time::Duration;
 
@@ -16,7 +19,9 @@ pub const LENGTH_BYTES: usize = 4;
 /// One frame: a message code and the encoded message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
+    /// The message code (see [`crate::codes`]).
     pub code: u8,
+    /// The encoded protobuf message; empty for bare acknowledgements.
     pub body: Vec<u8>,
 }
 
@@ -33,33 +38,27 @@ pub enum FrameError {
     /// The length prefix is zero: there is not even a message code.
     #[error("empty frame")]
     Empty,
-    /// The length prefix exceeds the configured limit.
+    /// The length prefix exceeds the reader's limit.
     #[error("frame of {len} bytes exceeds the limit of {max} bytes")]
-    TooLarge { len: usize, max: usize },
+    TooLarge {
+        /// The length the prefix promised.
+        len: usize,
+        /// The reader's limit.
+        max: usize,
+    },
     /// The peer sent nothing for the read timeout.
     #[error("read timed out")]
     Timeout,
-    /// The node-wide request budget had no room for the frame in time.
-    #[error(transparent)]
-    Budget(#[from] crate::net::BudgetError),
-    /// A started frame did not fully arrive within the request timeout.
-    #[error("request not received within {0} ms")]
-    RequestTimeout(u128),
     /// The socket failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 
 impl FrameError {
-    /// Whether the peer should be told before the connection is closed.
+    /// Whether the peer broke the framing rules (rather than going away or
+    /// going silent), so it should be told before the connection is closed.
     pub fn is_protocol_error(&self) -> bool {
-        matches!(
-            self,
-            FrameError::Empty
-                | FrameError::TooLarge { .. }
-                | FrameError::RequestTimeout(_)
-                | FrameError::Budget(_)
-        )
+        matches!(self, FrameError::Empty | FrameError::TooLarge { .. })
     }
 }
 
@@ -167,7 +166,7 @@ pub fn encode_empty(code: u8, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pb::proto::RpbErrorResp;
+    use crate::proto::RpbErrorResp;
 
     async fn read(bytes: &[u8], max: usize) -> Result<Frame, FrameError> {
         let mut r = bytes;
@@ -213,5 +212,19 @@ mod tests {
             read(&[0, 0, 0, 11], 10).await,
             Err(FrameError::TooLarge { len: 11, max: 10 })
         ));
+    }
+
+    #[test]
+    fn frames_are_riaks_bytes() {
+        let msg = RpbErrorResp {
+            errmsg: b"no".to_vec(),
+            errcode: 0,
+        };
+        let mut out = Vec::new();
+        encode_frame(crate::codes::ERROR_RESP, &msg, &mut out);
+        encode_empty(crate::codes::PING_RESP, &mut out);
+        // length 7 = code + field 1 (tag 0x0a, len 2, "no") + field 2 (tag 0x10, 0).
+        let expected = [0, 0, 0, 7, 0, 0x0a, 2, b'n', b'o', 0x10, 0, 0, 0, 0, 1, 2];
+        assert_eq!(out, expected);
     }
 }

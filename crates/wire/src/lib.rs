@@ -1,0 +1,38 @@
+//! Riak's Protocol Buffers wire format, shared by Eddy's server (`eddy-api`),
+//! its client (`eddy-client`) and its bench tool (`eddy-bench`), so that
+//! none of them can drift from the others and neither the client nor the
+//! bench tool depends on the server.
+//!
+//! What this crate owns:
+//! - [`proto`]: every message, generated at build time from `proto/*.proto`
+//!   (Eddy's own definitions, field for field those of Riak's PBC API);
+//! - [`codes`]: every message code Riak uses, and the block reserved for
+//!   Eddy's own ([`codes::EDDY_CODES`]);
+//! - [`frame`]: the framing (`length ‖ code ‖ message`) and its errors;
+//! - [`quorum`]: quorum values as `uint32` fields carry them and as clients
+//!   spell them.
+//!
+//! What it does not own: what a message means. The server's request model,
+//! limits and error texts are `eddy-api`'s; this crate knows nothing of
+//! nodes, buckets or sockets beyond an `AsyncRead`.
+//!
+//! The format, byte by byte: docs/formats/pb.md.
+//!
+//! Invariants: a released message code, field number, field type or
+//! special quorum value never changes (Riak clients, and older Eddy
+//! clients, send them); the `pinned` test compares every code and every
+//! field number with checked-in fixtures, so such a change fails a test
+//! before it can ship.
+
+pub mod codes;
+pub mod frame;
+pub mod quorum;
+
+/// The generated Riak messages (from `crates/wire/proto`).
+#[allow(clippy::all, missing_docs)]
+pub mod proto {
+    include!(concat!(env!("OUT_DIR"), "/riak.rs"));
+}
+
+pub use frame::{Frame, FrameError};
+pub use quorum::{ParseQuorumError, Quorum};
