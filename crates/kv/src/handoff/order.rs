@@ -12,8 +12,6 @@
 //! key of the one before, list every key present throughout exactly once,
 //! in ascending order (property-tested against a sorted model).
 
-use std::collections::BTreeSet;
-
 use bytes::Bytes;
 use eddy_storage::{Backend, FoldControl, FoldOptions, StorageError};
 
@@ -21,12 +19,21 @@ use super::wire::{Item, Position};
 use crate::vnode::msg::StorageKey;
 
 /// Keeps the `max` smallest keys offered after a position.
+///
+/// Unordered offers are gathered into a vector of at most `2 * max` keys;
+/// when it fills, a linear-time selection keeps the `max` smallest and the
+/// largest of them becomes a bound that later keys must be below. Each key
+/// thus costs amortised constant time (plus one sort of `max` keys at the
+/// end), not a tree insertion.
 pub struct Selection<'a> {
     after: &'a Position,
     max: usize,
     /// The keys arrive in order: stop once `max` are kept.
     ordered: bool,
-    keys: BTreeSet<(Vec<u8>, Vec<u8>)>,
+    keys: Vec<StorageKey>,
+    /// Once set, the largest of `max` keys kept: a key above it cannot be
+    /// among the `max` smallest.
+    bound: Option<StorageKey>,
 }
 
 impl<'a> Selection<'a> {
@@ -35,7 +42,8 @@ impl<'a> Selection<'a> {
             after,
             max: max.max(1),
             ordered,
-            keys: BTreeSet::new(),
+            keys: Vec::new(),
+            bound: None,
         }
     }
 
@@ -44,27 +52,46 @@ impl<'a> Selection<'a> {
         if self.after.covers(bucket, key) {
             return FoldControl::Continue;
         }
-        if self.keys.len() == self.max {
-            match self.keys.last() {
-                Some((b, k)) if (bucket, key) < (b.as_slice(), k.as_slice()) => {}
-                _ => return FoldControl::Continue,
-            }
-            self.keys.pop_last();
+        if let Some(bound) = &self.bound
+            && (bucket, key) > (bound.bucket.as_slice(), bound.key.as_slice())
+        {
+            return FoldControl::Continue;
         }
-        self.keys.insert((bucket.to_vec(), key.to_vec()));
-        match self.ordered && self.keys.len() == self.max {
-            true => FoldControl::Stop,
-            false => FoldControl::Continue,
+        self.keys.push(StorageKey {
+            bucket: bucket.to_vec(),
+            key: key.to_vec(),
+        });
+        if self.ordered {
+            return match self.keys.len() == self.max {
+                true => FoldControl::Stop,
+                false => FoldControl::Continue,
+            };
         }
+        if self.keys.len() >= 2 * self.max {
+            self.keep_smallest();
+        }
+        FoldControl::Continue
+    }
+
+    /// Keeps the `max` smallest keys; the largest of them becomes the bound.
+    fn keep_smallest(&mut self) {
+        let nth = self.max - 1;
+        self.keys.select_nth_unstable_by(nth, order);
+        self.keys.truncate(self.max);
+        self.bound = Some(self.keys[nth].clone());
     }
 
     /// The kept keys, in order.
-    pub fn into_keys(self) -> Vec<StorageKey> {
+    pub fn into_keys(mut self) -> Vec<StorageKey> {
+        self.keys.sort_unstable_by(order);
+        self.keys.truncate(self.max);
         self.keys
-            .into_iter()
-            .map(|(bucket, key)| StorageKey { bucket, key })
-            .collect()
     }
+}
+
+/// `(bucket, key)` byte order.
+fn order(a: &StorageKey, b: &StorageKey) -> std::cmp::Ordering {
+    (&a.bucket, &a.key).cmp(&(&b.bucket, &b.key))
 }
 
 /// The next (at most `max`) keys of `backend` after `after`, in order.
@@ -143,6 +170,7 @@ impl BatchBuilder {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::BTreeSet;
 
     type Key = (Vec<u8>, Vec<u8>);
 
