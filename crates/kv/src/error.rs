@@ -83,6 +83,10 @@ pub enum KvError {
     /// The node holding a replica cannot be reached.
     #[error("node {0} is unreachable")]
     Unreachable(String),
+    /// A query (2i, and later key filters and MapReduce) is malformed:
+    /// Riak's "Invalid query" answers, worded as Riak words them.
+    #[error("{0}")]
+    BadQuery(String),
     /// The node is shutting down.
     #[error("node is shutting down")]
     ShuttingDown,

@@ -16,6 +16,7 @@
 //! - [`coordinator`]: the async get/put/delete/list drivers;
 //! - [`repair`]: damaged partitions: marks, reads around them, repair;
 //! - [`handoff`]: moving a partition's data to another node, resumably;
+//! - [`index`]: secondary-index terms, queries and continuations;
 //! - [`limits`]: per-object limits on usermeta, links and index entries;
 //! - [`metadata`]: the bucket registry as the cluster shares it;
 //! - [`node`]: the node that ties them together.
@@ -44,6 +45,7 @@ pub mod coordinator;
 pub mod core;
 pub mod error;
 pub mod handoff;
+pub mod index;
 pub mod limits;
 pub mod metadata;
 pub mod node;

@@ -404,3 +404,66 @@ async fn listing_covers_every_key_once_across_nodes() {
     let err = listed(&c, 0).await.unwrap_err();
     assert!(matches!(err, KvError::InsufficientVnodes(_)), "{err}");
 }
+
+/// Every page of a 2i range query on `n_int`, from node `i`.
+async fn index_range_pages(
+    c: &Cluster,
+    i: usize,
+    lo: i64,
+    hi: i64,
+) -> Result<Vec<(String, String)>, KvError> {
+    let mut req = eddy_kv::index::IndexRequest {
+        field: b"n_int".to_vec(),
+        start: lo.to_string().into_bytes(),
+        end: Some(hi.to_string().into_bytes()),
+        return_terms: true,
+        max_results: Some(13),
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    loop {
+        let node = c.nodes[i].clone();
+        let r = req.clone();
+        let page = tokio::task::spawn_blocking(move || node.index_query_blocking(&bucket(), &r))
+            .await
+            .unwrap()?;
+        let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+        out.extend(page.results.into_iter().map(|(t, k)| (text(t), text(k))));
+        match page.continuation {
+            Some(c) => req.continuation = Some(c),
+            None => return Ok(out),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_queries_cover_every_entry_once_across_nodes() {
+    let c = cluster(4);
+    let mut want = Vec::new();
+    for k in 0..300i64 {
+        let key = format!("k{k:03}");
+        let mut content = Content::new(b"v".to_vec());
+        let n = k % 37 - 10;
+        content.meta.indexes = vec![(b"n_int".to_vec(), n.to_string().into_bytes())];
+        let req = PutRequest {
+            content,
+            ..put(&key, "v", PutOptions::default())
+        };
+        c.nodes[k as usize % 4].put(req).await.unwrap();
+        if (-3..=9).contains(&n) {
+            want.push((n, key));
+        }
+    }
+    want.sort();
+    let want: Vec<(String, String)> = want.into_iter().map(|(n, k)| (n.to_string(), k)).collect();
+    for i in 0..4 {
+        let got = index_range_pages(&c, i, -3, 9).await.unwrap();
+        assert_eq!(got, want, "queried from node {i}");
+    }
+    // One node down: the other replicas answer for its ranges.
+    c.wires.down.lock().insert(name(2));
+    assert_eq!(index_range_pages(&c, 0, -3, 9).await.unwrap(), want);
+    c.wires.down.lock().extend([name(1), name(3)]);
+    let err = index_range_pages(&c, 0, -3, 9).await.unwrap_err();
+    assert!(matches!(err, KvError::InsufficientVnodes(_)), "{err}");
+}

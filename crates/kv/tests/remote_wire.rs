@@ -586,6 +586,7 @@ fn request() -> impl Strategy<Value = VnodeRequest> {
     let fold_kind = prop_oneof![
         prop::collection::vec(any::<u8>(), 0..32).prop_map(|bucket| FoldKind::Keys { bucket }),
         "[a-z]{0,12}".prop_map(|bucket_type| FoldKind::Buckets { bucket_type }),
+        index_scan().prop_map(FoldKind::Index),
     ];
     let ranges = proptest::option::of(prop::collection::vec(
         (0..1024u32).prop_map(eddy_ring::Partition),
@@ -783,4 +784,31 @@ proptest! {
         let _ = wire::decode(&framed.clone().into());
         let _ = wire::request_head(&framed.into());
     }
+}
+
+fn index_scan() -> impl Strategy<Value = eddy_kv::index::IndexScan> {
+    use eddy_kv::index::{IndexScan, ScanField};
+    let bytes = || prop::collection::vec(any::<u8>(), 0..16);
+    let field = prop_oneof![
+        Just(ScanField::Bucket),
+        Just(ScanField::Key),
+        "[a-z]{1,8}_(bin|int)".prop_map(|f| ScanField::Term(f.into_bytes())),
+    ];
+    (
+        (bytes(), field, bytes(), bytes()),
+        proptest::option::of((bytes(), bytes())),
+        proptest::option::of("[a-z^$.*]{0,12}"),
+        proptest::option::of(any::<u32>()),
+    )
+        .prop_map(
+            |((bucket, field, start, end), after, regex, max)| IndexScan {
+                bucket,
+                field,
+                start,
+                end,
+                after,
+                regex,
+                max,
+            },
+        )
 }

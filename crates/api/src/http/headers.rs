@@ -13,6 +13,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use axum::http::HeaderMap;
 use bytes::Bytes;
 use eddy_kv::BucketRef;
+use eddy_kv::index::term::canonical_entry;
 use eddy_object::{Content, Link, Metadata, Pairs, VersionVector, context};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
@@ -160,21 +161,11 @@ fn split_index_values(raw: &[u8]) -> Vec<&[u8]> {
     parts
 }
 
+/// An entry as an object keeps it, or Riak's text for why not.
 fn index_term(field: &str, term: &[u8]) -> Result<Vec<u8>, String> {
-    if field.ends_with("_bin") {
-        return Ok(term.to_vec());
-    }
-    if !field.ends_with("_int") {
-        return Err(format!("Unknown field type for field: '{field}'.\n"));
-    }
-    std::str::from_utf8(term)
-        .ok()
-        .and_then(|t| t.trim().parse::<i64>().ok())
-        .map(|n| n.to_string().into_bytes())
-        .ok_or_else(|| {
-            let shown = String::from_utf8_lossy(term);
-            format!("Could not parse field '{field}', value '{shown}'.\n")
-        })
+    canonical_entry(field.as_bytes(), term)
+        .map(|(_, t)| t)
+        .map_err(|e| format!("{e}\n"))
 }
 
 /// Parses `Link` headers: `</riak/B/K>; riaktag="T"` or

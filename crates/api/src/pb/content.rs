@@ -6,6 +6,7 @@
 //! Outgoing `last_mod` is whole seconds and `last_mod_usecs` the remaining
 //! microseconds, as Riak sends them.
 
+use eddy_kv::index::term::canonical_entry;
 use eddy_object::{Content, Link, Metadata, RiakObject};
 use eddy_wire::proto::{RpbContent, RpbLink, RpbPair};
 
@@ -36,25 +37,9 @@ pub fn from_pb(c: RpbContent) -> Result<Content, PbError> {
     })
 }
 
-/// Checks an index entry; `_int` terms are stored in canonical form.
+/// Checks an index entry: the field lowercased, `_int` terms canonical.
 fn index_entry((field, term): (Vec<u8>, Vec<u8>)) -> Result<(Vec<u8>, Vec<u8>), PbError> {
-    let bad = |term: Option<&[u8]>| PbError::InvalidIndex {
-        field: String::from_utf8_lossy(&field).into_owned(),
-        term: term.map(|t| String::from_utf8_lossy(t).into_owned()),
-    };
-    if field.ends_with(b"_bin") {
-        return Ok((field, term));
-    }
-    if !field.ends_with(b"_int") {
-        return Err(bad(None));
-    }
-    let parsed = std::str::from_utf8(&term)
-        .ok()
-        .and_then(|t| t.trim().parse::<i64>().ok());
-    match parsed {
-        Some(n) => Ok((field, n.to_string().into_bytes())),
-        None => Err(bad(Some(&term))),
-    }
+    Ok(canonical_entry(&field, &term)?)
 }
 
 fn pair(p: RpbPair) -> (Vec<u8>, Vec<u8>) {

@@ -30,8 +30,8 @@ pub enum PbError {
     #[error("{0} must be valid UTF-8")]
     NotUtf8(&'static str),
     /// A secondary-index entry has an unknown field type or a bad term.
-    #[error("{}", index_text(field, term.as_deref()))]
-    InvalidIndex { field: String, term: Option<String> },
+    #[error(transparent)]
+    InvalidIndex(#[from] eddy_kv::index::term::TermError),
     /// A request's vclock is not a context this node issued.
     #[error("Invalid vclock: {0}")]
     Context(#[from] ContextError),
@@ -68,13 +68,6 @@ pub enum PbError {
 }
 
 /// Riak's texts for a bad index entry.
-fn index_text(field: &str, term: Option<&str>) -> String {
-    match term {
-        None => format!("Unknown field type for field: '{field}'."),
-        Some(t) => format!("Could not parse field '{field}', value '{t}'."),
-    }
-}
-
 /// Riak's text for a key-value error.
 pub fn kv_text(e: &KvError) -> String {
     match e {

@@ -5,6 +5,7 @@
 pub mod coverage;
 pub mod delete;
 pub mod get;
+pub mod index;
 pub mod list;
 pub mod preflist;
 pub mod put;

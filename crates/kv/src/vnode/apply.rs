@@ -11,6 +11,7 @@ use eddy_storage::{Backend, IndexSpec};
 
 use super::msg::{Conditions, StorageKey, WritePolicy};
 use crate::error::KvError;
+use crate::index::term::storage_term;
 
 /// Reads and decodes the object stored under `key`. A record that does not
 /// decode is an error, never an object.
@@ -92,10 +93,11 @@ pub struct Replicated {
     pub is_incoming: bool,
 }
 
-/// The specs that turn `old`'s index entries into `new`'s.
+/// The specs that turn `old`'s index entries into `new`'s, with terms as
+/// backends store them ([`crate::index::term::storage_term`]).
 pub fn index_specs(old: Option<&RiakObject>, new: &RiakObject) -> Vec<IndexSpec> {
-    let before = old.map(RiakObject::index_entries).unwrap_or_default();
-    let after = new.index_entries();
+    let before = old.map(stored_entries).unwrap_or_default();
+    let after = stored_entries(new);
     let removes = before
         .iter()
         .filter(|e| after.binary_search(e).is_err())
@@ -107,9 +109,24 @@ pub fn index_specs(old: Option<&RiakObject>, new: &RiakObject) -> Vec<IndexSpec>
     removes.chain(adds).collect()
 }
 
+/// An object's index entries as stored, sorted.
+fn stored_entries(o: &RiakObject) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut entries: Vec<_> = o
+        .index_entries()
+        .into_iter()
+        .map(|(f, t)| {
+            let stored = storage_term(&f, &t);
+            (f, stored)
+        })
+        .collect();
+    entries.sort();
+    entries
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::term::int_bytes;
 
     const MULT: WritePolicy = WritePolicy {
         allow_mult: true,
@@ -229,6 +246,18 @@ mod tests {
                 IndexSpec::remove(b"f_bin", b"1"),
                 IndexSpec::add(b"f_bin", b"3")
             ]
+        );
+    }
+
+    #[test]
+    fn int_terms_are_stored_in_numeric_order() {
+        let mut a = content("a", 1);
+        a.meta.indexes = vec![(b"n_int".to_vec(), b"-9".to_vec())];
+        let none = Conditions::default();
+        let new = coordinate(None, &VersionVector::new(), a, &none, MULT, Actor(1)).unwrap();
+        assert_eq!(
+            index_specs(None, &new),
+            vec![IndexSpec::add(b"n_int", &int_bytes(-9))]
         );
     }
 }

@@ -1,6 +1,7 @@
-//! A vnode's folds for coverage plans (list keys, list buckets): what it
-//! holds, filtered to the key ranges the plan asks it for, streamed back in
-//! numbered chunks.
+//! A vnode's folds for coverage plans (list keys, list buckets, 2i scans):
+//! what it holds, filtered to the key ranges the plan asks it for, streamed
+//! back in numbered chunks (or, for a local vnode, collected on the
+//! caller's blocking thread: [`collect`]).
 //!
 //! A fold reads every object of the vnode, so it runs on a thread of its
 //! own: never on the runtime's threads nor on a transport worker (the one
@@ -50,6 +51,25 @@ pub fn spawn(partition: Partition, backend: Arc<dyn Backend>, req: FoldRequest, 
     }
 }
 
+/// Where a fold's items go.
+pub(crate) trait Sink {
+    fn push(&mut self, item: Vec<u8>);
+}
+
+impl Sink for Vec<Vec<u8>> {
+    fn push(&mut self, item: Vec<u8>) {
+        Vec::push(self, item);
+    }
+}
+
+/// Runs `req` over `backend` on the calling (blocking) thread and returns
+/// its items: a local vnode's part of a coverage query.
+pub fn collect(backend: &dyn Backend, req: &FoldRequest) -> Result<Vec<Vec<u8>>, KvError> {
+    let mut items = Vec::new();
+    run(backend, req, &mut items)?;
+    Ok(items)
+}
+
 /// The chunks of one fold's answer.
 struct Chunks {
     partition: Partition,
@@ -58,14 +78,16 @@ struct Chunks {
     items: Vec<Vec<u8>>,
 }
 
-impl Chunks {
+impl Sink for Chunks {
     fn push(&mut self, item: Vec<u8>) {
         self.items.push(item);
         if self.items.len() >= CHUNK_LEN {
             self.send(false);
         }
     }
+}
 
+impl Chunks {
     fn send(&mut self, last: bool) {
         let chunk = FoldChunk {
             seq: self.seq,
@@ -87,15 +109,10 @@ impl Chunks {
     }
 }
 
-fn run(backend: &dyn Backend, req: &FoldRequest, out: &mut Chunks) -> Result<(), KvError> {
-    let in_range = |bucket: &BucketRef, key: &[u8]| {
-        let Some(ranges) = &req.ranges else {
-            return true;
-        };
-        let hash = eddy_ring::key_hash(bucket.bucket_type.as_bytes(), &bucket.bucket, key);
-        ranges.contains(&eddy_ring::partition_of(req.ring_size, hash))
-    };
+fn run(backend: &dyn Backend, req: &FoldRequest, out: &mut dyn Sink) -> Result<(), KvError> {
+    let in_range = |bucket: &BucketRef, key: &[u8]| in_ranges(req, bucket, key);
     match &req.kind {
+        FoldKind::Index(scan) => super::index_fold::run(backend, req, scan, out)?,
         FoldKind::Keys { bucket } => {
             let Some(named) = BucketRef::from_storage_bucket(bucket) else {
                 return Ok(());
@@ -126,4 +143,14 @@ fn run(backend: &dyn Backend, req: &FoldRequest, out: &mut Chunks) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// True when `key` of `bucket` falls in the ranges the plan asked this
+/// vnode for (every key when it asked for all).
+pub(crate) fn in_ranges(req: &FoldRequest, bucket: &BucketRef, key: &[u8]) -> bool {
+    let Some(ranges) = &req.ranges else {
+        return true;
+    };
+    let hash = eddy_ring::key_hash(bucket.bucket_type.as_bytes(), &bucket.bucket, key);
+    ranges.contains(&eddy_ring::partition_of(req.ring_size, hash))
 }

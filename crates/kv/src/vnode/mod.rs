@@ -31,6 +31,7 @@
 pub mod apply;
 pub mod damage;
 pub mod fold;
+pub mod index_fold;
 pub mod msg;
 pub mod once;
 pub mod replay;

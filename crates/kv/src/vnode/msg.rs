@@ -134,6 +134,9 @@ pub enum FoldKind {
     /// The buckets (names, without their type) of a bucket type holding
     /// at least one live key.
     Buckets { bucket_type: String },
+    /// The entries of a 2i scan, in (term, key) order, each item
+    /// [`crate::vnode::index_fold::encode_entry`].
+    Index(crate::index::IndexScan),
 }
 
 /// One chunk of a fold's answer. Chunks are numbered from 0; the last one

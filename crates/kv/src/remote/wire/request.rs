@@ -13,12 +13,15 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use eddy_object::{Actor, Dot, RiakObject, Sibling, VersionVector, codec};
-use eddy_storage::limits::{BUCKET_BYTES_MAX, KEY_BYTES_MAX};
+use eddy_storage::limits::{
+    BUCKET_BYTES_MAX, INDEX_FIELD_BYTES_MAX, INDEX_TERM_BYTES_MAX, KEY_BYTES_MAX,
+};
 
 use super::WireError;
 use super::buf::{Reader, Writer};
 use eddy_ring::Partition;
 
+use crate::index::query::{IndexScan, REGEX_BYTES_MAX, ScanField};
 use crate::vnode::msg::{
     Conditions, Coordinate, FoldKind, FoldRequest, PutKind, PutRequest, StorageKey, SyncLevel,
     VnodeRequest, WritePolicy,
@@ -33,6 +36,16 @@ const OP_COORDINATE_PROPS: u8 = 6;
 const OP_REPLICATE_PROPS: u8 = 7;
 const FOLD_KEYS: u8 = 1;
 const FOLD_BUCKETS: u8 = 2;
+const FOLD_INDEX: u8 = 3;
+const SCAN_BUCKET: u8 = 0;
+const SCAN_KEY: u8 = 1;
+const SCAN_TERM: u8 = 2;
+/// Longest bound of a 2i scan: a term, or a key for `$key`.
+const TERM_MAX: usize = if INDEX_TERM_BYTES_MAX > KEY_BYTES_MAX {
+    INDEX_TERM_BYTES_MAX
+} else {
+    KEY_BYTES_MAX
+};
 /// Longest bucket type name in a fold request.
 const BUCKET_TYPE_BYTES_MAX: usize = 4096;
 
@@ -123,6 +136,10 @@ fn fold(w: &mut Writer, f: &FoldRequest) -> Result<(), WireError> {
             w.u8(FOLD_BUCKETS);
             w.short("bucket type", bucket_type.as_bytes(), BUCKET_TYPE_BYTES_MAX)?;
         }
+        FoldKind::Index(scan) => {
+            w.u8(FOLD_INDEX);
+            index_scan(w, scan)?;
+        }
     }
     match &f.ranges {
         None => w.flag(false),
@@ -145,6 +162,7 @@ fn read_fold(r: &mut Reader<'_>) -> Result<FoldRequest, WireError> {
         FOLD_BUCKETS => FoldKind::Buckets {
             bucket_type: r.text("bucket type", BUCKET_TYPE_BYTES_MAX)?,
         },
+        FOLD_INDEX => FoldKind::Index(read_index_scan(r)?),
         value => {
             return Err(WireError::BadByte {
                 what: "fold kind",
@@ -348,4 +366,71 @@ fn read_sync(r: &mut Reader<'_>) -> Result<SyncLevel, WireError> {
             value,
         }),
     }
+}
+
+/// A 2i scan: bucket, field (tag, and name for an index field), bounds,
+/// an optional continuation point, regex and maximum.
+fn index_scan(w: &mut Writer, s: &IndexScan) -> Result<(), WireError> {
+    w.short("bucket", &s.bucket, BUCKET_BYTES_MAX)?;
+    match &s.field {
+        ScanField::Bucket => w.u8(SCAN_BUCKET),
+        ScanField::Key => w.u8(SCAN_KEY),
+        ScanField::Term(f) => {
+            w.u8(SCAN_TERM);
+            w.short("index field", f, INDEX_FIELD_BYTES_MAX)?;
+        }
+    }
+    w.short("index start", &s.start, TERM_MAX)?;
+    w.short("index end", &s.end, TERM_MAX)?;
+    w.flag(s.after.is_some());
+    if let Some((t, k)) = &s.after {
+        w.short("continuation term", t, TERM_MAX)?;
+        w.short("continuation key", k, KEY_BYTES_MAX)?;
+    }
+    w.flag(s.regex.is_some());
+    if let Some(re) = &s.regex {
+        w.short("term regex", re.as_bytes(), REGEX_BYTES_MAX)?;
+    }
+    w.flag(s.max.is_some());
+    w.u32(s.max.unwrap_or(0));
+    Ok(())
+}
+
+fn read_index_scan(r: &mut Reader<'_>) -> Result<IndexScan, WireError> {
+    let bucket = r.short("bucket", BUCKET_BYTES_MAX)?;
+    let field = match r.u8()? {
+        SCAN_BUCKET => ScanField::Bucket,
+        SCAN_KEY => ScanField::Key,
+        SCAN_TERM => ScanField::Term(r.short("index field", INDEX_FIELD_BYTES_MAX)?),
+        value => {
+            return Err(WireError::BadByte {
+                what: "index scan field",
+                value,
+            });
+        }
+    };
+    let start = r.short("index start", TERM_MAX)?;
+    let end = r.short("index end", TERM_MAX)?;
+    let after = match r.flag()? {
+        true => Some((
+            r.short("continuation term", TERM_MAX)?,
+            r.short("continuation key", KEY_BYTES_MAX)?,
+        )),
+        false => None,
+    };
+    let regex = match r.flag()? {
+        true => Some(r.text("term regex", REGEX_BYTES_MAX)?),
+        false => None,
+    };
+    let has_max = r.flag()?;
+    let max = r.u32()?;
+    Ok(IndexScan {
+        bucket,
+        field,
+        start,
+        end,
+        after,
+        regex,
+        max: has_max.then_some(max),
+    })
 }

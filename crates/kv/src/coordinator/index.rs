@@ -1,0 +1,64 @@
+//! 2i queries (Riak's index FSM): a coverage plan, each planned vnode's
+//! scan ([`crate::vnode::index_fold`]), the entries merged in (term, key)
+//! order, and the page cut at `max_results` with its continuation.
+//!
+//! Every key range is answered by one vnode of the plan, so no entry comes
+//! twice. Runs on a blocking thread.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::KvError;
+use crate::index::query::{ScanField, UNPAGED_RESULTS_MAX};
+use crate::index::{IndexPage, IndexRequest};
+use crate::node::Node;
+use crate::request::BucketRef;
+use crate::vnode::index_fold::decode_entry;
+use crate::vnode::msg::FoldKind;
+
+/// How long a query may take when it names no timeout.
+pub const INDEX_TIMEOUT_DEFAULT: Duration = Duration::from_secs(60);
+/// The limit a timeout of zero (Riak's "infinity") stands for.
+const INDEX_TIMEOUT_NONE: Duration = Duration::from_secs(24 * 3600);
+
+impl Node {
+    /// Answers a 2i query on `bucket`. Blocking: run it on a blocking
+    /// thread.
+    pub fn index_query_blocking(
+        &self,
+        bucket: &BucketRef,
+        req: &IndexRequest,
+    ) -> Result<IndexPage, KvError> {
+        let n_val = self.props(bucket)?.n_val;
+        let query = req.prepare(bucket)?;
+        let timeout = match query.timeout {
+            None => INDEX_TIMEOUT_DEFAULT,
+            Some(t) if t.is_zero() => INDEX_TIMEOUT_NONE,
+            Some(t) => t,
+        };
+        let deadline = Instant::now() + timeout;
+        let kind = FoldKind::Index(query.scan.clone());
+        let items = self.coverage_collect(n_val, kind, deadline)?;
+        let keys_are_terms = !matches!(query.scan.field, ScanField::Term(_));
+        let mut entries = items
+            .iter()
+            .map(|item| {
+                let (term, key) = decode_entry(item)
+                    .ok_or_else(|| KvError::BadQuery("a vnode sent a malformed entry".into()))?;
+                Ok(match keys_are_terms {
+                    true => (key.clone(), key),
+                    false => (term, key),
+                })
+            })
+            .collect::<Result<Vec<_>, KvError>>()?;
+        if query.scan.max.is_none() && entries.len() > UNPAGED_RESULTS_MAX {
+            return Err(KvError::BadQuery(format!(
+                "the query matches more than {UNPAGED_RESULTS_MAX} entries: \
+                 ask for pages with max_results"
+            )));
+        }
+        entries.sort_unstable();
+        Ok(query.page(entries))
+    }
+}

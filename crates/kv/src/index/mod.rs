@@ -1,0 +1,10 @@
+//! Secondary indexes (2i): terms as clients, objects and backends hold
+//! them ([`term`]), queries and their pages ([`query`]), and continuations
+//! ([`continuation`]). The coverage execution is in
+//! [`crate::coordinator::index`]; a vnode's part in [`crate::vnode::fold`].
+
+pub mod continuation;
+pub mod query;
+pub mod term;
+
+pub use query::{IndexPage, IndexRequest, IndexScan, PreparedQuery, ScanField};
