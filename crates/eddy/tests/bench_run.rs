@@ -265,16 +265,8 @@ fn unserved_operations_stop_the_run_before_it_starts() {
     let tmp = tempfile::tempdir().unwrap();
     let pb = format!("127.0.0.1:{}", node.pb_port);
     let http = format!("127.0.0.1:{}", node.http_port);
-    let index = "[index]\nfield = \"n_int\"\nterms = 10";
     let multi = "[multi_get]\nkeys = 5\nvia = \"mapreduce\"";
     for (protocol, endpoint, ops, section, expected) in [
-        (
-            "pb",
-            &pb,
-            "get = 1\nindex_query = 1",
-            index,
-            "Unknown message code: 25",
-        ),
         (
             "pb",
             &pb,

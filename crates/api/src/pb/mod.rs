@@ -26,6 +26,7 @@ mod content;
 mod delete;
 pub mod error;
 mod get;
+mod index;
 mod list_buckets;
 mod list_keys;
 mod ping;
