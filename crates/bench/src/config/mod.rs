@@ -197,6 +197,9 @@ pub enum KeyFormat {
     Decimal,
     /// 8 bytes, big-endian (basho_bench's `int_to_bin_bigendian`).
     Binary,
+    /// Unpadded decimal text, as people write numbers (`4711`); the keys
+    /// of `eddy bench pb`. Byte order is not number order.
+    Plain,
 }
 
 /// How values are made (see [`crate::valuegen`]).
