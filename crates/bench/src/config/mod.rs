@@ -148,6 +148,21 @@ pub struct RequestOptions {
     pub returnbody: bool,
     /// Content type of stored values; default from the value generator.
     pub content_type: Option<String>,
+    /// How a get that finds nothing is counted.
+    #[serde(default)]
+    pub not_found: NotFound,
+}
+
+/// How a get that finds nothing is counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotFound {
+    /// A success, also counted in the operation's `not_found`.
+    #[default]
+    Success,
+    /// The failure `not_found`: every key read was meant to exist (it
+    /// was preloaded), as `eddy bench pb` counts it.
+    Error,
 }
 
 /// How keys are chosen (see [`crate::keygen`]).

@@ -57,6 +57,21 @@ fn key_formats_parse() {
 }
 
 #[test]
+fn not_found_is_a_success_unless_told() {
+    assert_eq!(
+        parse_valid(MINIMAL).unwrap().request.not_found,
+        NotFound::Success
+    );
+    let text = format!("{MINIMAL}\n[request]\nnot_found = \"error\"\n");
+    assert_eq!(
+        parse_valid(&text).unwrap().request.not_found,
+        NotFound::Error
+    );
+    let text = format!("{MINIMAL}\n[request]\nnot_found = \"maybe\"\n");
+    assert!(error_of(&text).contains("maybe"));
+}
+
+#[test]
 fn unknown_keys_are_named() {
     let e = error_of(&format!("colour = 1\n{MINIMAL}"));
     assert!(e.contains("colour"), "{e}");
