@@ -10,7 +10,9 @@
 //! collector ([`collector`]) closes a window ([`window`]) at every report
 //! interval. The results directory ([`report`]) gets CSV rows per
 //! operation, a summary, the config, machine facts and PNG charts;
-//! [`compare`] draws several runs side by side.
+//! [`compare`] draws several runs side by side. A config built in code
+//! runs the same way, with or without a results directory ([`run_config`],
+//! [`Output::None`]).
 //!
 //! Invariants: every request is bounded by the request timeout and every
 //! run by its duration plus a few timeouts (or less, when every request
@@ -39,4 +41,4 @@ pub mod workload;
 
 pub use compare::{CompareOutcome, compare};
 pub use error::BenchError;
-pub use run::{RunOptions, RunOutcome, run};
+pub use run::{Output, RunOptions, RunOutcome, run, run_config};

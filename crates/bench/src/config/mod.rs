@@ -16,6 +16,7 @@ use eddy_wire::Quorum;
 use serde::{Deserialize, Serialize};
 
 pub use duration::{Span, SpanError};
+pub use validate::check;
 
 use crate::error::BenchError;
 
@@ -69,7 +70,8 @@ fn default_concurrent() -> usize {
     8
 }
 
-fn default_report_interval() -> Span {
+/// The report interval a file gets when it names none.
+pub(crate) fn default_report_interval() -> Span {
     Span(std::time::Duration::from_secs(1))
 }
 
@@ -348,7 +350,8 @@ pub fn parse_valid(text: &str) -> Result<BenchConfig, BenchError> {
 }
 
 impl BenchConfig {
-    fn apply(&mut self, o: &Overrides) {
+    /// Replaces the settings `o` overrides.
+    pub(crate) fn apply(&mut self, o: &Overrides) {
         if let Some(d) = o.duration {
             self.duration = d;
         }
