@@ -2,7 +2,7 @@
 //! bucket properties, probe the operations, preload, run the workers with
 //! the collector, and write the summary and charts.
 //!
-//! A config built in code runs the same way
+//! A config built in code (a preset, [`crate::preset`]) runs the same way
 //! through [`run_config`], checked as a file is. The results directory is
 //! made only once the checks have passed, so a run refused up front leaves
 //! nothing behind; with [`Output::None`] none is made at all and the
