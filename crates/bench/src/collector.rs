@@ -1,6 +1,6 @@
 //! The collector: while workers run, it closes a window at every report
-//! interval (one CSV row per operation), updates the progress bar, and
-//! decides when the run stops early.
+//! interval (one CSV row per operation, when the run writes results),
+//! updates the progress bar, and decides when the run stops early.
 //!
 //! Ending rules: workers stop by themselves at the deadline. The collector
 //! sends the stop signal when no request has succeeded for `give_up_after`
@@ -51,10 +51,11 @@ pub struct Collected {
     pub workers_aborted: usize,
 }
 
-/// Runs until every worker has finished (or been aborted).
+/// Runs until every worker has finished (or been aborted); rows go to
+/// `results` when there is a results directory.
 pub async fn collect(
     recorder: Arc<Recorder>,
-    results: &mut ResultsDir,
+    mut results: Option<&mut ResultsDir>,
     ops: &[OpKind],
     workers: &mut JoinSet<()>,
     stop: watch::Sender<bool>,
@@ -75,7 +76,8 @@ pub async fn collect(
         tokio::select! {
             joined = workers.join_next() => if joined.is_none() { break },
             () = tokio::time::sleep_until(next), if next < timing.deadline => {
-                flush(&recorder, results, ops, &mut totals, next - timing.start, timing.interval)?;
+                let rows = results.as_deref_mut();
+                flush(&recorder, rows, ops, &mut totals, next - timing.start, timing.interval)?;
                 boundary = next;
             }
             _ = &mut ctrl_c, if ending.is_none() => {
@@ -125,7 +127,7 @@ pub async fn collect(
 /// Closes the current window: one row per operation, added to `totals`.
 fn flush(
     recorder: &Recorder,
-    results: &mut ResultsDir,
+    mut results: Option<&mut ResultsDir>,
     ops: &[OpKind],
     totals: &mut BTreeMap<OpKind, OpWindow>,
     elapsed: Duration,
@@ -135,7 +137,9 @@ fn flush(
     let empty = OpWindow::default();
     for &op in ops {
         let w = taken.ops.get(&op).unwrap_or(&empty);
-        results.append(op, Row::new(elapsed.as_secs_f64(), window.as_secs_f64(), w))?;
+        if let Some(r) = results.as_deref_mut() {
+            r.append(op, Row::new(elapsed.as_secs_f64(), window.as_secs_f64(), w))?;
+        }
         totals.entry(op).or_default().merge(w);
     }
     Ok(())

@@ -22,7 +22,7 @@ pub enum BenchError {
     #[error("setting `{setting}`: {problem}")]
     Setting { setting: String, problem: String },
     /// No endpoint answered before the run.
-    #[error("cannot reach {endpoint}: {message}")]
+    #[error("node at {endpoint} is not answering: {message}")]
     Unreachable { endpoint: String, message: String },
     /// A weighted operation was refused by the server when probed.
     #[error("operation `{op}` is not served by {endpoint}: {message}")]

@@ -86,15 +86,15 @@ impl KeySpace {
             (KeyGenerator::Unique, UniqueOrder::SkewOrder) => scramble(n),
             _ => n,
         };
+        use std::io::Write;
         out.clear();
         out.extend_from_slice(&self.prefix);
-        match self.format {
-            KeyFormat::Binary => out.extend_from_slice(&n.to_be_bytes()),
-            KeyFormat::Decimal => {
-                use std::io::Write;
-                let _ = write!(out, "{n:0width$}", width = DECIMAL_WIDTH);
-            }
-        }
+        // Writing into a Vec cannot fail.
+        let _ = match self.format {
+            KeyFormat::Binary => out.write_all(&n.to_be_bytes()),
+            KeyFormat::Decimal => write!(out, "{n:0width$}", width = DECIMAL_WIDTH),
+            KeyFormat::Plain => write!(out, "{n}"),
+        };
     }
 
     /// The key bytes of number `n`.
@@ -329,6 +329,24 @@ mod tests {
         assert_eq!(KeySpace::new(&config, 1).key(42), b"c-000000000042");
         config.format = KeyFormat::Binary;
         assert_eq!(KeySpace::new(&config, 1).key(1), b"c-\0\0\0\0\0\0\0\x01");
+    }
+
+    #[test]
+    fn plain_keys_are_the_numbers_as_written() {
+        let config = KeysConfig {
+            generator: KeyGenerator::UniformInt,
+            max: Some(100_000),
+            order: None,
+            prefix: String::new(),
+            format: KeyFormat::Plain,
+        };
+        let space = KeySpace::new(&config, 1);
+        for n in [0, 7, 4711, 99_999, u64::MAX] {
+            assert_eq!(space.key(n), n.to_string().into_bytes());
+        }
+        let mut out = b"stale".to_vec();
+        space.encode(42, &mut out);
+        assert_eq!(out, b"42", "encode clears the buffer first");
     }
 
     proptest! {

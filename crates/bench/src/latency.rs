@@ -1,6 +1,6 @@
-//! Latency percentiles of a nanosecond histogram, in microseconds: the
-//! figures every report of the bench tools gives (the loopback echo,
-//! `eddy bench pb`, `eddy bench storage`).
+//! Latency percentiles of a nanosecond or microsecond histogram, in
+//! microseconds: the figures every report of the bench tools gives (the
+//! loopback echo, `eddy bench pb`, `eddy bench storage`).
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -19,17 +19,49 @@ pub struct Latency {
 impl Latency {
     /// Percentiles of a nanosecond histogram (all zero when it is empty).
     pub fn of(h: &Histogram<u64>) -> Self {
+        Self::scaled(h, 1000.0)
+    }
+
+    /// Percentiles of a microsecond histogram, as the runner's windows
+    /// keep them ([`crate::window::OpWindow`]).
+    pub fn of_us(h: &Histogram<u64>) -> Self {
+        Self::scaled(h, 1.0)
+    }
+
+    /// Percentiles of a histogram of `per_us` units per microsecond.
+    fn scaled(h: &Histogram<u64>, per_us: f64) -> Self {
         if h.is_empty() {
             return Self::default();
         }
-        let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+        let us = |q: f64| h.value_at_quantile(q) as f64 / per_us;
         Latency {
             p50_us: us(0.50),
             p95_us: us(0.95),
             p99_us: us(0.99),
             p999_us: us(0.999),
-            max_us: h.max() as f64 / 1000.0,
-            mean_us: h.mean() / 1000.0,
+            max_us: h.max() as f64 / per_us,
+            mean_us: h.mean() / per_us,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nanoseconds_and_microseconds_read_alike() {
+        let (mut ns, mut us) = (crate::window::histogram(), crate::window::histogram());
+        for i in 1..=100 {
+            ns.record(i * 1000).unwrap();
+            us.record(i).unwrap();
+        }
+        let (a, b) = (Latency::of(&ns), Latency::of_us(&us));
+        assert!((a.p50_us - 50.0).abs() < 0.1 && (b.p50_us - 50.0).abs() < 0.1);
+        assert!((a.max_us - b.max_us).abs() < 0.1 && (b.mean_us - 50.5).abs() < 0.1);
+        assert_eq!(
+            Latency::of_us(&crate::window::histogram()),
+            Latency::default()
+        );
     }
 }

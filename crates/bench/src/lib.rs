@@ -10,7 +10,9 @@
 //! collector ([`collector`]) closes a window ([`window`]) at every report
 //! interval. The results directory ([`report`]) gets CSV rows per
 //! operation, a summary, the config, machine facts and PNG charts;
-//! [`compare`] draws several runs side by side.
+//! [`compare`] draws several runs side by side. A config may also be built
+//! from a few flags ([`preset`]: `eddy bench pb`) and run without a results
+//! directory ([`run_config`], [`Output::None`]).
 //!
 //! Invariants: every request is bounded by the request timeout and every
 //! run by its duration plus a few timeouts (or less, when every request
@@ -27,6 +29,7 @@ pub mod keygen;
 pub mod latency;
 pub mod ops;
 pub mod preload;
+pub mod preset;
 pub mod probe;
 pub mod progress;
 pub mod report;
@@ -39,4 +42,4 @@ pub mod workload;
 
 pub use compare::{CompareOutcome, compare};
 pub use error::BenchError;
-pub use run::{RunOptions, RunOutcome, run};
+pub use run::{Output, RunOptions, RunOutcome, run, run_config};

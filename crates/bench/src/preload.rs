@@ -52,7 +52,7 @@ async fn load_slice(
 ) -> Result<(), BenchError> {
     let failed = |key, f: crate::driver::Failure| BenchError::Preload {
         key,
-        message: f.label(),
+        message: f.describe(),
     };
     let mut conn = Conn::connect(&plan.driver, plan.endpoint(id as usize, 0))
         .await

@@ -19,7 +19,7 @@ pub async fn check_endpoints(plan: &Plan) -> Result<(Conn, String), BenchError> 
     for endpoint in &plan.endpoints {
         let unreachable = |f: Failure| BenchError::Unreachable {
             endpoint: endpoint.clone(),
-            message: f.label(),
+            message: f.describe(),
         };
         let mut conn = Conn::connect(&plan.driver, endpoint)
             .await

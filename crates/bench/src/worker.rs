@@ -5,7 +5,9 @@
 //! the worker pause [`RECONNECT_PAUSE`] and connect again, to the next
 //! endpoint. Connect failures are counted against the operation that was
 //! about to run. Latency is measured from after the connection is ready to
-//! the answer.
+//! the answer. A get that finds nothing is a success (counted as
+//! `not_found`), or with `request.not_found = "error"` the failure
+//! `not_found`.
 //!
 //! Bound: a worker checks the deadline and the stop signal between
 //! requests, and each request is bounded by the request timeout (an update
@@ -19,6 +21,7 @@ use rand::rngs::SmallRng;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::config::NotFound;
 use crate::driver::{Conn, Failure, PutBody};
 use crate::keygen::KeyGen;
 use crate::ops::OpKind;
@@ -98,7 +101,7 @@ pub async fn run(
         let outcome = execute(c, &plan, &mut state, op).await;
         let latency_us = started.elapsed().as_micros() as u64;
         match outcome {
-            Ok(not_found) => recorder.success(op, latency_us, not_found),
+            Ok(found_nothing) => record_answer(&recorder, &plan, op, latency_us, found_nothing),
             Err(f) => {
                 recorder.failure(op, f.label());
                 if f.reconnect {
@@ -108,6 +111,27 @@ pub async fn run(
                 }
             }
         }
+    }
+}
+
+/// Label under which `request.not_found = "error"` counts a get that
+/// found nothing.
+pub const NOT_FOUND: &str = "not_found";
+
+/// Records an answered request of `latency_us`: a success, unless it is a
+/// get that found nothing and the run counts those as errors.
+pub fn record_answer(
+    recorder: &Recorder,
+    plan: &Plan,
+    op: OpKind,
+    latency_us: u64,
+    found_nothing: bool,
+) {
+    let policy = plan.driver.request.not_found;
+    if found_nothing && op == OpKind::Get && policy == NotFound::Error {
+        recorder.failure(op, NOT_FOUND.to_string());
+    } else {
+        recorder.success(op, latency_us, found_nothing);
     }
 }
 
@@ -187,4 +211,62 @@ pub async fn put_number(
         vclock,
     };
     conn.put(&s.key, body).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(not_found: &str) -> Plan {
+        let text = format!(
+            r#"
+            duration = "1s"
+            [driver]
+            protocol = "pb"
+            endpoints = ["127.0.0.1:8087"]
+            bucket = "b"
+            [request]
+            not_found = "{not_found}"
+            [operations]
+            get = 1
+            update = 1
+            [keys]
+            generator = "uniform_int"
+            max = 10
+            [values]
+            generator = "fixed_bin"
+            size = 10
+            "#
+        );
+        Plan::new(&crate::config::parse_valid(&text).unwrap())
+    }
+
+    /// Answers a found get, a missed get and a missed update's read.
+    fn answer_three(plan: &Plan) -> crate::window::Window {
+        let recorder = Recorder::new();
+        record_answer(&recorder, plan, OpKind::Get, 10, false);
+        record_answer(&recorder, plan, OpKind::Get, 20, true);
+        record_answer(&recorder, plan, OpKind::Update, 30, true);
+        recorder.take()
+    }
+
+    #[test]
+    fn a_missed_get_is_a_success_by_default() {
+        let w = answer_three(&plan("success"));
+        let get = &w.ops[&OpKind::Get];
+        assert_eq!((get.latency_us.len(), get.not_found), (2, 1));
+        assert_eq!(get.error_count(), 0);
+    }
+
+    #[test]
+    fn not_found_error_counts_a_missed_get_as_a_failure() {
+        let w = answer_three(&plan("error"));
+        let get = &w.ops[&OpKind::Get];
+        assert_eq!((get.latency_us.len(), get.not_found), (1, 0));
+        assert_eq!(get.errors.get(NOT_FOUND), Some(&1));
+        // An update whose read missed still wrote: it stays a success.
+        let update = &w.ops[&OpKind::Update];
+        assert_eq!((update.latency_us.len(), update.not_found), (1, 1));
+        assert_eq!(update.error_count(), 0);
+    }
 }

@@ -16,6 +16,7 @@ use eddy_wire::Quorum;
 use serde::{Deserialize, Serialize};
 
 pub use duration::{Span, SpanError};
+pub use validate::check;
 
 use crate::error::BenchError;
 
@@ -69,7 +70,8 @@ fn default_concurrent() -> usize {
     8
 }
 
-fn default_report_interval() -> Span {
+/// The report interval a file gets when it names none.
+pub(crate) fn default_report_interval() -> Span {
     Span(std::time::Duration::from_secs(1))
 }
 
@@ -148,6 +150,21 @@ pub struct RequestOptions {
     pub returnbody: bool,
     /// Content type of stored values; default from the value generator.
     pub content_type: Option<String>,
+    /// How a get that finds nothing is counted.
+    #[serde(default)]
+    pub not_found: NotFound,
+}
+
+/// How a get that finds nothing is counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotFound {
+    /// A success, also counted in the operation's `not_found`.
+    #[default]
+    Success,
+    /// The failure `not_found`: every key read was meant to exist (it
+    /// was preloaded), as `eddy bench pb` counts it.
+    Error,
 }
 
 /// How keys are chosen (see [`crate::keygen`]).
@@ -197,6 +214,9 @@ pub enum KeyFormat {
     Decimal,
     /// 8 bytes, big-endian (basho_bench's `int_to_bin_bigendian`).
     Binary,
+    /// Unpadded decimal text, as people write numbers (`4711`); the keys
+    /// of `eddy bench pb`. Byte order is not number order.
+    Plain,
 }
 
 /// How values are made (see [`crate::valuegen`]).
@@ -330,7 +350,8 @@ pub fn parse_valid(text: &str) -> Result<BenchConfig, BenchError> {
 }
 
 impl BenchConfig {
-    fn apply(&mut self, o: &Overrides) {
+    /// Replaces the settings `o` overrides.
+    pub(crate) fn apply(&mut self, o: &Overrides) {
         if let Some(d) = o.duration {
             self.duration = d;
         }

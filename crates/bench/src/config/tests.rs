@@ -44,6 +44,34 @@ fn minimal_config_has_defaults() {
 }
 
 #[test]
+fn key_formats_parse() {
+    for (name, format) in [
+        ("decimal", KeyFormat::Decimal),
+        ("plain", KeyFormat::Plain),
+        ("binary", KeyFormat::Binary),
+    ] {
+        let text = edited("max = 100", &format!("max = 100\nformat = \"{name}\""));
+        assert_eq!(parse_valid(&text).unwrap().keys.format, format);
+    }
+    assert!(error_of(&edited("max = 100", "max = 100\nformat = \"hex\"")).contains("hex"));
+}
+
+#[test]
+fn not_found_is_a_success_unless_told() {
+    assert_eq!(
+        parse_valid(MINIMAL).unwrap().request.not_found,
+        NotFound::Success
+    );
+    let text = format!("{MINIMAL}\n[request]\nnot_found = \"error\"\n");
+    assert_eq!(
+        parse_valid(&text).unwrap().request.not_found,
+        NotFound::Error
+    );
+    let text = format!("{MINIMAL}\n[request]\nnot_found = \"maybe\"\n");
+    assert!(error_of(&text).contains("maybe"));
+}
+
+#[test]
 fn unknown_keys_are_named() {
     let e = error_of(&format!("colour = 1\n{MINIMAL}"));
     assert!(e.contains("colour"), "{e}");

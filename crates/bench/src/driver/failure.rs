@@ -17,6 +17,10 @@ pub struct Failure {
     pub message: Option<String>,
     /// Whether the connection must be replaced.
     pub reconnect: bool,
+    /// The client's own account (`no answer within 5s`, `cannot connect
+    /// to …: Connection refused`), for errors that end the run; not part
+    /// of the label, so that failures of one kind are counted together.
+    pub detail: Option<String>,
 }
 
 impl Failure {
@@ -26,6 +30,7 @@ impl Failure {
             kind: kind.to_string(),
             message: None,
             reconnect,
+            detail: None,
         }
     }
 
@@ -39,6 +44,7 @@ impl Failure {
             kind: kind.to_string(),
             message: Some(m),
             reconnect: false,
+            detail: None,
         }
     }
 
@@ -51,8 +57,25 @@ impl Failure {
         }
     }
 
+    /// How an error that ends the run tells of this failure: the
+    /// client's account, or else the label.
+    pub fn describe(&self) -> String {
+        self.detail.clone().unwrap_or_else(|| self.label())
+    }
+
+    fn with_detail(self, e: &dyn std::error::Error) -> Failure {
+        Failure {
+            detail: Some(e.to_string()),
+            ..self
+        }
+    }
+
     /// A PB client error.
     pub fn from_pb(e: &PbClientError) -> Failure {
+        Failure::classify_pb(e).with_detail(e)
+    }
+
+    fn classify_pb(e: &PbClientError) -> Failure {
         match e {
             PbClientError::Server { message, .. } => Failure::server("server", message),
             PbClientError::Connect { source, .. } => Failure::new(io_kind(source, "connect"), true),
@@ -65,6 +88,10 @@ impl Failure {
 
     /// An HTTP client error (no status: the exchange itself failed).
     pub fn from_http(e: &reqwest::Error) -> Failure {
+        Failure::classify_http(e).with_detail(e)
+    }
+
+    fn classify_http(e: &reqwest::Error) -> Failure {
         if e.is_timeout() {
             return Failure::new("timeout", true);
         }
@@ -130,5 +157,21 @@ mod tests {
         );
         let f = Failure::from_pb(&PbClientError::Timeout(std::time::Duration::from_secs(1)));
         assert_eq!(f.label(), "timeout");
+    }
+
+    #[test]
+    fn descriptions_keep_the_clients_words_out_of_the_label() {
+        let f = Failure::from_pb(&PbClientError::Timeout(std::time::Duration::from_secs(1)));
+        assert_eq!(
+            (f.label().as_str(), f.describe().as_str()),
+            ("timeout", "no answer within 1s")
+        );
+        let f = Failure::from_pb(&PbClientError::Server {
+            message: "w val unsatisfiable".into(),
+            code: 0,
+        });
+        assert_eq!(f.label(), "server: w val unsatisfiable");
+        assert_eq!(f.describe(), "server error: w val unsatisfiable");
+        assert_eq!(Failure::new("closed", true).describe(), "closed");
     }
 }

@@ -1,14 +1,15 @@
 //! `eddy bench`: measurements of Eddy's parts on this machine.
 //!
 //! `eddy bench storage` drives one storage backend directly; `eddy bench pb`
-//! loads a running node over the network ([`pb`], self-contained);
-//! `eddy bench run` and `eddy bench compare` hand over to the `eddy-bench`
-//! crate ([`tool`]). This module
-//! owns the storage run as a whole: checking options, the data directory's life,
-//! opening the engine, choosing the workload and printing its report. The
-//! parts live beside it: key and value generators ([`keys`], [`values`]),
-//! timed phases ([`runner`]), workloads ([`workload`], [`merge`], [`open`]),
-//! engines ([`backends`]) and output ([`report`]).
+//! loads a running node over the network ([`pb`], a preset of the
+//! `eddy-bench` runner: flags in, its report out); `eddy bench run` and
+//! `eddy bench compare` hand over to the `eddy-bench` crate ([`tool`]).
+//! This module owns the storage run as a whole: checking options, the data
+//! directory's life, opening the engine, choosing the workload and printing
+//! its report. The parts live beside it: key and value generators
+//! ([`keys`], [`values`]), timed phases ([`runner`]), workloads
+//! ([`workload`], [`merge`], [`open`]), engines ([`backends`]) and output
+//! ([`report`]).
 
 pub mod backends;
 pub mod error;

@@ -2,26 +2,28 @@
 //! `eddy-bench` crate does the work, text out.
 
 use eddy_bench::config::Overrides;
-use eddy_bench::{RunOptions, compare as compare_runs, run as run_workload};
+use eddy_bench::{Output, RunOptions, compare as compare_runs, run as run_workload};
 
 use crate::cli::{CompareArgs, RunArgs};
 
 /// Runs a workload file; returns the summary and where the results are.
 pub fn run(args: &RunArgs) -> Result<String, String> {
     let options = RunOptions {
-        out: args.out.clone(),
+        out: args.out.clone().map_or(Output::Timestamped, Output::Dir),
         overrides: Overrides {
             duration: args.duration,
             endpoints: args.endpoints.clone(),
             baseline: args.baseline,
         },
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        ..RunOptions::default()
     };
     let outcome = run_workload(&args.config, &options).map_err(|e| e.to_string())?;
+    let dir = outcome.dir.unwrap_or_default();
     Ok(format!(
         "{}\nresults: {}",
         outcome.summary.to_text(),
-        outcome.dir.display()
+        dir.display()
     ))
 }
 

@@ -1,165 +1,96 @@
-//! `eddy bench pb`: a closed-loop load generator speaking Riak's Protocol
-//! Buffers API, for Eddy or any Riak-compatible node.
+//! `eddy bench pb`: a closed-loop load over Riak's Protocol Buffers API,
+//! for Eddy or any Riak-compatible node, as a preset of the workload
+//! runner (design note 013).
 //!
-//! A run has three phases: open `--connections` connections (a node that
-//! does not answer a ping fails the run); for `get` and `mixed`, load every
-//! key of the key space once, untimed, so that every get finds its key
-//! (unless `--skip-preload`: an earlier run loaded them);
-//! unless `--baseline 0`, run the same closed loop against a loopback echo
-//! server ([`baseline`]); then let every connection issue requests back to
-//! back for `--duration` seconds ([`worker`]). Figures count successful requests; failed ones are
-//! counted by kind ([`report`]). Every request waits at most
-//! `--timeout-ms`, so the run ends at most one timeout after its deadline.
+//! This module owns the flags' meaning only: they become an
+//! [`eddy_bench::preset::PbPreset`], whose config the runner checks and
+//! runs ([`eddy_bench::run_config`]) like a workload file, on
+//! `--threads` runtime threads, probing nothing and writing no results
+//! directory. The runner pings the node first (a node that does not
+//! answer fails the run), preloads the keys of `get` and `mixed` unless
+//! `--skip-preload`, measures the loopback echo unless `--baseline 0`,
+//! then lets every connection issue requests back to back for
+//! `--duration` seconds. Its outcome becomes one JSON line or a table
+//! ([`report`]). Every request waits at most `--timeout-ms`, so the run
+//! ends within a few timeouts of its deadline.
 
-pub mod baseline;
-pub mod error;
-pub mod ops;
 pub mod report;
-pub mod worker;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use eddy_client::pb::PbClient;
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
-use tokio::task::JoinSet;
-use tokio::time::Instant;
+use eddy_bench::config::Span;
+use eddy_bench::preset::{self, PbPreset, PbWorkload as Workload};
+use eddy_bench::{BenchError, Output, RunOptions, run_config};
 
 use crate::cli::{PbArgs, PbWorkload};
-use error::PbBenchError;
 use report::PbReport;
-use worker::{Plan, WorkerStats};
 
 /// Runs `eddy bench pb` and returns what to print.
-pub fn run(args: &PbArgs) -> Result<String, PbBenchError> {
-    check(args)?;
-    let threads = args.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-        .map_err(PbBenchError::Runtime)?;
-    let report = runtime.block_on(run_async(args, threads))?;
+pub fn run(args: &PbArgs) -> Result<String, BenchError> {
+    let config = preset::pb_checked(&preset_of(args)?)?;
+    let threads = threads_of(args)?;
+    let options = RunOptions {
+        out: Output::None,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        threads: Some(threads),
+        skip_probe: true,
+        ..RunOptions::default()
+    };
+    let outcome = run_config(&config, "eddy bench pb", &options)?;
+    let report = PbReport::new(args, threads, &outcome);
     Ok(match args.json {
         true => report.to_json(),
         false => report.to_table(),
     })
 }
 
-fn check(args: &PbArgs) -> Result<(), PbBenchError> {
-    if args.keys == 0 {
-        return Err(PbBenchError::InvalidOption("--keys must be at least 1"));
-    }
-    if args.connections == 0 {
-        return Err(PbBenchError::InvalidOption(
-            "--connections must be at least 1",
-        ));
-    }
-    if !(args.duration.is_finite() && args.duration > 0.0) {
-        return Err(PbBenchError::InvalidOption("--duration must be positive"));
-    }
-    if args.timeout_ms == 0 {
-        return Err(PbBenchError::InvalidOption("--timeout-ms must be positive"));
-    }
-    if !(args.baseline.is_finite() && args.baseline >= 0.0) {
-        return Err(PbBenchError::InvalidOption(
-            "--baseline must be zero or positive",
-        ));
-    }
-    if args.threads == Some(0) {
-        return Err(PbBenchError::InvalidOption("--threads must be at least 1"));
-    }
-    Ok(())
+/// The flags as the preset takes them.
+fn preset_of(args: &PbArgs) -> Result<PbPreset, BenchError> {
+    Ok(PbPreset {
+        addr: args.addr.clone(),
+        connections: args.connections,
+        duration: seconds("--duration", args.duration)?,
+        value_size: args.value_size,
+        keys: args.keys,
+        workload: match args.workload {
+            PbWorkload::Get => Workload::Get,
+            PbWorkload::Put => Workload::Put,
+            PbWorkload::Mixed => Workload::Mixed,
+        },
+        read_percent: args.read_percent,
+        skip_preload: args.skip_preload,
+        bucket: args.bucket.clone(),
+        bucket_type: args.bucket_type.clone(),
+        w: args.w,
+        dw: args.dw,
+        r: args.r,
+        request_timeout: Span(Duration::from_millis(args.timeout_ms)),
+        baseline: seconds("--baseline", args.baseline)?,
+        seed: args.seed,
+    })
 }
 
-async fn run_async(args: &PbArgs, threads: usize) -> Result<PbReport, PbBenchError> {
-    let mut rng = SmallRng::seed_from_u64(args.seed);
-    let plan = Arc::new(Plan {
-        args: args.clone(),
-        value: ops::value(args.value_size, &mut rng),
-        timeout: Duration::from_millis(args.timeout_ms),
-    });
-    let clients = connect_all(&plan).await?;
-    let (clients, preload_s) = match args.workload {
-        _ if args.skip_preload => (clients, None),
-        PbWorkload::Put => (clients, None),
-        PbWorkload::Get | PbWorkload::Mixed => {
-            let began = Instant::now();
-            let clients = preload(&plan, clients).await?;
-            (clients, Some(began.elapsed().as_secs_f64()))
-        }
-    };
-    let baseline = match args.baseline {
-        0.0 => None,
-        secs => Some(
-            baseline::measure(args, threads, secs)
-                .await
-                .map_err(PbBenchError::Baseline)?,
-        ),
-    };
-    let began = Instant::now();
-    let deadline = began + Duration::from_secs_f64(args.duration);
-    let mut workers = JoinSet::new();
-    for (id, client) in clients.into_iter().enumerate() {
-        workers.spawn(worker::run(id, plan.clone(), Some(client), deadline));
+/// The runtime's threads: `--threads`, or one per core.
+fn threads_of(args: &PbArgs) -> Result<usize, BenchError> {
+    match args.threads {
+        Some(0) => Err(BenchError::Setting {
+            setting: "--threads".into(),
+            problem: "must be at least 1".into(),
+        }),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)),
     }
-    let mut stats = WorkerStats::new();
-    while let Some(done) = workers.join_next().await {
-        stats.merge(&done.map_err(|e| PbBenchError::Task(e.to_string()))?);
-    }
-    let elapsed_s = began.elapsed().as_secs_f64();
-    let mut report = PbReport::new(args, threads, &stats, elapsed_s);
-    report.preload_s = preload_s;
-    report.baseline = baseline;
-    Ok(report)
 }
 
-/// Opens every connection and pings through the first, so that a node that
-/// is down or hung fails the run before it starts.
-async fn connect_all(plan: &Plan) -> Result<Vec<PbClient>, PbBenchError> {
-    let addr = &plan.args.addr;
-    let unreachable = |source| PbBenchError::Unreachable {
-        addr: addr.clone(),
-        source,
-    };
-    let mut clients = Vec::with_capacity(plan.args.connections);
-    for _ in 0..plan.args.connections {
-        clients.push(
-            PbClient::connect(addr, plan.timeout)
-                .await
-                .map_err(unreachable)?,
-        );
-    }
-    clients[0].ping().await.map_err(unreachable)?;
-    Ok(clients)
-}
-
-/// Puts every key once, connection `i` writing the keys `≡ i` modulo the
-/// number of connections; the first failure fails the run.
-async fn preload(plan: &Arc<Plan>, clients: Vec<PbClient>) -> Result<Vec<PbClient>, PbBenchError> {
-    let stride = clients.len() as u64;
-    let mut tasks = JoinSet::new();
-    for (id, mut client) in clients.into_iter().enumerate() {
-        let plan = plan.clone();
-        tasks.spawn(async move {
-            let mut put = ops::put_template(&plan.args, plan.value.clone());
-            for n in (id as u64..plan.args.keys).step_by(stride as usize) {
-                ops::key(n, put.key.get_or_insert_default());
-                if let Err(source) = client.put(&put).await {
-                    return Err(PbBenchError::Preload { key: n, source });
-                }
-            }
-            Ok(client)
-        });
-    }
-    let mut loaded = Vec::with_capacity(stride as usize);
-    while let Some(done) = tasks.join_next().await {
-        loaded.push(done.map_err(|e| PbBenchError::Task(e.to_string()))??);
-    }
-    Ok(loaded)
+/// `secs` seconds, for `flag`: zero or more (the config's checks refuse
+/// a zero where one makes no sense).
+fn seconds(flag: &str, secs: f64) -> Result<Span, BenchError> {
+    Duration::try_from_secs_f64(secs)
+        .map(Span)
+        .map_err(|_| BenchError::Setting {
+            setting: flag.to_string(),
+            problem: format!("{secs} is not a number of seconds"),
+        })
 }
 
 /// `eddy bench pb`'s options as the command line `extra` gives them (tests).
@@ -175,4 +106,77 @@ pub(crate) fn test_args(extra: &[&str]) -> PbArgs {
         panic!("not a pb bench command");
     };
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use eddy_bench::ops::OpKind;
+    use eddy_wire::Quorum;
+
+    fn config(extra: &[&str]) -> eddy_bench::config::BenchConfig {
+        preset::pb_checked(&preset_of(&test_args(extra)).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn flags_build_the_preset() {
+        let c = config(&[
+            "--workload=mixed",
+            "--read-percent=70",
+            "--addr=10.0.0.1:8087",
+            "--connections=3",
+            "--duration=2.5",
+            "--timeout-ms=250",
+            "--baseline=0",
+            "--w=2",
+            "--dw=all",
+            "--r=one",
+            "--keys=9",
+            "--value-size=10",
+        ]);
+        assert_eq!(c.weighted_ops(), [(OpKind::Get, 70), (OpKind::Put, 30)]);
+        assert_eq!(c.driver.endpoints, ["10.0.0.1:8087"]);
+        assert_eq!(c.concurrent, 3);
+        assert_eq!(c.duration.0, Duration::from_millis(2500));
+        assert_eq!(c.request_timeout.0, Duration::from_millis(250));
+        assert!(c.baseline.0.is_zero());
+        assert_eq!(
+            (c.request.w, c.request.dw, c.request.r),
+            (Some(Quorum::Count(2)), Some(Quorum::All), Some(Quorum::One))
+        );
+        assert_eq!((c.keys.max, c.values.size), (Some(9), Some(10)));
+        assert_eq!(c.preload.map(|p| p.keys), Some(9));
+    }
+
+    #[test]
+    fn the_workload_flag_picks_the_operations() {
+        let ops = |w: &str| config(&["--workload", w]).weighted_ops();
+        assert_eq!(ops("get"), [(OpKind::Get, 100)]);
+        assert_eq!(ops("put"), [(OpKind::Put, 100)]);
+        assert_eq!(ops("mixed"), [(OpKind::Get, 50), (OpKind::Put, 50)]);
+        assert!(config(&["--workload=put"]).preload.is_none());
+        assert!(config(&["--skip-preload"]).preload.is_none());
+    }
+
+    #[test]
+    fn bad_flags_are_named() {
+        for (flag, value) in [
+            ("--duration", "-1"),
+            ("--duration", "0"),
+            ("--baseline", "NaN"),
+            ("--keys", "0"),
+            ("--connections", "0"),
+            ("--timeout-ms", "0"),
+        ] {
+            let args = test_args(&[&format!("{flag}={value}")]);
+            let e = preset_of(&args)
+                .and_then(|p| preset::pb_checked(&p))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(flag), "{flag}={value}: {e}");
+        }
+        let e = threads_of(&test_args(&["--threads=0"])).unwrap_err();
+        assert!(e.to_string().contains("--threads"), "{e}");
+        assert_eq!(threads_of(&test_args(&["--threads=3"])).unwrap(), 3);
+    }
 }

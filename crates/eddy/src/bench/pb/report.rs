@@ -1,16 +1,22 @@
 //! The figures of a PB run and how they are printed: one JSON object, or a
-//! two-column table for people. Latencies are recorded in nanoseconds and
-//! reported in microseconds; rates count successful requests only.
+//! two-column table for people, drawn from the runner's outcome. Latencies
+//! are reported in microseconds; rates count successful requests only.
+//! The JSON's fields and their meanings are what the scripts in `bench/`
+//! read (`ops`, `ops_per_s`, `p50_us` … `max_us`, `errors`,
+//! `errors_by_kind`, `get`, `put`, `preload_s`, `baseline`, `params`).
 
 use std::collections::BTreeMap;
 
+use eddy_bench::RunOutcome;
+use eddy_bench::baseline::Baseline;
+use eddy_bench::ops::OpKind;
+use eddy_bench::window::{OpWindow, histogram};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 pub use eddy_bench::baseline::Latency;
 
-use super::worker::WorkerStats;
-use crate::bench::report::{new_histogram, table, value_name};
+use crate::bench::report::{table, value_name};
 use crate::cli::PbArgs;
 
 /// The figures of one kind of request.
@@ -27,7 +33,7 @@ impl OpFigures {
         OpFigures {
             ops: h.len(),
             ops_per_s: h.len() as f64 / secs,
-            latency: Latency::of(h),
+            latency: Latency::of_us(h),
         }
     }
 }
@@ -69,34 +75,53 @@ pub struct PbReport {
     pub put: Option<OpFigures>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preload_s: Option<f64>,
-    /// The loopback echo run before the load ([`super::baseline`]).
+    /// The loopback echo run before the load ([`eddy_bench::baseline`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<super::baseline::Baseline>,
+    pub baseline: Option<Baseline>,
 }
 
 impl PbReport {
-    /// The report of `stats`, gathered over `elapsed_s` of load.
-    pub fn new(args: &PbArgs, threads: usize, stats: &WorkerStats, elapsed_s: f64) -> Self {
+    /// The report of a finished run.
+    pub fn new(args: &PbArgs, threads: usize, outcome: &RunOutcome) -> Self {
+        let elapsed_s = outcome.summary.elapsed_s;
+        PbReport {
+            preload_s: outcome.summary.preload_s,
+            baseline: outcome.summary.baseline.clone(),
+            ..PbReport::of_totals(args, threads, &outcome.totals, elapsed_s)
+        }
+    }
+
+    /// The report of each operation's `totals` over `elapsed_s` of load.
+    pub fn of_totals(
+        args: &PbArgs,
+        threads: usize,
+        totals: &BTreeMap<OpKind, OpWindow>,
+        elapsed_s: f64,
+    ) -> Self {
         let secs = elapsed_s.max(f64::MIN_POSITIVE);
-        let mut all = new_histogram();
-        all.add(&stats.get_ns).expect("same bounds");
-        all.add(&stats.put_ns).expect("same bounds");
-        let part = |h: &Histogram<u64>| (!h.is_empty()).then(|| OpFigures::of(h, secs));
+        let mut all = histogram();
+        let mut errors_by_kind = BTreeMap::new();
+        for w in totals.values() {
+            all.add(&w.latency_us).expect("same bounds");
+            for (kind, n) in &w.errors {
+                *errors_by_kind.entry(kind.clone()).or_default() += n;
+            }
+        }
+        let part = |op| {
+            let w = totals.get(&op).filter(|w| !w.latency_us.is_empty());
+            w.map(|w| OpFigures::of(&w.latency_us, secs))
+        };
         PbReport {
             workload: value_name(args.workload),
             params: params(args, threads),
             ops: all.len(),
             elapsed_s,
             ops_per_s: all.len() as f64 / secs,
-            latency: Latency::of(&all),
-            errors: stats.errors.values().sum(),
-            errors_by_kind: stats
-                .errors
-                .iter()
-                .map(|(k, n)| (k.to_string(), *n))
-                .collect(),
-            get: part(&stats.get_ns),
-            put: part(&stats.put_ns),
+            latency: Latency::of_us(&all),
+            errors: errors_by_kind.values().sum(),
+            errors_by_kind,
+            get: part(OpKind::Get),
+            put: part(OpKind::Put),
             preload_s: None,
             baseline: None,
         }
@@ -139,7 +164,7 @@ impl PbReport {
     }
 
     /// The baseline's figures, and the run's as a share of them.
-    fn baseline_rows(&self, b: &super::baseline::Baseline) -> Vec<(String, String)> {
+    fn baseline_rows(&self, b: &Baseline) -> Vec<(String, String)> {
         vec![
             ("echo ops/s".into(), format!("{:.0}", b.ops_per_s)),
             (
@@ -212,21 +237,24 @@ mod tests {
         crate::bench::pb::test_args(&["--workload=mixed"])
     }
 
-    fn stats() -> WorkerStats {
-        let mut s = WorkerStats::new();
+    /// 100 gets of 1 … 100 µs and one put of 500 µs.
+    fn totals() -> BTreeMap<OpKind, OpWindow> {
+        let mut get = OpWindow::default();
         for i in 1..=100 {
-            s.get_ns.record(i * 1000).unwrap();
+            get.latency_us.record(i).unwrap();
         }
-        s.put_ns.record(500_000).unwrap();
-        s
+        let mut put = OpWindow::default();
+        put.latency_us.record(500).unwrap();
+        BTreeMap::from([(OpKind::Get, get), (OpKind::Put, put)])
+    }
+
+    fn report(totals: &BTreeMap<OpKind, OpWindow>, secs: f64) -> PbReport {
+        PbReport::of_totals(&args(), 2, totals, secs)
     }
 
     #[test]
     fn json_has_the_headline_fields() {
-        let mut s = stats();
-        s.merge(&WorkerStats::new());
-        let v: serde_json::Value =
-            serde_json::from_str(&PbReport::new(&args(), 2, &s, 2.0).to_json()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&report(&totals(), 2.0).to_json()).unwrap();
         assert_eq!(v["ops"], 101);
         assert_eq!(v["ops_per_s"], 50.5);
         assert_eq!(v["errors"], 0);
@@ -235,30 +263,44 @@ mod tests {
         assert!((v["get"]["p50_us"].as_f64().unwrap() - 50.0).abs() < 0.1);
         assert!((v["get"]["p95_us"].as_f64().unwrap() - 95.0).abs() < 0.1);
         assert!(v["p999_us"].as_f64().unwrap() > 499.0);
+        assert!((v["max_us"].as_f64().unwrap() - 500.0).abs() < 1.0);
         assert_eq!(v["workload"], "mixed");
         assert_eq!(v["params"]["connections"], 32);
+        assert_eq!(v["params"]["threads"], 2);
         assert!(v["params"]["w"].is_null());
+        assert!(v.get("preload_s").is_none() && v.get("baseline").is_none());
     }
 
     #[test]
     fn errors_are_counted_by_kind() {
-        let mut s = stats();
-        let mut other = WorkerStats::new();
-        other.errors.insert("timeout", 3);
-        s.errors.insert("timeout", 1);
-        s.errors.insert("server", 2);
-        s.merge(&other);
-        let r = PbReport::new(&args(), 1, &s, 1.0);
+        let mut t = totals();
+        let get = t.get_mut(&OpKind::Get).unwrap();
+        get.errors.insert("timeout".into(), 3);
+        get.errors.insert("not_found".into(), 2);
+        t.get_mut(&OpKind::Put)
+            .unwrap()
+            .errors
+            .insert("timeout".into(), 1);
+        let r = report(&t, 1.0);
         assert_eq!(r.errors, 6);
         assert_eq!(r.errors_by_kind["timeout"], 4);
-        assert!(r.to_table().contains("6 (server 2, timeout 4)"));
+        assert!(r.to_table().contains("6 (not_found 2, timeout 4)"));
+    }
+
+    #[test]
+    fn an_operation_without_successes_has_no_figures() {
+        let mut t = totals();
+        t.insert(OpKind::Put, OpWindow::default());
+        let v: serde_json::Value = serde_json::from_str(&report(&t, 1.0).to_json()).unwrap();
+        assert_eq!(v["ops"], 100);
+        assert!(v.get("put").is_none(), "{v}");
     }
 
     #[test]
     fn table_reads_the_run_against_its_baseline() {
-        let mut r = PbReport::new(&args(), 1, &stats(), 1.0);
+        let mut r = report(&totals(), 1.0);
         assert!(!r.to_table().contains("echo"));
-        r.baseline = Some(crate::bench::pb::baseline::Baseline {
+        r.baseline = Some(Baseline {
             duration_s: 1.0,
             ops: 404,
             ops_per_s: 404.0,
@@ -277,7 +319,7 @@ mod tests {
 
     #[test]
     fn table_splits_mixed_runs() {
-        let t = PbReport::new(&args(), 1, &stats(), 1.0).to_table();
+        let t = report(&totals(), 1.0).to_table();
         for label in [
             "ops/s",
             "get p50 / p95 / p99",
