@@ -77,11 +77,49 @@ def exercise(client, proto, typed):
     check(not missing.exists, proto + " missing key")
 
 
+def exercise_2i(client, proto):
+    """Secondary-index queries: terms, ranges with terms, pages, streams, regex."""
+    bucket = client.bucket("smoke2i_" + proto)
+    for i in range(7):
+        obj = bucket.new("k%d" % i, data=i)
+        obj.add_index("group_bin", "even" if i % 2 == 0 else "odd")
+        obj.add_index("n_int", i * 5 - 10)
+        obj.store()
+    everyone = ["k%d" % i for i in range(7)]
+
+    odd = sorted(bucket.get_index("group_bin", "odd"))
+    check(odd == ["k1", "k3", "k5"], proto + " 2i equality: %r" % odd)
+    # (An end of 0 would read as no end to the client, which then adds the start as the term.)
+    pairs = list(bucket.get_index("n_int", -10, 1, return_terms=True))
+    check(pairs == [(-10, "k0"), (-5, "k1"), (0, "k2")], proto + " 2i range with terms: %r" % pairs)
+    regex = sorted(bucket.get_index("group_bin", "a", "z", term_regex="^od"))
+    check(regex == ["k1", "k3", "k5"], proto + " 2i term_regex: %r" % regex)
+
+    page, seen = bucket.get_index("n_int", -100, 100, max_results=3), []
+    seen.extend(page)
+    while page.has_next_page():
+        page = page.next_page()
+        seen.extend(page)
+    check(seen == everyone, proto + " 2i pages: %r" % seen)
+
+    streamed = sorted(k for chunk in bucket.stream_index("group_bin", "even") for k in chunk)
+    check(streamed == ["k0", "k2", "k4", "k6"], proto + " 2i stream: %r" % streamed)
+    page, seen = bucket.stream_index("n_int", -100, 100, max_results=4, return_terms=True), []
+    while True:
+        seen.extend(pair for chunk in page for pair in chunk)
+        if not page.has_next_page():
+            break
+        page = page.next_page()
+    check([k for _, k in seen] == everyone, proto + " 2i streamed pages: %r" % seen)
+    check(seen[0] == (-10, "k0"), proto + " 2i streamed terms: %r" % seen)
+
+
 def main():
     pb_port, http_port, typed = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     for proto in ("pbc", "http"):
         client = riak.RiakClient(protocol=proto, host="127.0.0.1", pb_port=pb_port, http_port=http_port)
         exercise(client, proto, typed)
+        exercise_2i(client, proto)
         client.close()
     print("OK")
 

@@ -255,6 +255,19 @@ fn seeds() -> Vec<(u8, Vec<u8>)> {
             }),
         ),
         (
+            codes::INDEX_REQ,
+            enc(&|b| {
+                proto::RpbIndexReq {
+                    bucket: bucket(),
+                    index: b"$bucket".to_vec(),
+                    stream: Some(true),
+                    ..Default::default()
+                }
+                .encode(b)
+                .unwrap()
+            }),
+        ),
+        (
             codes::GET_BUCKET_REQ,
             enc(&|b| {
                 proto::RpbGetBucketReq {
@@ -341,7 +354,8 @@ fn answer_code(code: u8) -> Option<u8> {
         | codes::GET_BUCKET_REQ
         | codes::SET_BUCKET_REQ
         | codes::RESET_BUCKET_REQ
-        | codes::GET_BUCKET_KEY_PREFLIST_REQ => Some(code + 1),
+        | codes::GET_BUCKET_KEY_PREFLIST_REQ
+        | codes::INDEX_REQ => Some(code + 1),
         _ => None,
     }
 }
@@ -372,6 +386,7 @@ fn check_body(code: u8, body: &[u8]) -> Result<(), TestCaseError> {
         codes::PUT_RESP => proto::RpbPutResp::decode(body).map(drop),
         codes::LIST_BUCKETS_RESP => proto::RpbListBucketsResp::decode(body).map(drop),
         codes::LIST_KEYS_RESP => proto::RpbListKeysResp::decode(body).map(drop),
+        codes::INDEX_RESP => proto::RpbIndexResp::decode(body).map(drop),
         codes::GET_BUCKET_RESP => proto::RpbGetBucketResp::decode(body).map(drop),
         codes::GET_BUCKET_KEY_PREFLIST_RESP => {
             proto::RpbGetBucketKeyPreflistResp::decode(body).map(drop)
@@ -434,7 +449,10 @@ async fn run_frame(stream: &mut TcpStream, code: u8, body: &[u8]) -> Result<(), 
     let mut bytes = frame(code, body);
     bytes.extend(frame(codes::PING_REQ, &[]));
     stream.write_all(&bytes).await.map_err(fail)?;
-    let streamed = matches!(code, codes::LIST_KEYS_REQ | codes::LIST_BUCKETS_REQ);
+    let streamed = matches!(
+        code,
+        codes::LIST_KEYS_REQ | codes::LIST_BUCKETS_REQ | codes::INDEX_REQ
+    );
     let mut replies = 0;
     loop {
         let Some((reply, reply_body)) = recv(stream).await? else {

@@ -40,6 +40,7 @@ async fn root_lists_riak_resources_in_html_and_json() {
         "riak_kv_wm_props",
         "riak_kv_wm_bucket_type",
         "riak_kv_wm_preflist",
+        "riak_kv_wm_index",
     ] {
         assert!(v.get(name).is_some(), "{name} in {v}");
     }

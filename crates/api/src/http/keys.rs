@@ -139,14 +139,15 @@ fn stream(app: &App, t: &Target, deadline: Instant, first: Option<String>) -> Bo
 /// as in a URL (JSON strings cannot carry raw bytes), so the listed text
 /// addresses the object when put in a path.
 pub fn keys_json(keys: &[Vec<u8>]) -> Value {
-    Value::Array(
-        keys.iter()
-            .map(|k| match std::str::from_utf8(k) {
-                Ok(text) => Value::String(text.to_owned()),
-                Err(_) => Value::String(url_name(k)),
-            })
-            .collect(),
-    )
+    Value::Array(keys.iter().map(|k| Value::String(name_text(k))).collect())
+}
+
+/// One name as JSON text: itself when UTF-8, else percent-encoded.
+pub fn name_text(name: &[u8]) -> String {
+    match std::str::from_utf8(name) {
+        Ok(text) => text.to_owned(),
+        Err(_) => url_name(name),
+    }
 }
 
 /// A 200 with a JSON body.

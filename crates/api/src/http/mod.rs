@@ -4,7 +4,7 @@
 //! path into a [`routes::Route`] — all three of Riak's URL styles, with
 //! bucket, key and type names percent-decoded to bytes — and hands it to
 //! the file that owns that resource: [`object_get`], [`object_put`],
-//! [`object_delete`], [`keys`], [`buckets`], [`props`], [`types`],
+//! [`object_delete`], [`keys`], [`index`], [`buckets`], [`props`], [`types`],
 //! [`preflist`], [`ping`], [`root`], [`stats`] and the cluster admin
 //! resource [`cluster`]. Riak's header formats live in
 //! [`headers`] and [`multipart`], query parameters in [`params`], transfer
@@ -25,6 +25,7 @@ pub mod conditional;
 pub mod error;
 pub mod headers;
 pub mod health;
+pub mod index;
 pub mod keys;
 mod listener;
 pub mod multipart;

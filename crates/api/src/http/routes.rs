@@ -10,6 +10,7 @@
 //! | `/buckets/B/keys/K`, `/types/T/buckets/B/keys/K`, `/riak/B/K` | the object |
 //! | `/buckets/B/keys/K/preflist`, `/types/T/buckets/B/keys/K/preflist` | [`preflist`] |
 //! | `/buckets/B/props`, `/types/T/buckets/B/props` | [`props`] |
+//! | `/buckets/B/index/F/V[/END]`, `/types/T/buckets/B/index/F/V[/END]` | [`index`] (2i query) |
 //! | `/riak/B` | POST: new object; `keys=true\|stream`: [`keys`]; else [`props`] |
 //! | `/types/T/props` | [`types`] |
 //! | `/admin/bucket-types[/T[/activate]]` | [`admin`] (Eddy's own) |
@@ -27,6 +28,7 @@
 //! [`keys`]: super::keys
 //! [`props`]: super::props
 //! [`preflist`]: super::preflist
+//! [`index`]: super::index
 //! [`types`]: super::types
 //! [`admin`]: super::admin
 //! [`cluster`]: super::cluster
@@ -45,8 +47,8 @@ use super::error::ApiError;
 use super::params::{Query, unquote_plus};
 use super::server::App;
 use super::{
-    buckets, health, keys, object_delete, object_get, object_put, ping, preflist, props, root,
-    stats, types,
+    buckets, health, index, keys, object_delete, object_get, object_put, ping, preflist, props,
+    root, stats, types,
 };
 
 /// Riak's URL styles (its `api_version`), which shape `Link` and
@@ -91,6 +93,8 @@ pub enum Route {
     LegacyBucket(Target),
     /// A bucket's props.
     Props(Target),
+    /// A 2i query: the segments after `index` (field, then term or range).
+    Index(Target, Vec<Vec<u8>>),
     /// A bucket type's props.
     TypeProps(String),
     /// Eddy's bucket-type administration.
@@ -127,6 +131,10 @@ pub async fn handle(app: Arc<App>, req: Request) -> Result<Response, ApiError> {
         }
         Route::LegacyBucket(t) => legacy_bucket(app, t, query, req).await,
         Route::Props(t) => props::handle(&app, t, req).await,
+        Route::Index(t, segments) => {
+            only_get(&method, "GET, HEAD")?;
+            index::get(app, t, segments, &query).await
+        }
         Route::TypeProps(name) => types::handle(&app, &name, req).await,
         Route::Admin(route) => admin::handle(&app, route, req).await,
         Route::Cluster(route) => cluster::handle(&app, route, req).await,
@@ -213,6 +221,9 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
             Route::Preflist(default(b, Api::Buckets), k.to_vec())
         }
         [b"buckets", b, b"props"] => Route::Props(default(b, Api::Buckets)),
+        [b"buckets", b, b"index", rest @ ..] if !rest.is_empty() => {
+            Route::Index(default(b, Api::Buckets), owned(rest))
+        }
         [b"types", t, rest @ ..] => typed(type_name(t)?, rest)?,
         [b"admin", b"repair"] => Route::Admin(AdminRoute::Repair),
         [b"admin", b"bucket-types"] => Route::Admin(AdminRoute::Types),
@@ -248,9 +259,16 @@ fn typed(t: String, rest: &[&[u8]]) -> Result<Route, ApiError> {
         [b"buckets", b, b"keys", k] => Route::Object(target(b), k.to_vec()),
         [b"buckets", b, b"keys", k, b"preflist"] => Route::Preflist(target(b), k.to_vec()),
         [b"buckets", b, b"props"] => Route::Props(target(b)),
+        [b"buckets", b, b"index", rest @ ..] if !rest.is_empty() => {
+            Route::Index(target(b), owned(rest))
+        }
         _ => return Err(no_resource()),
     };
     Ok(route)
+}
+
+fn owned(segments: &[&[u8]]) -> Vec<Vec<u8>> {
+    segments.iter().map(|s| s.to_vec()).collect()
 }
 
 fn type_name(raw: &[u8]) -> Result<String, ApiError> {
@@ -302,6 +320,24 @@ mod tests {
             Route::TypeProps("t".into())
         );
         assert!(parse("/types/%FF/props").is_err());
+        let index = |bt: &str, api| {
+            Route::Index(
+                Target {
+                    bucket: BucketRef::typed(bt, b"b".to_vec()),
+                    api,
+                },
+                vec![b"$key".to_vec(), b"a b".to_vec(), b"z".to_vec()],
+            )
+        };
+        assert_eq!(
+            parse("/buckets/b/index/%24key/a+b/z").unwrap(),
+            index("default", Api::Buckets)
+        );
+        assert_eq!(
+            parse("/types/t/buckets/b/index/$key/a%20b/z").unwrap(),
+            index("t", Api::Typed)
+        );
+        assert!(parse("/buckets/b/index").is_err());
         assert!(parse("/nope").is_err());
     }
 }
