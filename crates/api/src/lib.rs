@@ -4,6 +4,7 @@
 //! protobuf.
 
 pub mod http;
+pub mod mapred;
 pub mod net;
 pub mod pb;
 pub mod version;

@@ -268,6 +268,17 @@ fn seeds() -> Vec<(u8, Vec<u8>)> {
             }),
         ),
         (
+            codes::MAP_RED_REQ,
+            enc(&|b| {
+                proto::RpbMapRedReq {
+                    request: br#"{"inputs":"fz","query":[]}"#.to_vec(),
+                    content_type: b"application/json".to_vec(),
+                }
+                .encode(b)
+                .unwrap()
+            }),
+        ),
+        (
             codes::GET_BUCKET_REQ,
             enc(&|b| {
                 proto::RpbGetBucketReq {
@@ -355,7 +366,8 @@ fn answer_code(code: u8) -> Option<u8> {
         | codes::SET_BUCKET_REQ
         | codes::RESET_BUCKET_REQ
         | codes::GET_BUCKET_KEY_PREFLIST_REQ
-        | codes::INDEX_REQ => Some(code + 1),
+        | codes::INDEX_REQ
+        | codes::MAP_RED_REQ => Some(code + 1),
         _ => None,
     }
 }
@@ -387,6 +399,7 @@ fn check_body(code: u8, body: &[u8]) -> Result<(), TestCaseError> {
         codes::LIST_BUCKETS_RESP => proto::RpbListBucketsResp::decode(body).map(drop),
         codes::LIST_KEYS_RESP => proto::RpbListKeysResp::decode(body).map(drop),
         codes::INDEX_RESP => proto::RpbIndexResp::decode(body).map(drop),
+        codes::MAP_RED_RESP => proto::RpbMapRedResp::decode(body).map(drop),
         codes::GET_BUCKET_RESP => proto::RpbGetBucketResp::decode(body).map(drop),
         codes::GET_BUCKET_KEY_PREFLIST_RESP => {
             proto::RpbGetBucketKeyPreflistResp::decode(body).map(drop)
@@ -451,7 +464,7 @@ async fn run_frame(stream: &mut TcpStream, code: u8, body: &[u8]) -> Result<(), 
     stream.write_all(&bytes).await.map_err(fail)?;
     let streamed = matches!(
         code,
-        codes::LIST_KEYS_REQ | codes::LIST_BUCKETS_REQ | codes::INDEX_REQ
+        codes::LIST_KEYS_REQ | codes::LIST_BUCKETS_REQ | codes::INDEX_REQ | codes::MAP_RED_REQ
     );
     let mut replies = 0;
     loop {

@@ -28,6 +28,7 @@ pub mod health;
 pub mod index;
 pub mod keys;
 mod listener;
+pub mod mapred;
 pub mod multipart;
 pub mod object_delete;
 pub mod object_get;

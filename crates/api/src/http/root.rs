@@ -25,6 +25,7 @@ pub const RESOURCES: &[(&str, &str)] = &[
     ("riak_kv_wm_keylist", "/buckets"),
     ("riak_kv_wm_keylist", "/riak"),
     ("riak_kv_wm_keylist", "/types"),
+    ("riak_kv_wm_mapred", "/mapred"),
     ("riak_kv_wm_object", "/buckets"),
     ("riak_kv_wm_object", "/riak"),
     ("riak_kv_wm_object", "/types"),

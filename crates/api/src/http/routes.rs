@@ -11,6 +11,7 @@
 //! | `/buckets/B/keys/K/preflist`, `/types/T/buckets/B/keys/K/preflist` | [`preflist`] |
 //! | `/buckets/B/props`, `/types/T/buckets/B/props` | [`props`] |
 //! | `/buckets/B/index/F/V[/END]`, `/types/T/buckets/B/index/F/V[/END]` | [`index`] (2i query) |
+//! | `/mapred` | [`mapred`] (POST a MapReduce job) |
 //! | `/riak/B` | POST: new object; `keys=true\|stream`: [`keys`]; else [`props`] |
 //! | `/types/T/props` | [`types`] |
 //! | `/admin/bucket-types[/T[/activate]]` | [`admin`] (Eddy's own) |
@@ -29,6 +30,7 @@
 //! [`props`]: super::props
 //! [`preflist`]: super::preflist
 //! [`index`]: super::index
+//! [`mapred`]: super::mapred
 //! [`types`]: super::types
 //! [`admin`]: super::admin
 //! [`cluster`]: super::cluster
@@ -47,8 +49,8 @@ use super::error::ApiError;
 use super::params::{Query, unquote_plus};
 use super::server::App;
 use super::{
-    buckets, health, index, keys, object_delete, object_get, object_put, ping, preflist, props,
-    root, stats, types,
+    buckets, health, index, keys, mapred, object_delete, object_get, object_put, ping, preflist,
+    props, root, stats, types,
 };
 
 /// Riak's URL styles (its `api_version`), which shape `Link` and
@@ -97,6 +99,8 @@ pub enum Route {
     Index(Target, Vec<Vec<u8>>),
     /// A bucket type's props.
     TypeProps(String),
+    /// A MapReduce job.
+    MapRed,
     /// Eddy's bucket-type administration.
     Admin(AdminRoute),
     /// Cluster membership administration.
@@ -136,6 +140,7 @@ pub async fn handle(app: Arc<App>, req: Request) -> Result<Response, ApiError> {
             index::get(app, t, segments, &query).await
         }
         Route::TypeProps(name) => types::handle(&app, &name, req).await,
+        Route::MapRed => mapred::handle(app, &query, req).await,
         Route::Admin(route) => admin::handle(&app, route, req).await,
         Route::Cluster(route) => cluster::handle(&app, route, req).await,
     }
@@ -211,6 +216,7 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
         [b"ping"] => Route::Ping,
         [b"stats"] => Route::Stats,
         [b"health"] => Route::Health,
+        [b"mapred"] => Route::MapRed,
         [b"riak"] => buckets_of(DEFAULT_TYPE, Api::Legacy),
         [b"buckets"] => buckets_of(DEFAULT_TYPE, Api::Buckets),
         [b"riak", b] => Route::LegacyBucket(default(b, Api::Legacy)),

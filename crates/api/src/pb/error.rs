@@ -50,6 +50,9 @@ pub enum PbError {
     /// Authentication while security is off.
     #[error("Security not enabled; authentication not allowed.")]
     Auth,
+    /// A MapReduce job was malformed or failed (Riak's report of it).
+    #[error("{0}")]
+    MapRed(String),
     /// A message code this server does not serve.
     #[error("Unknown message code: {0}")]
     UnknownCode(u8),

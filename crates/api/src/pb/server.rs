@@ -27,8 +27,8 @@ use tokio::task::JoinSet;
 use super::error::PbError;
 use super::read::ReadError;
 use super::{
-    bucket_props, bucket_type, client_id, delete, get, index, list_buckets, list_keys, ping,
-    preflist, put, server_info,
+    bucket_props, bucket_type, client_id, delete, get, index, list_buckets, list_keys, mapred,
+    ping, preflist, put, server_info,
 };
 use crate::net::{AcceptBackoff, ConnectionTable, RequestBudget, Slot, catch_panic};
 
@@ -357,6 +357,7 @@ async fn dispatch(session: &mut Session, out: &mut Outbox, frame: Frame) -> Resu
         codes::LIST_BUCKETS_REQ => list_buckets::handle(session, out, body).await,
         codes::LIST_KEYS_REQ => list_keys::handle(session, out, body).await,
         codes::INDEX_REQ => index::handle(session, out, body).await,
+        codes::MAP_RED_REQ => mapred::handle(session, out, body).await,
         codes::GET_BUCKET_REQ => bucket_props::get(session, out, body),
         codes::SET_BUCKET_REQ => bucket_props::set(session, out, body).await,
         codes::RESET_BUCKET_REQ => bucket_props::reset(session, out, body).await,

@@ -1,0 +1,98 @@
+//! `POST /mapred` (`riak_kv_wm_mapred`): a MapReduce job as JSON.
+//!
+//! The answer is JSON: the kept phase's outputs as one list, or a list of
+//! lists when several phases keep theirs. With `?chunked=true` it is
+//! multipart/mixed, one `{"phase": N, "data": [...]}` part per
+//! [`PART_RESULTS_MAX`] outputs. A malformed job is a 400 saying what is
+//! wrong; a failed one a 500 with Riak's JSON report (`{"phase", "error",
+//! "input", "type", "stack"}`), a timeout a 500 `{"error":"timeout"}`.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::Response;
+use eddy_query::MapRedError;
+use eddy_query::exec::MapRedOutput;
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+use super::keys::json_response;
+use super::multipart::random_token;
+use super::params::Query;
+use super::server::{App, read_body};
+
+/// The most outputs one part of a chunked answer holds.
+pub const PART_RESULTS_MAX: usize = 1000;
+
+pub async fn handle(app: Arc<App>, query: &Query, req: Request) -> Result<Response, ApiError> {
+    if req.method() != Method::POST {
+        return Err(ApiError::method_not_allowed("POST"));
+    }
+    let chunked = match query.get("chunked") {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "chunked must be true or false, not {other:?}\n"
+            )));
+        }
+    };
+    let (parts, body) = req.into_parts();
+    let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
+    let output = crate::mapred::run(app.node.clone(), body.to_vec())
+        .await
+        .map_err(job_error)?;
+    Ok(match chunked {
+        true => multipart(&output),
+        false => json_response(Body::from(whole(output).to_string())),
+    })
+}
+
+/// One kept phase: its list; several: a list of their lists.
+fn whole(output: MapRedOutput) -> Value {
+    let mut phases: Vec<Value> = output
+        .phases
+        .into_iter()
+        .map(|(_, v)| Value::Array(v))
+        .collect();
+    match phases.len() {
+        1 => phases.pop().unwrap_or_default(),
+        _ => Value::Array(phases),
+    }
+}
+
+fn multipart(output: &MapRedOutput) -> Response {
+    let boundary = random_token();
+    let mut body = String::new();
+    for (phase, values) in &output.phases {
+        for chunk in values.chunks(PART_RESULTS_MAX) {
+            let part = json!({ "phase": phase, "data": chunk });
+            body.push_str(&format!(
+                "\r\n--{boundary}\r\nContent-Type: application/json\r\n\r\n{part}"
+            ));
+        }
+    }
+    body.push_str(&format!("\r\n--{boundary}--\r\n"));
+    let mut resp = Response::new(Body::from(body));
+    let content_type = format!("multipart/mixed; boundary={boundary}");
+    if let Ok(v) = HeaderValue::from_str(&content_type) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    resp
+}
+
+fn job_error(e: MapRedError) -> ApiError {
+    match e {
+        MapRedError::BadJob(m) => ApiError::bad_request(format!("{m}\n")),
+        MapRedError::Kv(kv) => kv.into(),
+        MapRedError::Timeout => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"error": "timeout"}).to_string(),
+        ),
+        phase @ MapRedError::Phase { .. } => {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, phase.to_string())
+        }
+    }
+}

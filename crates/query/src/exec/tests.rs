@@ -1,0 +1,325 @@
+//! The executor against an in-memory source: Riak's documented answers
+//! for built-ins, JavaScript, links, re-reduce and bad input.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use eddy_object::{Actor, Content, Dot, Link, RiakObject, Sibling, VersionVector};
+use serde_json::json;
+
+use super::*;
+use crate::job::parse_job;
+use crate::js::JsLimits;
+
+#[derive(Default)]
+struct Memory {
+    objects: BTreeMap<(String, Vec<u8>, Vec<u8>), RiakObject>,
+}
+
+impl Memory {
+    fn put(&mut self, bucket: &str, key: &str, value: &str) {
+        self.put_with(bucket, key, Content::new(value));
+    }
+
+    fn put_with(&mut self, bucket: &str, key: &str, content: Content) {
+        let obj = RiakObject {
+            vv: VersionVector::new(),
+            siblings: vec![Sibling {
+                dot: Dot {
+                    actor: Actor(1),
+                    counter: 1,
+                },
+                content,
+            }],
+        };
+        self.objects
+            .insert(("default".into(), bucket.into(), key.into()), obj);
+    }
+}
+
+impl Source for Memory {
+    fn keys(&self, bucket: &BucketRef) -> Result<Vec<Vec<u8>>, MapRedError> {
+        Ok(self
+            .objects
+            .keys()
+            .filter(|(t, b, _)| *t == bucket.bucket_type && *b == bucket.bucket)
+            .map(|(_, _, k)| k.clone())
+            .collect())
+    }
+
+    fn filtered_keys(
+        &self,
+        bucket: &BucketRef,
+        filter: &Value,
+    ) -> Result<Vec<Vec<u8>>, MapRedError> {
+        // The test filter: [["starts_with", P]].
+        let prefix = filter[0][1].as_str().unwrap().as_bytes().to_vec();
+        Ok(self
+            .keys(bucket)?
+            .into_iter()
+            .filter(|k| k.starts_with(&prefix))
+            .collect())
+    }
+
+    fn index_keys(&self, input: &IndexInput) -> Result<Vec<Vec<u8>>, MapRedError> {
+        Ok(vec![input.start.clone()])
+    }
+
+    fn fetch(
+        &self,
+        inputs: &[BKey],
+        _r: u32,
+        _deadline: Instant,
+    ) -> Result<Vec<Option<RiakObject>>, MapRedError> {
+        Ok(inputs
+            .iter()
+            .map(|b| {
+                let k = (
+                    b.bucket.bucket_type.clone(),
+                    b.bucket.bucket.clone(),
+                    b.key.clone(),
+                );
+                self.objects.get(&k).cloned()
+            })
+            .collect())
+    }
+}
+
+fn executor() -> Executor {
+    let limits = JsLimits {
+        threads: 2,
+        memory_bytes: 16 << 20,
+        call_timeout: Duration::from_millis(500),
+        queue: 8,
+    };
+    Executor::new(Some(JsPool::start(limits).unwrap()))
+}
+
+fn run(mem: &Memory, job: Value) -> Result<Vec<(usize, Vec<Value>)>, MapRedError> {
+    let job = parse_job(job.to_string().as_bytes())?;
+    executor().run(&job, mem).map(|o| o.phases)
+}
+
+fn last(mem: &Memory, job: Value) -> Vec<Value> {
+    run(mem, job).unwrap().pop().unwrap().1
+}
+
+fn numbers() -> Memory {
+    let mut m = Memory::default();
+    m.put("b", "foo", "2");
+    m.put("b", "bar", "3");
+    m.put("b", "baz", "4");
+    m
+}
+
+fn erl(kind: &str, function: &str) -> Value {
+    json!({kind: {"language": "erlang", "module": "riak_kv_mapreduce", "function": function}})
+}
+
+#[test]
+fn erlang_map_then_set_union() {
+    let mut m = numbers();
+    m.put("b", "bar", "2");
+    let job = json!({"inputs": [["b", "foo"], ["b", "bar"], ["b", "baz"]],
+        "query": [erl("map", "map_object_value"), erl("reduce", "reduce_set_union")]});
+    assert_eq!(last(&m, job), vec![json!("2"), json!("4")]);
+}
+
+#[test]
+fn javascript_named_and_source_over_a_bucket() {
+    let m = numbers();
+    let job = json!({"inputs": "b", "query": [
+        {"map": {"language": "javascript", "name": "Riak.mapValuesJson"}},
+        {"reduce": {"language": "javascript", "name": "Riak.reduceSum"}}]});
+    assert_eq!(last(&m, job), vec![json!(9)]);
+    let job = json!({"inputs": "b", "query": [
+        {"map": {"language": "javascript", "source": "function (v) { return [1]; }"}},
+        {"reduce": {"language": "javascript", "name": "Riak.reduceSum"}}]});
+    assert_eq!(last(&m, job), vec![json!(3)]);
+}
+
+#[test]
+fn keydata_and_arg_reach_the_function() {
+    let m = numbers();
+    let inputs: Vec<Value> = [5, 10, 15, -15, -5]
+        .iter()
+        .map(|n| json!(["b", "foo", n]))
+        .collect();
+    let job = json!({"inputs": inputs, "query": [
+        {"map": {"language": "javascript", "source": "function (v, kd) { return [kd]; }"}},
+        {"reduce": {"language": "javascript", "name": "Riak.reduceSum"}}]});
+    assert_eq!(last(&m, job), vec![json!(10)]);
+}
+
+#[test]
+fn missing_objects_are_not_found_markers_that_filters_drop() {
+    let m = numbers();
+    let job = json!({"inputs": [["b", "foo"], ["b", "nope"]], "query": [
+        {"map": {"language": "javascript", "name": "Riak.mapValuesJson"}},
+        {"reduce": {"language": "javascript", "name": "Riak.filterNotFound"}}]});
+    assert_eq!(last(&m, job), vec![json!(2)]);
+    let job = json!({"inputs": [["b", "nope", "kd"]], "query": [
+        {"map": {"language": "javascript", "name": "Riak.mapValues", "keep": true}}]});
+    let got = last(&m, job);
+    assert_eq!(got[0]["not_found"]["key"], json!("nope"));
+    assert_eq!(got[0]["not_found"]["keydata"], json!("kd"));
+}
+
+#[test]
+fn kept_phases_answer_in_order_and_phaseless_jobs_list_inputs() {
+    let m = numbers();
+    let job = json!({"inputs": [["b", "foo"]], "query": [
+        {"map": {"language": "javascript", "name": "Riak.mapValuesJson", "keep": true}},
+        {"reduce": {"language": "javascript", "name": "Riak.reduceSum", "keep": true}}]});
+    assert_eq!(
+        run(&m, job).unwrap(),
+        vec![(0, vec![json!(2)]), (1, vec![json!(2)])]
+    );
+    let got = run(&m, json!({"inputs": "b", "query": []})).unwrap();
+    assert_eq!(
+        got,
+        vec![(
+            0,
+            vec![
+                json!(["b", "bar"]),
+                json!(["b", "baz"]),
+                json!(["b", "foo"])
+            ]
+        )]
+    );
+}
+
+#[test]
+fn a_reduce_over_nothing_still_answers() {
+    let m = Memory::default();
+    let job = json!({"inputs": "empty", "query": [
+        {"map": {"language": "javascript", "name": "Riak.mapValuesJson"}},
+        {"reduce": {"language": "javascript", "name": "Riak.reduceSum"}}]});
+    assert_eq!(last(&m, job), vec![json!(0)]);
+}
+
+#[test]
+fn reduces_re_reduce_over_large_inputs() {
+    let mut m = Memory::default();
+    let n = REDUCE_BATCH * 2 + 7;
+    for i in 0..n {
+        m.put("big", &format!("k{i}"), "1");
+    }
+    let job = json!({"inputs": "big", "query": [
+        {"map": {"language": "javascript", "name": "Riak.mapValuesJson"}},
+        {"reduce": {"language": "javascript", "name": "Riak.reduceSum", "keep": true}},
+        {"reduce": {"language": "erlang", "module": "riak_kv_mapreduce",
+            "function": "reduce_count_inputs", "keep": true}}]});
+    let got = run(&m, job).unwrap();
+    assert_eq!(got[0].1, vec![json!(n)]);
+    // One earlier output (an integer) counts as itself.
+    assert_eq!(got[1].1, vec![json!(n)]);
+}
+
+#[test]
+fn link_phases_follow_matching_links() {
+    let mut m = numbers();
+    let mut c = Content::new("x");
+    for (k, tag) in [("foo1", ""), ("foo2", "tag"), ("foo3", "other")] {
+        c.meta.links.push(Link {
+            bucket: b"b".to_vec(),
+            key: k.as_bytes().to_vec(),
+            tag: tag.as_bytes().to_vec(),
+        });
+    }
+    m.put_with("b", "src", c);
+    let all = last(
+        &m,
+        json!({"inputs": [["b", "src"]], "query": [{"link": {"bucket": "b"}}]}),
+    );
+    assert_eq!(all.len(), 3);
+    let tagged = last(
+        &m,
+        json!({"inputs": [["b", "src"]], "query": [{"link": {"bucket": "_", "tag": "tag"}}]}),
+    );
+    assert_eq!(tagged, vec![json!(["b", "foo2", "tag"])]);
+}
+
+#[test]
+fn key_filter_and_index_inputs_come_from_the_source() {
+    let m = numbers();
+    let job = json!({"inputs": {"bucket": "b", "key_filters": [["starts_with", "ba"]]},
+        "query": [{"map": {"language": "javascript", "source": "function (v) { return [v.key]; }"}}]});
+    let mut got = last(&m, job);
+    got.sort_by(crate::term_order::compare);
+    assert_eq!(got, vec![json!("bar"), json!("baz")]);
+    let job = json!({"inputs": {"bucket": "b", "index": "$key", "key": "foo"},
+        "query": [erl("map", "map_object_value")]});
+    assert_eq!(last(&m, job), vec![json!("2")]);
+}
+
+#[test]
+fn failures_name_the_phase_and_input() {
+    let m = numbers();
+    let job = json!({"inputs": [["b", "foo"]], "query": [
+        {"map": {"language": "javascript", "name": "Riak.mapValuesJson"}},
+        {"map": {"language": "javascript", "source": "function (v) { throw new Error('bad'); }"}}]});
+    let err = run(&m, job).unwrap_err();
+    let MapRedError::Phase {
+        phase,
+        message,
+        input,
+        ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(*phase, 1);
+    assert!(message.contains("input must be"), "{message}");
+    assert_eq!(*input, json!(2));
+    let job = json!({"inputs": [["b", "foo"]], "query": [
+        {"map": {"language": "javascript", "source": "function (v) { throw new Error('bad'); }"}}]});
+    let err = run(&m, job).unwrap_err();
+    assert!(
+        err.to_string().contains("\"phase\":0") && err.to_string().contains("bad"),
+        "{err}"
+    );
+    let err = run(
+        &m,
+        json!({"inputs": "b", "query": [erl("map", "map_nothing")]}),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, MapRedError::BadJob(ref t) if t.contains("undef")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_job_past_its_timeout_stops() {
+    let m = numbers();
+    let job = json!({"inputs": [["b", "foo"]], "timeout": 100, "query": [
+        {"map": {"language": "javascript", "source": "function (v) { var t = Date.now(); while (Date.now() - t < 400) {} return [1]; }"}}]});
+    let err = run(&m, job).unwrap_err();
+    assert!(matches!(err, MapRedError::Timeout), "{err}");
+}
+
+#[test]
+fn javascript_can_be_disabled() {
+    let m = numbers();
+    let job = parse_job(br#"{"inputs":"b","query":[{"map":{"name":"Riak.mapValues"}}]}"#).unwrap();
+    let err = Executor::new(None).run(&job, &m).unwrap_err();
+    assert!(err.to_string().contains("disabled"));
+}
+
+#[test]
+fn stored_functions_are_read_from_their_object() {
+    let mut m = numbers();
+    m.put("fns", "one", "function (v) { return [v.key]; }");
+    let job = json!({"inputs": [["b", "foo"]], "query": [
+        {"map": {"language": "javascript", "bucket": "fns", "key": "one"}}]});
+    assert_eq!(last(&m, job), vec![json!("foo")]);
+    let job = json!({"inputs": [["b", "foo"]], "query": [
+        {"map": {"language": "javascript", "bucket": "fns", "key": "none"}}]});
+    assert!(
+        run(&m, job)
+            .unwrap_err()
+            .to_string()
+            .contains("no stored function")
+    );
+}

@@ -1,0 +1,127 @@
+//! A job's [`Source`] over a kv [`Node`]: bucket inputs are a key
+//! listing, index inputs a 2i query, key-filter inputs a filtered listing
+//! evaluated at the vnodes; objects are read by the node's get
+//! coordinator with the job's `r` (one replica by default, as Riak),
+//! [`FETCHES_IN_FLIGHT`] at a time.
+//!
+//! The listing and index calls block; `fetch` drives the async gets on
+//! the node's runtime from the caller's blocking thread.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use eddy_kv::Quorum;
+use eddy_kv::index::IndexRequest;
+use eddy_kv::{BucketRef, GetOptions, GetRequest, GetResponse, Node};
+use eddy_object::RiakObject;
+use serde_json::Value;
+use tokio::runtime::Handle;
+use tokio::task::JoinSet;
+
+use crate::error::MapRedError;
+use crate::exec::{INPUT_KEYS_MAX, Source};
+use crate::job::{BKey, IndexInput};
+
+/// Gets running at once for one job.
+pub const FETCHES_IN_FLIGHT: usize = 64;
+
+pub struct KvSource {
+    pub node: Arc<Node>,
+    pub runtime: Handle,
+}
+
+impl Source for KvSource {
+    fn keys(&self, bucket: &BucketRef) -> Result<Vec<Vec<u8>>, MapRedError> {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+        std::thread::scope(|s| {
+            let lister = s.spawn(|| self.node.list_keys_blocking(bucket, &tx).map(|_| drop(tx)));
+            let mut keys = Vec::new();
+            while let Some(chunk) = rx.blocking_recv() {
+                keys.extend(chunk);
+                if keys.len() > INPUT_KEYS_MAX {
+                    break;
+                }
+            }
+            drop(rx);
+            match lister.join() {
+                Ok(Ok(())) => Ok(keys),
+                Ok(Err(e)) => Err(e.into()),
+                Err(_) => Err(MapRedError::bad("listing the bucket's keys failed")),
+            }
+        })
+    }
+
+    fn filtered_keys(
+        &self,
+        bucket: &BucketRef,
+        filter: &Value,
+    ) -> Result<Vec<Vec<u8>>, MapRedError> {
+        let _ = (bucket, filter);
+        Err(MapRedError::bad("key filters are not served yet"))
+    }
+
+    fn index_keys(&self, input: &IndexInput) -> Result<Vec<Vec<u8>>, MapRedError> {
+        let req = IndexRequest {
+            field: input.field.clone(),
+            start: input.start.clone(),
+            end: input.end.clone(),
+            return_terms: false,
+            max_results: None,
+            continuation: None,
+            term_regex: None,
+            timeout: None,
+        };
+        let page = self.node.index_query_blocking(&input.bucket, &req)?;
+        Ok(page.results.into_iter().map(|(_, k)| k).collect())
+    }
+
+    fn fetch(
+        &self,
+        inputs: &[BKey],
+        r: u32,
+        deadline: Instant,
+    ) -> Result<Vec<Option<RiakObject>>, MapRedError> {
+        let timeout_ms = deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis() as u64;
+        let options = GetOptions {
+            r: Some(Quorum::Count(r)),
+            timeout_ms: Some(timeout_ms.max(1)),
+            ..GetOptions::default()
+        };
+        self.runtime
+            .block_on(fetch_all(&self.node, inputs, options))
+    }
+}
+
+async fn fetch_all(
+    node: &Arc<Node>,
+    inputs: &[BKey],
+    options: GetOptions,
+) -> Result<Vec<Option<RiakObject>>, MapRedError> {
+    let mut out: Vec<Option<RiakObject>> = vec![None; inputs.len()];
+    let mut running = JoinSet::new();
+    let mut next = 0;
+    loop {
+        while running.len() < FETCHES_IN_FLIGHT && next < inputs.len() {
+            let req = GetRequest {
+                bucket: inputs[next].bucket.clone(),
+                key: inputs[next].key.clone(),
+                options: options.clone(),
+            };
+            let node = Arc::clone(node);
+            let i = next;
+            running.spawn(async move { (i, node.get(req).await) });
+            next += 1;
+        }
+        let Some(done) = running.join_next().await else {
+            return Ok(out);
+        };
+        let (i, got) = done.map_err(|_| MapRedError::bad("a read failed"))?;
+        out[i] = match got {
+            Ok(GetResponse::Found(obj)) => Some(obj),
+            Ok(GetResponse::NotFound { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+    }
+}

@@ -1,0 +1,18 @@
+//! Eddy's MapReduce: Riak's job JSON ([`job`]), the phases' execution
+//! ([`exec`]), Riak's Erlang built-ins implemented natively ([`erlang`])
+//! and the JavaScript sandbox ([`js`]) for Riak's JavaScript built-ins and
+//! user functions.
+//!
+//! A job reads its inputs and objects through a [`exec::Source`]: the kv
+//! layer in a node ([`kv_source`]), a map in tests.
+
+pub mod erlang;
+pub mod error;
+pub mod exec;
+pub mod job;
+pub mod js;
+pub mod kv_source;
+pub mod object_view;
+pub mod term_order;
+
+pub use error::MapRedError;
