@@ -2,6 +2,7 @@
 //! error text at the API edge.
 
 use crate::core::put::PutFailure;
+use crate::keyfilter::KeyFilterError;
 use crate::metadata::entries::PropsEntries;
 use crate::quorum::QuorumError;
 use crate::types::RegistryError;
@@ -83,7 +84,7 @@ pub enum KvError {
     /// The node holding a replica cannot be reached.
     #[error("node {0} is unreachable")]
     Unreachable(String),
-    /// A query (2i, and later key filters and MapReduce) is malformed:
+    /// A query (2i, key filters, and later MapReduce) is malformed:
     /// Riak's "Invalid query" answers, worded as Riak words them.
     #[error("{0}")]
     BadQuery(String),
@@ -96,4 +97,11 @@ pub enum KvError {
     /// tries answers with it.
     #[error("bucket props changed while the put was coordinated; try again")]
     PropsNewer(Box<PropsEntries>),
+}
+
+/// A malformed key filter is a bad query, its message naming the filter.
+impl From<KeyFilterError> for KvError {
+    fn from(e: KeyFilterError) -> KvError {
+        KvError::BadQuery(e.to_string())
+    }
 }

@@ -17,6 +17,8 @@
 //! - [`repair`]: damaged partitions: marks, reads around them, repair;
 //! - [`handoff`]: moving a partition's data to another node, resumably;
 //! - [`index`]: secondary-index terms, queries and continuations;
+//! - [`keyfilter`]: Riak's key filters, parsed once and run on keys at the
+//!   vnodes;
 //! - [`limits`]: per-object limits on usermeta, links and index entries;
 //! - [`metadata`]: the bucket registry as the cluster shares it;
 //! - [`node`]: the node that ties them together.
@@ -46,6 +48,7 @@ pub mod core;
 pub mod error;
 pub mod handoff;
 pub mod index;
+pub mod keyfilter;
 pub mod limits;
 pub mod metadata;
 pub mod node;

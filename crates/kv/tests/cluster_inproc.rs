@@ -436,6 +436,59 @@ async fn index_range_pages(
     }
 }
 
+/// The keys of `bucket()` that `json`'s key filter matches, as node `i`
+/// lists them.
+async fn filtered(
+    c: &Cluster,
+    i: usize,
+    json: &serde_json::Value,
+) -> Result<Vec<Vec<u8>>, KvError> {
+    let filter = eddy_kv::keyfilter::KeyFilter::parse(json).unwrap();
+    let node = c.nodes[i].clone();
+    let timeout = std::time::Duration::from_secs(30);
+    tokio::task::spawn_blocking(move || {
+        node.list_keys_filtered_blocking(&bucket(), &filter, timeout)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filtered_listings_cover_every_matching_key_once_across_nodes() {
+    let c = cluster(4);
+    let mut want = Vec::new();
+    for k in 0..300u32 {
+        let key = format!("k-{k}");
+        c.nodes[k as usize % 4]
+            .put(put(&key, "v", PutOptions::default()))
+            .await
+            .unwrap();
+        // Between 100 and 200, both excluded.
+        if (101..200).contains(&k) {
+            want.push(key.into_bytes());
+        }
+    }
+    want.sort();
+    let json = serde_json::json!([
+        ["tokenize", "-", 2],
+        ["string_to_int"],
+        ["between", 100, 200, false]
+    ]);
+    for i in 0..4 {
+        assert_eq!(
+            filtered(&c, i, &json).await.unwrap(),
+            want,
+            "listed from node {i}"
+        );
+    }
+    // One node down: the other replicas answer for its ranges.
+    c.wires.down.lock().insert(name(2));
+    assert_eq!(filtered(&c, 0, &json).await.unwrap(), want);
+    c.wires.down.lock().extend([name(1), name(3)]);
+    let err = filtered(&c, 0, &json).await.unwrap_err();
+    assert!(matches!(err, KvError::InsufficientVnodes(_)), "{err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn index_queries_cover_every_entry_once_across_nodes() {
     let c = cluster(4);

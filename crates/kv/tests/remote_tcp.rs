@@ -164,3 +164,65 @@ async fn durable_replies_leave_from_the_syncer_thread() {
     };
     assert_eq!(found, encoded, "stored as sent, byte for byte");
 }
+
+/// A filtered key listing crosses the wire as its filter's JSON text: the
+/// receiving node parses it again and runs it at its vnodes, which send
+/// back only the keys it matches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filtered_key_listing_runs_its_filter_at_the_remote_vnodes() {
+    use eddy_kv::BucketRef;
+    use eddy_kv::keyfilter::KeyFilter;
+    use eddy_kv::vnode::msg::{FoldKind, FoldRequest, VnodeRequest};
+
+    let a = start("a").await;
+    let b = start("b").await;
+    introduce(&a, &b);
+    b.serve(
+        inbound(vnodes(2)),
+        Arc::new(WorkerPool::new(2, 64).unwrap()),
+    )
+    .unwrap();
+    let to = |p: u32| VnodeId {
+        partition: Partition(p),
+        node: node("b"),
+    };
+    let bucket = BucketRef::default_type("invoices").storage_bucket();
+    for i in 0..40u32 {
+        let mut req = coordinate(&format!("c{}-{i}", i % 3), b"v", false);
+        if let VnodeRequest::Put(put) = &mut req {
+            put.key.bucket = bucket.clone();
+        }
+        let (tx, mut rx) = unbounded_channel();
+        a.send(&to(i % 2), req, ReplyTo::Local(tx));
+        for _ in 0..2 {
+            next(&mut rx, WAIT).await.expect("put reply");
+        }
+    }
+    let json = serde_json::json!([["tokenize", "-", 1], ["eq", "c1"]]);
+    let filter = Arc::new(KeyFilter::parse(&json).unwrap());
+    let mut got = Vec::new();
+    for p in 0..2 {
+        let fold = VnodeRequest::Fold(FoldRequest {
+            kind: FoldKind::FilteredKeys {
+                bucket: bucket.clone(),
+                filter: filter.clone(),
+            },
+            ring_size: 64,
+            ranges: None,
+        });
+        let (tx, mut rx) = unbounded_channel();
+        a.send(&to(p), fold, ReplyTo::Local(tx));
+        let VnodeReply::Fold(Ok(chunk)) = next(&mut rx, WAIT).await.expect("a chunk").reply else {
+            panic!("the fold failed");
+        };
+        assert!(chunk.last, "a few keys come in one chunk");
+        got.extend(chunk.items);
+    }
+    got.sort();
+    let mut want: Vec<Vec<u8>> = (0..40u32)
+        .filter(|i| i % 3 == 1)
+        .map(|i| format!("c1-{i}").into_bytes())
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+}

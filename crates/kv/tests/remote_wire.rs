@@ -8,6 +8,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 use eddy_kv::KvError;
+use eddy_kv::keyfilter::KeyFilter;
 use eddy_kv::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
 use eddy_kv::remote::wire::{
     self, Message, OTHER_ENGINE, RequestEnvelope, STORAGE_ENGINE, WireError,
@@ -136,6 +137,10 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
                     tombstone: vv(&[(11, 4), (12, 1)]),
                 },
             ),
+        ),
+        (
+            "fold-filtered-keys.bin",
+            env(14, 8, VnodeRequest::Fold(filtered_fold())),
         ),
     ]
 }
@@ -268,6 +273,56 @@ fn pinned_replies() -> Vec<(String, u64, u32, VnodeReply)> {
         out.push((name, 100 + kind as u64, 4, VnodeReply::Put(Err(e))));
     }
     out
+}
+
+/// The pinned filtered key listing: keys of "users" whose first
+/// `-`-separated token is "basho", for partitions 3 and 9 of 64.
+fn filtered_fold() -> FoldRequest {
+    let json = r#"[["tokenize","-",1],["eq","basho"]]"#;
+    FoldRequest {
+        kind: FoldKind::FilteredKeys {
+            bucket: b"users".to_vec(),
+            filter: Arc::new(KeyFilter::from_json_text(json).unwrap()),
+        },
+        ring_size: 64,
+        ranges: Some(vec![Partition(3), Partition(9)]),
+    }
+}
+
+#[test]
+fn a_key_filter_is_parsed_again_by_the_receiver() {
+    let bytes = fixture("fold-filtered-keys.bin");
+    let Ok(Message::Request(env)) = wire::decode(&bytes) else {
+        panic!("the fixture does not decode");
+    };
+    let VnodeRequest::Fold(FoldRequest {
+        kind: FoldKind::FilteredKeys { filter, .. },
+        ..
+    }) = env.request
+    else {
+        panic!("not a filtered fold: {:?}", env.request);
+    };
+    assert!(filter.matches(b"basho-20101215"));
+    assert!(!filter.matches(b"google-20110103"));
+    // The same length of JSON naming no filter: refused with the reason.
+    let text = br#"[["tokenize","-",1],["eq","basho"]]"#;
+    let at = bytes.windows(text.len()).position(|w| w == text).unwrap();
+    let mut unknown = bytes.to_vec();
+    unknown[at + 3..at + 11].copy_from_slice(b"tokenise");
+    let err = wire::decode(&unknown.into()).unwrap_err();
+    assert!(
+        matches!(&err, WireError::BadKeyFilter(m) if m.contains("unknown key filter \"tokenise\"")),
+        "{err:?}"
+    );
+    let mut not_json = bytes.to_vec();
+    not_json[at] = b'{';
+    let err = wire::decode(&not_json.into()).unwrap_err();
+    assert!(matches!(err, WireError::BadKeyFilter(_)), "{err:?}");
+    // The head still names a fold, so the sender is answered.
+    let mut head = bytes.to_vec();
+    head[at] = b'{';
+    let head = wire::request_head(&head.into()).unwrap();
+    assert!(head.op.is_some_and(wire::is_fold_op));
 }
 
 #[test]
@@ -587,6 +642,8 @@ fn request() -> impl Strategy<Value = VnodeRequest> {
         prop::collection::vec(any::<u8>(), 0..32).prop_map(|bucket| FoldKind::Keys { bucket }),
         "[a-z]{0,12}".prop_map(|bucket_type| FoldKind::Buckets { bucket_type }),
         index_scan().prop_map(FoldKind::Index),
+        (prop::collection::vec(any::<u8>(), 0..32), key_filter())
+            .prop_map(|(bucket, filter)| FoldKind::FilteredKeys { bucket, filter }),
     ];
     let ranges = proptest::option::of(prop::collection::vec(
         (0..1024u32).prop_map(eddy_ring::Partition),
@@ -784,6 +841,23 @@ proptest! {
         let _ = wire::decode(&framed.clone().into());
         let _ = wire::request_head(&framed.into());
     }
+}
+
+/// Key filters as a client might send them: one or two steps, maybe
+/// nested, spaced or not (the text travels as given).
+fn key_filter() -> impl Strategy<Value = Arc<KeyFilter>> {
+    let step = prop_oneof![
+        "[a-z]{0,6}".prop_map(|s| format!(r#"["starts_with","{s}"]"#)),
+        (1..9u32).prop_map(|i| format!(r#"["tokenize","-",{i}],["string_to_int"]"#)),
+        (-9..9i32, -9..9i32).prop_map(|(a, b)| format!(r#"["between",{a},{b},false]"#)),
+        "[a-z.*]{0,6}".prop_map(|s| format!(r#"["not",[["matches","{s}"]]]"#)),
+        Just(r#"["and",[["eq","é"]],[["set_member",1,2.5,"x"]]]"#.to_string()),
+    ];
+    (prop::collection::vec(step, 0..3), " ?")
+        .prop_map(|(steps, space)| format!("[{space}{}]", steps.join(",")))
+        .prop_filter_map("a predicate before the end", |json| {
+            KeyFilter::from_json_text(&json).ok().map(Arc::new)
+        })
 }
 
 fn index_scan() -> impl Strategy<Value = eddy_kv::index::IndexScan> {

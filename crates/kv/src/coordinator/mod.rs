@@ -6,6 +6,7 @@ pub mod coverage;
 pub mod delete;
 pub mod get;
 pub mod index;
+pub mod key_filter;
 pub mod list;
 pub mod preflist;
 pub mod put;

@@ -1,4 +1,5 @@
-//! A vnode's folds for coverage plans (list keys, list buckets, 2i scans):
+//! A vnode's folds for coverage plans (list keys, filtered or not, list
+//! buckets, 2i scans):
 //! what it holds, filtered to the key ranges the plan asks it for, streamed
 //! back in numbered chunks (or, for a local vnode, collected on the
 //! caller's blocking thread: [`collect`]).
@@ -22,6 +23,7 @@ use eddy_storage::{Backend, FoldControl, FoldOptions};
 use super::msg::{FoldChunk, FoldKind, FoldRequest, VnodeReply};
 use super::reply::{LocalHint, ReplyTo};
 use crate::error::KvError;
+use crate::keyfilter::KeyFilter;
 use crate::request::BucketRef;
 
 /// Items per chunk.
@@ -113,18 +115,9 @@ fn run(backend: &dyn Backend, req: &FoldRequest, out: &mut dyn Sink) -> Result<(
     let in_range = |bucket: &BucketRef, key: &[u8]| in_ranges(req, bucket, key);
     match &req.kind {
         FoldKind::Index(scan) => super::index_fold::run(backend, req, scan, out)?,
-        FoldKind::Keys { bucket } => {
-            let Some(named) = BucketRef::from_storage_bucket(bucket) else {
-                return Ok(());
-            };
-            let mut visit = |_: &[u8], key: &[u8], value: &[u8]| {
-                let live = codec::decode(value).is_ok_and(|o| !o.is_deleted());
-                if live && in_range(&named, key) {
-                    out.push(key.to_vec());
-                }
-                FoldControl::Continue
-            };
-            backend.fold_objects(&FoldOptions::bucket(bucket), &mut visit)?;
+        FoldKind::Keys { bucket } => keys(backend, req, bucket, None, out)?,
+        FoldKind::FilteredKeys { bucket, filter } => {
+            keys(backend, req, bucket, Some(filter), out)?;
         }
         FoldKind::Buckets { bucket_type } => {
             let mut found = BTreeSet::new();
@@ -142,6 +135,30 @@ fn run(backend: &dyn Backend, req: &FoldRequest, out: &mut dyn Sink) -> Result<(
             found.into_iter().for_each(|b| out.push(b));
         }
     }
+    Ok(())
+}
+
+/// Pushes the live keys of storage bucket `bucket` in the plan's ranges
+/// that `filter` (if any) matches. The filter runs before the object is
+/// decoded: a key it drops costs no decode.
+fn keys(
+    backend: &dyn Backend,
+    req: &FoldRequest,
+    bucket: &[u8],
+    filter: Option<&KeyFilter>,
+    out: &mut dyn Sink,
+) -> Result<(), KvError> {
+    let Some(named) = BucketRef::from_storage_bucket(bucket) else {
+        return Ok(());
+    };
+    let mut visit = |_: &[u8], key: &[u8], value: &[u8]| {
+        let wanted = in_ranges(req, &named, key) && filter.is_none_or(|f| f.matches(key));
+        if wanted && codec::decode(value).is_ok_and(|o| !o.is_deleted()) {
+            out.push(key.to_vec());
+        }
+        FoldControl::Continue
+    };
+    backend.fold_objects(&FoldOptions::bucket(bucket), &mut visit)?;
     Ok(())
 }
 

@@ -14,6 +14,7 @@ use eddy_object::{Content, VersionVector};
 use eddy_ring::{NodeName, Partition};
 
 use crate::error::KvError;
+use crate::keyfilter::KeyFilter;
 use crate::metadata::entries::PropsEntries;
 
 /// A vnode's address: its partition and the node it runs on.
@@ -114,8 +115,9 @@ pub enum VnodeRequest {
     Fold(FoldRequest),
 }
 
-/// A fold of one vnode for a coverage plan: the live keys of one bucket,
-/// or the buckets of one type that hold a live key.
+/// A fold of one vnode for a coverage plan: the live keys of one bucket
+/// (all of them, or those a key filter matches), the buckets of one type
+/// that hold a live key, or a 2i scan.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FoldRequest {
     pub kind: FoldKind,
@@ -131,6 +133,13 @@ pub struct FoldRequest {
 pub enum FoldKind {
     /// The live keys of a storage bucket.
     Keys { bucket: Vec<u8> },
+    /// The live keys of a storage bucket that `filter` matches, the
+    /// filter run at the vnode (it travels as its JSON text and is parsed
+    /// again by the receiving node).
+    FilteredKeys {
+        bucket: Vec<u8>,
+        filter: Arc<KeyFilter>,
+    },
     /// The buckets (names, without their type) of a bucket type holding
     /// at least one live key.
     Buckets { bucket_type: String },

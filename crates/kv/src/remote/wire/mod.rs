@@ -83,6 +83,9 @@ pub enum WireError {
     /// A structure the format does not allow.
     #[error("malformed vnode message: {0}")]
     Malformed(&'static str),
+    /// A filtered key listing's key filter does not parse on this node.
+    #[error("bad key filter: {0}")]
+    BadKeyFilter(String),
     /// A reply with request id 0 (ids of replies are never 0).
     #[error("reply to request id 0")]
     ZeroReplyId,

@@ -1,5 +1,8 @@
 //! Requests to a vnode: put (coordinate or replicate), get, reap, fold.
 //!
+//! A filtered key listing's key filter travels as its JSON text, kept as
+//! received, so a decoded request re-encodes to the same bytes.
+//!
 //! A put that carries its coordinator's bucket props entries is written
 //! with the ops `coordinate with props` and `replicate with props`; one
 //! without them with the ops of the first format, which still decode.
@@ -22,6 +25,7 @@ use super::buf::{Reader, Writer};
 use eddy_ring::Partition;
 
 use crate::index::query::{IndexScan, REGEX_BYTES_MAX, ScanField};
+use crate::keyfilter::{self, KeyFilter};
 use crate::vnode::msg::{
     Conditions, Coordinate, FoldKind, FoldRequest, PutKind, PutRequest, StorageKey, SyncLevel,
     VnodeRequest, WritePolicy,
@@ -37,6 +41,7 @@ const OP_REPLICATE_PROPS: u8 = 7;
 const FOLD_KEYS: u8 = 1;
 const FOLD_BUCKETS: u8 = 2;
 const FOLD_INDEX: u8 = 3;
+const FOLD_FILTERED_KEYS: u8 = 4;
 const SCAN_BUCKET: u8 = 0;
 const SCAN_KEY: u8 = 1;
 const SCAN_TERM: u8 = 2;
@@ -84,7 +89,13 @@ pub(super) fn size_hint(req: &VnodeRequest) -> usize {
         }
         VnodeRequest::Get { key: k } => 1 + key(k),
         VnodeRequest::Reap { key: k, .. } => 1 + key(k) + 64,
-        VnodeRequest::Fold(f) => 64 + 4 * f.ranges.as_ref().map_or(0, Vec::len),
+        VnodeRequest::Fold(f) => {
+            let filter = match &f.kind {
+                FoldKind::FilteredKeys { filter, .. } => filter.json().len(),
+                _ => 0,
+            };
+            64 + filter + 4 * f.ranges.as_ref().map_or(0, Vec::len)
+        }
     }
 }
 
@@ -140,6 +151,12 @@ fn fold(w: &mut Writer, f: &FoldRequest) -> Result<(), WireError> {
             w.u8(FOLD_INDEX);
             index_scan(w, scan)?;
         }
+        FoldKind::FilteredKeys { bucket, filter } => {
+            w.u8(FOLD_FILTERED_KEYS);
+            w.short("bucket", bucket, BUCKET_BYTES_MAX)?;
+            let json = filter.json().as_bytes();
+            w.short("key filter", json, keyfilter::JSON_BYTES_MAX)?;
+        }
     }
     match &f.ranges {
         None => w.flag(false),
@@ -163,6 +180,10 @@ fn read_fold(r: &mut Reader<'_>) -> Result<FoldRequest, WireError> {
             bucket_type: r.text("bucket type", BUCKET_TYPE_BYTES_MAX)?,
         },
         FOLD_INDEX => FoldKind::Index(read_index_scan(r)?),
+        FOLD_FILTERED_KEYS => FoldKind::FilteredKeys {
+            bucket: r.short("bucket", BUCKET_BYTES_MAX)?,
+            filter: read_key_filter(r)?,
+        },
         value => {
             return Err(WireError::BadByte {
                 what: "fold kind",
@@ -187,6 +208,15 @@ fn read_fold(r: &mut Reader<'_>) -> Result<FoldRequest, WireError> {
         ring_size,
         ranges,
     })
+}
+
+/// A key filter as its JSON text, parsed and checked as the API layer
+/// parses a client's (the sender's parse is not trusted).
+fn read_key_filter(r: &mut Reader<'_>) -> Result<Arc<KeyFilter>, WireError> {
+    let json = r.text("key filter", keyfilter::JSON_BYTES_MAX)?;
+    KeyFilter::from_json_text(&json)
+        .map(Arc::new)
+        .map_err(|e| WireError::BadKeyFilter(e.to_string()))
 }
 
 /// A fold names at most a whole ring's ranges.
