@@ -42,9 +42,6 @@ MODULES = [
 
 # Tests of features Eddy does not serve yet: test id suffix -> reason.
 NOT_SERVED = {
-    "JSMapReduceTests.test_key_filters": "key-filter inputs are not served yet",
-    "JSMapReduceTests.test_key_filters_bucket_type": "key-filter inputs are not served yet",
-    "JSMapReduceTests.test_key_filters_f_chain": "key-filter inputs are not served yet",
     "CounterTests.test_counter_ops": "Riak 1.4 counters (RpbCounterUpdate, code 50) are not served yet",
 }
 

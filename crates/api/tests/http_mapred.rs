@@ -131,3 +131,26 @@ async fn index_inputs_feed_map_phases() {
     let got: Value = body_json(post(&s, "/mapred", j.to_string()).await).await;
     assert_eq!(got, json!([55]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_filter_inputs_pass_only_matching_keys() {
+    let s = start().await;
+    for k in ["basho-20101215", "google-20110103", "yahoo-20090613"] {
+        assert!(
+            s.put(&format!("/buckets/kf/keys/{k}"), "1")
+                .await
+                .status()
+                .is_success()
+        );
+    }
+    let key_map =
+        json!({"map": {"language": "javascript", "source": "function (v) { return [v.key]; }"}});
+    let j = json!({"inputs": {"bucket": "kf", "key_filters": [["tokenize", "-", 2], ["ends_with", "0613"]]},
+        "query": [key_map]});
+    let got = body_json(post(&s, "/mapred", j.to_string()).await).await;
+    assert_eq!(got, json!(["yahoo-20090613"]));
+    let j = json!({"inputs": {"bucket": "kf", "key_filters": [["no_such_filter"]]}, "query": [key_map]});
+    let r = post(&s, "/mapred", j.to_string()).await;
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("no_such_filter"));
+}

@@ -47,6 +47,7 @@ pub trait Source: Sync {
         &self,
         bucket: &BucketRef,
         filter: &Value,
+        deadline: Instant,
     ) -> Result<Vec<Vec<u8>>, MapRedError>;
     /// The keys a 2i query matches, in the query's order.
     fn index_keys(&self, input: &IndexInput) -> Result<Vec<Vec<u8>>, MapRedError>;
@@ -93,7 +94,7 @@ impl Executor {
             .iter()
             .map(|p| self.resolve(p, source, deadline))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut items = Items::Keys(input_keys(&job.inputs, source)?);
+        let mut items = Items::Keys(input_keys(&job.inputs, source, deadline)?);
         past(deadline)?;
         let mut out = MapRedOutput::default();
         if ready.is_empty() {
@@ -321,11 +322,17 @@ impl Items {
     }
 }
 
-fn input_keys(inputs: &Inputs, source: &dyn Source) -> Result<Vec<BKey>, MapRedError> {
+fn input_keys(
+    inputs: &Inputs,
+    source: &dyn Source,
+    deadline: Instant,
+) -> Result<Vec<BKey>, MapRedError> {
     let (bucket, keys) = match inputs {
         Inputs::Keys(keys) => return Ok(keys.clone()),
         Inputs::Bucket(b) => (b, source.keys(b)?),
-        Inputs::KeyFilter { bucket, filter } => (bucket, source.filtered_keys(bucket, filter)?),
+        Inputs::KeyFilter { bucket, filter } => {
+            (bucket, source.filtered_keys(bucket, filter, deadline)?)
+        }
         Inputs::Index(ix) => (&ix.bucket, source.index_keys(ix)?),
     };
     if keys.len() > INPUT_KEYS_MAX {

@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use eddy_kv::Quorum;
 use eddy_kv::index::IndexRequest;
-use eddy_kv::{BucketRef, GetOptions, GetRequest, GetResponse, Node};
+use eddy_kv::keyfilter::KeyFilter;
+use eddy_kv::{BucketRef, GetOptions, GetRequest, GetResponse, KvError, Node};
 use eddy_object::RiakObject;
 use serde_json::Value;
 use tokio::runtime::Handle;
@@ -55,9 +56,13 @@ impl Source for KvSource {
         &self,
         bucket: &BucketRef,
         filter: &Value,
+        deadline: Instant,
     ) -> Result<Vec<Vec<u8>>, MapRedError> {
-        let _ = (bucket, filter);
-        Err(MapRedError::bad("key filters are not served yet"))
+        let filter = KeyFilter::parse(filter).map_err(KvError::from)?;
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        Ok(self
+            .node
+            .list_keys_filtered_blocking(bucket, &filter, timeout)?)
     }
 
     fn index_keys(&self, input: &IndexInput) -> Result<Vec<Vec<u8>>, MapRedError> {

@@ -13,6 +13,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
+use eddy_kv::KvError;
 use eddy_query::MapRedError;
 use eddy_query::exec::MapRedOutput;
 use serde_json::{Value, json};
@@ -85,7 +86,9 @@ fn multipart(output: &MapRedOutput) -> Response {
 
 fn job_error(e: MapRedError) -> ApiError {
     match e {
-        MapRedError::BadJob(m) => ApiError::bad_request(format!("{m}\n")),
+        MapRedError::BadJob(m) | MapRedError::Kv(KvError::BadQuery(m)) => {
+            ApiError::bad_request(format!("{m}\n"))
+        }
         MapRedError::Kv(kv) => kv.into(),
         MapRedError::Timeout => ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,

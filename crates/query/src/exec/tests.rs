@@ -51,6 +51,7 @@ impl Source for Memory {
         &self,
         bucket: &BucketRef,
         filter: &Value,
+        _deadline: Instant,
     ) -> Result<Vec<Vec<u8>>, MapRedError> {
         // The test filter: [["starts_with", P]].
         let prefix = filter[0][1].as_str().unwrap().as_bytes().to_vec();
