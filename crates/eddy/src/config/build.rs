@@ -12,6 +12,7 @@ use eddy_kv::limits::{Limit, MetaLimits};
 use eddy_kv::props::BucketProps;
 use eddy_kv::{DeleteMode, Quorum};
 use eddy_lsm::LsmConfig;
+use eddy_query::js::JsLimits;
 use eddy_ring::NodeName;
 use eddy_storage::memory::MemoryConfig;
 
@@ -44,9 +45,27 @@ impl Settings {
                 bytes_max: usize_of(raw.bytes("request_budget.maximum")?),
                 wait: raw.duration("request_budget.wait")?,
             },
+            javascript: javascript(raw)?,
             log_level: raw.text("log.level").to_string(),
         })
     }
+}
+
+fn javascript(raw: &Raw) -> Result<Option<JsLimits>, ConfigError> {
+    if !raw.flag("javascript.enabled")? {
+        return Ok(None);
+    }
+    let defaults = JsLimits::default();
+    let threads = match usize_of(raw.int("javascript.threads")?) {
+        0 => defaults.threads,
+        n => n,
+    };
+    Ok(Some(JsLimits {
+        threads,
+        memory_bytes: usize_of(raw.bytes("javascript.heap_maximum")?).max(1 << 20),
+        call_timeout: raw.duration("javascript.call_timeout")?,
+        queue: defaults.queue,
+    }))
 }
 
 /// Rules that involve a value's meaning beyond its kind.

@@ -440,6 +440,30 @@ pub const SETTINGS: &[Setting] = &[
         "How long a request waits for room in the request budget before it is refused.",
     ),
     s(
+        "javascript.enabled",
+        "on",
+        Kind::Flag,
+        "Run MapReduce phases written in JavaScript (Riak's built-ins and user functions).",
+    ),
+    s(
+        "javascript.threads",
+        "0",
+        Kind::Int,
+        "Threads of the JavaScript pool, each with its own runtime; 0 is one per core.",
+    ),
+    s(
+        "javascript.heap_maximum",
+        "64MB",
+        Kind::Bytes,
+        "Heap limit of each JavaScript runtime; a call past it fails with an error.",
+    ),
+    s(
+        "javascript.call_timeout",
+        "5s",
+        Kind::Duration,
+        "The longest one JavaScript map or reduce call may run before it is stopped.",
+    ),
+    s(
         "log.level",
         "info",
         Kind::Choice(&["error", "warn", "info", "debug", "trace"]),

@@ -17,6 +17,7 @@ use eddy_kv::commitlog::LogOptions;
 use eddy_kv::limits::MetaLimits;
 use eddy_kv::props::BucketProps;
 use eddy_lsm::LsmConfig;
+use eddy_query::js::JsLimits;
 use eddy_ring::NodeName;
 use eddy_storage::memory::MemoryConfig;
 
@@ -35,6 +36,9 @@ pub struct Settings {
     pub http: HttpSettings,
     pub protobuf: PbSettings,
     pub request_budget: RequestBudget,
+    /// `javascript.*`: the MapReduce JavaScript pool's limits; `None` when
+    /// JavaScript is off.
+    pub javascript: Option<JsLimits>,
     /// `log.level`: a tracing filter directive (`EDDY_LOG` overrides it).
     pub log_level: String,
 }
