@@ -260,39 +260,55 @@ fn a_node_that_stops_answering_ends_the_run_with_timeouts() {
 }
 
 #[test]
-fn unserved_operations_stop_the_run_before_it_starts() {
+fn mapreduce_and_multi_get_run_against_the_node() {
     let node = TestNode::start(&[]);
     let tmp = tempfile::tempdir().unwrap();
     let pb = format!("127.0.0.1:{}", node.pb_port);
     let http = format!("127.0.0.1:{}", node.http_port);
     let multi = "[multi_get]\nkeys = 5\nvia = \"mapreduce\"";
-    for (protocol, endpoint, ops, section, expected) in [
-        (
-            "pb",
-            &pb,
-            "get = 1\nmapreduce = 1",
-            "",
-            "Unknown message code: 23",
-        ),
-        (
-            "pb",
-            &pb,
-            "get = 1\nmulti_get = 1",
-            multi,
-            "Riak has no multi-get request",
-        ),
-        ("http", &http, "get = 1\nmapreduce = 1", "", "http_4"),
-    ] {
+    for (i, (protocol, endpoint, ops, section)) in [
+        ("pb", &pb, "get = 1\nmapreduce = 1", ""),
+        ("pb", &pb, "get = 1\nmulti_get = 1", multi),
+        ("http", &http, "get = 1\nmapreduce = 1", ""),
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let text = format!("{}\n{section}\n", workload(protocol, endpoint, ops, ""));
+        let config = write_config(tmp.path(), &format!("mr{i}.toml"), &text);
+        let out_dir = tmp.path().join(format!("mr{i}"));
+        assert_ok(&run_bench(&config, &out_dir));
+        let s = summary(&out_dir);
+        assert_eq!(s.ending, Ending::Completed, "{ops}");
+        let errors: u64 = s.ops.iter().map(|o| o.errors).sum();
+        assert_eq!(errors, 0, "{ops}: {:?}", s.errors_by_kind());
+        assert!(s.ops.iter().all(|o| o.n > 0), "{ops}: {:?}", s.ops);
+    }
+}
+
+#[test]
+fn refused_operations_stop_the_run_before_it_starts() {
+    let node = TestNode::start(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let pb = format!("127.0.0.1:{}", node.pb_port);
+    let http = format!("127.0.0.1:{}", node.http_port);
+    // Erlang source functions are refused, as Riak refuses them by default.
+    let job = "[mapreduce]\njob = '{\"inputs\":\"{bucket}\",\"query\":[{\"map\":{\"language\":\"erlang\",\"source\":\"fun(O, _, _) -> [O] end.\"}}]}'";
+    for (protocol, endpoint, expected) in [
+        ("pb", &pb, "worker_startup_failed"),
+        ("http", &http, "http_4"),
+    ] {
+        let ops = "get = 1\nmapreduce = 1";
+        let text = format!("{}\n{job}\n", workload(protocol, endpoint, ops, ""));
         let config = write_config(tmp.path(), "refused.toml", &text);
         let out_dir = tmp.path().join("never");
         let out = run_bench(&config, &out_dir);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{ops}: should fail");
-        assert!(stderr.contains("is not served by"), "{ops}: {stderr}");
+        assert!(!out.status.success(), "{protocol}: should fail");
+        assert!(stderr.contains("is not served by"), "{protocol}: {stderr}");
         assert!(
             stderr.contains(expected),
-            "{ops}: expected {expected:?} in {stderr}"
+            "{protocol}: expected {expected:?} in {stderr}"
         );
         assert!(!out_dir.exists(), "no results for a refused run");
     }
