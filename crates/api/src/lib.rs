@@ -4,6 +4,7 @@
 //! protobuf.
 
 pub mod http;
+mod items;
 pub mod net;
 pub mod pb;
 pub mod version;

@@ -29,6 +29,7 @@ mod get;
 mod index;
 mod list_buckets;
 mod list_keys;
+mod multi;
 mod ping;
 mod preflist;
 mod props;
