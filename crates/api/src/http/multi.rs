@@ -201,8 +201,8 @@ async fn put(
     let items = parse_objects(body)?;
     let mut options = query.put_options()?;
     options.if_none_match = conditional::is_create_only(headers);
-    let echoes: Vec<Echo> = items.iter().map(|(echo, _)| echo.clone()).collect();
-    let (objects, failed) = items::split(items.into_iter().map(|(_, object)| object));
+    let echoes: Vec<Echo> = items.iter().map(|i| i.echo.clone()).collect();
+    let (objects, failed) = items::split(items.into_iter().map(|i| i.object));
     let request = MultiPutRequest {
         bucket: t.bucket,
         objects,
@@ -286,8 +286,15 @@ fn key_item(i: usize, value: Value, with_context: bool) -> Result<KeyItem, ApiEr
     Ok(KeyItem { echo, key })
 }
 
-/// Reads `{"objects":[...]}`: each object's echo and its translation.
-fn parse_objects(body: &[u8]) -> Result<Vec<(Echo, Result<MultiPutObject, ApiError>)>, ApiError> {
+/// One item of `objects`: how to name it in its result, and the object,
+/// or why it does not translate.
+struct ObjectItem {
+    echo: Echo,
+    object: Result<MultiPutObject, ApiError>,
+}
+
+/// Reads `{"objects":[...]}`.
+fn parse_objects(body: &[u8]) -> Result<Vec<ObjectItem>, ApiError> {
     let parsed: ObjectsBody = parse_body(body, "{\"objects\":[...]}")?;
     parsed
         .objects
@@ -297,7 +304,10 @@ fn parse_objects(body: &[u8]) -> Result<Vec<(Echo, Result<MultiPutObject, ApiErr
             let o: PutObject = serde_json::from_value(value)
                 .map_err(|e| shape_error(&format!("objects[{i}]"), &e))?;
             let echo = Echo::given(o.key.as_deref(), o.key_base64.as_deref());
-            Ok((echo, put_object(o)))
+            Ok(ObjectItem {
+                echo,
+                object: put_object(o),
+            })
         })
         .collect()
 }
