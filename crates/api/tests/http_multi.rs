@@ -107,6 +107,13 @@ async fn put_get_delete_round_trip_with_per_key_errors() {
     let got = results(&s, "/buckets/b/multi/get", &json!({"keys": ["a"]})).await;
     assert_eq!(statuses(&got), ["not_found"]);
     assert!(got[0]["vclock"].is_string(), "the tombstone's context");
+    let got = results(
+        &s,
+        "/buckets/b/multi/get?timeout=0",
+        &json!({"keys": ["a"]}),
+    )
+    .await;
+    assert_eq!(statuses(&got), ["not_found"], "timeout=0 is no timeout");
     let path = "/buckets/b/multi/get?deletedvclock=false";
     let got = results(&s, path, &json!({"keys": ["a"]})).await;
     assert!(got[0].get("vclock").is_none());

@@ -5,7 +5,8 @@
 //!
 //! Options are the single operations' query parameters (`r`, `pr`, `w`,
 //! `dw`, `pw`, `rw`, `basic_quorum`, `notfound_ok`, `deletedvclock`,
-//! `returnbody`, `timeout`), checked as they check them; `If-None-Match: *`
+//! `returnbody`, `timeout`), checked as they check them (`timeout`, in ms,
+//! bounds the whole request; 0 means the default); `If-None-Match: *`
 //! makes every put a create. Other conditional headers are refused: they
 //! name one object's version.
 //!
@@ -173,7 +174,8 @@ struct LinkObject {
 
 async fn get(app: &App, t: Target, query: &Query, body: &[u8]) -> Result<Vec<Value>, ApiError> {
     let items = parse_keys(body, false)?;
-    let options = query.get_options()?;
+    let mut options = query.get_options()?;
+    options.timeout_ms = whole_request_timeout(options.timeout_ms);
     let deleted_vclock = options.deleted_vclock;
     let echoes: Vec<Echo> = items.iter().map(|i| i.echo.clone()).collect();
     let (keys, failed) = items::split(items.into_iter().map(|i| i.key.map(|(k, _)| k)));
@@ -200,6 +202,7 @@ async fn put(
 ) -> Result<Vec<Value>, ApiError> {
     let items = parse_objects(body)?;
     let mut options = query.put_options()?;
+    options.timeout_ms = whole_request_timeout(options.timeout_ms);
     options.if_none_match = conditional::is_create_only(headers);
     let echoes: Vec<Echo> = items.iter().map(|i| i.echo.clone()).collect();
     let (objects, failed) = items::split(items.into_iter().map(|i| i.object));
@@ -224,10 +227,12 @@ async fn delete(app: &App, t: Target, query: &Query, body: &[u8]) -> Result<Vec<
         .into_iter()
         .map(|i| i.key.map(|(key, context)| MultiDeleteKey { key, context }));
     let (keys, failed) = items::split(keys);
+    let mut options = query.delete_options()?;
+    options.timeout_ms = whole_request_timeout(options.timeout_ms);
     let request = MultiDeleteRequest {
         bucket: t.bucket,
         keys,
-        options: query.delete_options()?,
+        options,
     };
     let ran = app.node.multi_delete(request).await?;
     let results = failed.join(ran, ApiError::from);
@@ -362,6 +367,13 @@ fn link(l: LinkObject) -> Link {
         key: l.key.into_bytes(),
         tag: l.tag.into_bytes(),
     }
+}
+
+/// The `timeout` of a multi-key request, which bounds all its keys
+/// together: 0 means none was given, as it does for key listings, 2i and
+/// every PB request, rather than a deadline already past.
+fn whole_request_timeout(ms: Option<u64>) -> Option<u64> {
+    ms.filter(|ms| *ms > 0)
 }
 
 /// Parses the body as `T`, or says what it should look like.
