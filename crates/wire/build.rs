@@ -1,4 +1,5 @@
-//! Generates the Riak Protocol Buffers messages from `proto/` with protox
+//! Generates the Protocol Buffers messages from `proto/` (Riak's, package
+//! `riak`, and Eddy's own, package `eddy`) with protox
 //! (a pure-Rust protobuf compiler, so no `protoc` binary is needed) and
 //! prost-build.
 //!
@@ -11,7 +12,11 @@ use std::fmt::Write as _;
 use std::io::{Error, ErrorKind};
 use std::path::PathBuf;
 
-const PROTOS: &[&str] = &["proto/riak.proto", "proto/riak_kv.proto"];
+const PROTOS: &[&str] = &[
+    "proto/riak.proto",
+    "proto/riak_kv.proto",
+    "proto/eddy.proto",
+];
 
 fn main() -> std::io::Result<()> {
     for proto in PROTOS {

@@ -4,6 +4,7 @@
 //! protobuf.
 
 pub mod http;
+mod items;
 pub mod mapred;
 pub mod net;
 pub mod pb;

@@ -14,6 +14,7 @@ mod pb_support;
 use std::time::Duration;
 
 use eddy_api::pb::PbConfig;
+use eddy_wire::proto::eddy;
 use eddy_wire::{codes, proto};
 use pb_support::Server;
 use proptest::prelude::*;
@@ -345,6 +346,54 @@ fn seeds() -> Vec<(u8, Vec<u8>)> {
                 .unwrap()
             }),
         ),
+        (
+            codes::MULTI_GET_REQ,
+            enc(&|b| {
+                eddy::EddyMultiGetReq {
+                    bucket: bucket(),
+                    keys: vec![key(), b"k2".to_vec()],
+                    r: Some(2),
+                    deletedvclock: Some(true),
+                    ..Default::default()
+                }
+                .encode(b)
+                .unwrap()
+            }),
+        ),
+        (
+            codes::MULTI_PUT_REQ,
+            enc(&|b| {
+                eddy::EddyMultiPutReq {
+                    bucket: bucket(),
+                    objects: vec![eddy::EddyPutObject {
+                        key: key(),
+                        vclock: None,
+                        content: content.clone(),
+                    }],
+                    w: Some(2),
+                    return_body: Some(true),
+                    ..Default::default()
+                }
+                .encode(b)
+                .unwrap()
+            }),
+        ),
+        (
+            codes::MULTI_DEL_REQ,
+            enc(&|b| {
+                eddy::EddyMultiDelReq {
+                    bucket: bucket(),
+                    keys: vec![eddy::EddyDelKey {
+                        key: key(),
+                        vclock: None,
+                    }],
+                    rw: Some(2),
+                    ..Default::default()
+                }
+                .encode(b)
+                .unwrap()
+            }),
+        ),
     ]
 }
 
@@ -367,7 +416,10 @@ fn answer_code(code: u8) -> Option<u8> {
         | codes::RESET_BUCKET_REQ
         | codes::GET_BUCKET_KEY_PREFLIST_REQ
         | codes::INDEX_REQ
-        | codes::MAP_RED_REQ => Some(code + 1),
+        | codes::MAP_RED_REQ
+        | codes::MULTI_GET_REQ
+        | codes::MULTI_PUT_REQ
+        | codes::MULTI_DEL_REQ => Some(code + 1),
         _ => None,
     }
 }
@@ -404,6 +456,9 @@ fn check_body(code: u8, body: &[u8]) -> Result<(), TestCaseError> {
         codes::GET_BUCKET_KEY_PREFLIST_RESP => {
             proto::RpbGetBucketKeyPreflistResp::decode(body).map(drop)
         }
+        codes::MULTI_GET_RESP => eddy::EddyMultiGetResp::decode(body).map(drop),
+        codes::MULTI_PUT_RESP => eddy::EddyMultiPutResp::decode(body).map(drop),
+        codes::MULTI_DEL_RESP => eddy::EddyMultiDelResp::decode(body).map(drop),
         other => return Err(fail(format!("unexpected reply code {other}"))),
     };
     decoded.map_err(fail)

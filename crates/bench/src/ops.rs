@@ -20,19 +20,22 @@ pub enum OpKind {
     IndexQuery,
     /// Fetch several keys in one request.
     MultiGet,
+    /// Store several keys in one request (Eddy's multi-put).
+    MultiPut,
     /// A MapReduce job.
     Mapreduce,
 }
 
 impl OpKind {
     /// Every operation, in report order.
-    pub const ALL: [OpKind; 7] = [
+    pub const ALL: [OpKind; 8] = [
         OpKind::Get,
         OpKind::Put,
         OpKind::Update,
         OpKind::Delete,
         OpKind::IndexQuery,
         OpKind::MultiGet,
+        OpKind::MultiPut,
         OpKind::Mapreduce,
     ];
 
@@ -45,6 +48,7 @@ impl OpKind {
             OpKind::Delete => "delete",
             OpKind::IndexQuery => "index_query",
             OpKind::MultiGet => "multi_get",
+            OpKind::MultiPut => "multi_put",
             OpKind::Mapreduce => "mapreduce",
         }
     }
@@ -56,7 +60,7 @@ impl OpKind {
 
     /// Whether the operation writes a fresh value (and so draws one).
     pub fn writes(self) -> bool {
-        matches!(self, OpKind::Put | OpKind::Update)
+        matches!(self, OpKind::Put | OpKind::Update | OpKind::MultiPut)
     }
 }
 

@@ -114,6 +114,7 @@ pub fn pb(p: &PbPreset) -> BenchConfig {
         },
         index: None,
         multi_get: None,
+        multi_put: None,
         mapreduce: None,
         preload: (reads && !p.skip_preload).then_some(PreloadConfig { keys: p.keys }),
     }

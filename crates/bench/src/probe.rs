@@ -5,7 +5,7 @@
 //! stops the run with an error naming it instead of filling the report
 //! with errors.
 
-use crate::config::BucketProps;
+use crate::config::{BucketProps, MultiGetVia};
 use crate::driver::{Conn, Failure};
 use crate::error::BenchError;
 use crate::ops::OpKind;
@@ -46,8 +46,15 @@ pub async fn probe_ops(plan: &Plan, conn: &mut Conn) -> Result<(), BenchError> {
             continue;
         };
         let mut message = f.label();
-        if op == OpKind::MultiGet {
-            message += " (multi_get is sent as a MapReduce job: Riak has no multi-get request)";
+        match (op, plan.multi_get_via) {
+            (OpKind::MultiGet, MultiGetVia::Mapreduce) => {
+                message += " (multi_get is sent as a MapReduce job: Riak has no multi-get request)"
+            }
+            (OpKind::MultiGet | OpKind::MultiPut, _) => {
+                message += " (multi_get and multi_put are Eddy's own requests; against Riak, \
+                            set [multi_get] via = \"mapreduce\")"
+            }
+            _ => {}
         }
         let (op, endpoint) = (op.name(), endpoint);
         return Err(match f.reconnect {

@@ -5,9 +5,10 @@
 //! the worker pause [`RECONNECT_PAUSE`] and connect again, to the next
 //! endpoint. Connect failures are counted against the operation that was
 //! about to run. Latency is measured from after the connection is ready to
-//! the answer. A get that finds nothing is a success (counted as
-//! `not_found`), or with `request.not_found = "error"` the failure
-//! `not_found`.
+//! the answer. A get that finds nothing, or a multi-get missing one of its
+//! keys, is a success (counted as `not_found`), or with
+//! `request.not_found = "error"` the failure `not_found`. A multi-key
+//! request one of whose keys failed is the failure `key_error`.
 //!
 //! Bound: a worker checks the deadline and the stop signal between
 //! requests, and each request is bounded by the request timeout (an update
@@ -21,8 +22,8 @@ use rand::rngs::SmallRng;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::config::NotFound;
-use crate::driver::{Conn, Failure, PutBody};
+use crate::config::{MultiGetVia, NotFound};
+use crate::driver::{Conn, Failure, MultiObject, PutBody};
 use crate::keygen::KeyGen;
 use crate::ops::OpKind;
 use crate::window::Recorder;
@@ -119,7 +120,8 @@ pub async fn run(
 pub const NOT_FOUND: &str = "not_found";
 
 /// Records an answered request of `latency_us`: a success, unless it is a
-/// get that found nothing and the run counts those as errors.
+/// get (or a multi-get missing a key) that found nothing and the run
+/// counts those as errors.
 pub fn record_answer(
     recorder: &Recorder,
     plan: &Plan,
@@ -128,7 +130,8 @@ pub fn record_answer(
     found_nothing: bool,
 ) {
     let policy = plan.driver.request.not_found;
-    if found_nothing && op == OpKind::Get && policy == NotFound::Error {
+    let read = matches!(op, OpKind::Get | OpKind::MultiGet);
+    if found_nothing && read && policy == NotFound::Error {
         recorder.failure(op, NOT_FOUND.to_string());
     } else {
         recorder.success(op, latency_us, found_nothing);
@@ -185,12 +188,38 @@ pub async fn execute(
             let keys: Vec<_> = (0..plan.multi_get_keys)
                 .map(|_| plan.keys.key(s.keys.next_read(&mut s.rng)))
                 .collect();
-            conn.mapreduce(&multi_get_job(&plan.driver.target, &keys))
-                .await
-                .map(|()| false)
+            match plan.multi_get_via {
+                MultiGetVia::Native => conn.multi_get(&keys).await.map(|missing| missing > 0),
+                MultiGetVia::Mapreduce => conn
+                    .mapreduce(&multi_get_job(&plan.driver.target, &keys))
+                    .await
+                    .map(|()| false),
+            }
+        }
+        OpKind::MultiPut => {
+            let objects = multi_objects(plan, s);
+            conn.multi_put(&objects).await.map(|()| false)
         }
         OpKind::Mapreduce => conn.mapreduce(&plan.mapreduce_job).await.map(|()| false),
     }
+}
+
+/// A multi-put's objects: fresh values (with their index entries) under
+/// keys drawn for writing.
+fn multi_objects<'p>(plan: &'p Plan, s: &mut WorkerState) -> Vec<MultiObject<'p>> {
+    (0..plan.multi_put_keys)
+        .map(|_| {
+            let key = plan.keys.key(s.keys.next_write(&mut s.rng));
+            plan.values
+                .generate(&mut s.rng, &key, &mut s.value, &mut s.ints);
+            let index = plan.index.as_ref().map(|i| i.entry(&mut s.rng, &s.ints));
+            MultiObject {
+                key,
+                value: s.value.clone(),
+                index,
+            }
+        })
+        .collect()
 }
 
 /// Puts a fresh value (with its index entry) under key number `n`.

@@ -8,7 +8,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use crate::baseline::Trip;
-use crate::config::{BenchConfig, IndexConfig, IndexQuery, Mode};
+use crate::config::{BenchConfig, IndexConfig, IndexQuery, Mode, MultiGetVia};
 use crate::driver::{DriverOptions, IndexEntry, IndexLookup, Target};
 use crate::keygen::KeySpace;
 use crate::ops::{OpChooser, OpKind};
@@ -23,6 +23,8 @@ pub struct Plan {
     pub chooser: OpChooser,
     pub index: Option<IndexPlan>,
     pub multi_get_keys: usize,
+    pub multi_get_via: MultiGetVia,
+    pub multi_put_keys: usize,
     pub mapreduce_job: String,
     /// Seconds between two requests of one worker (`rate` mode).
     pub pace_s: Option<f64>,
@@ -63,6 +65,8 @@ impl Plan {
             chooser: OpChooser::new(&config.weighted_ops()),
             index,
             multi_get_keys: config.multi_get.as_ref().map_or(1, |m| m.keys),
+            multi_get_via: config.multi_get.as_ref().map(|m| m.via).unwrap_or_default(),
+            multi_put_keys: config.multi_put.as_ref().map_or(1, |m| m.keys),
             mapreduce_job,
             pace_s: (config.mode == Mode::Rate).then(|| 1.0 / config.rate.unwrap_or(1.0)),
             seed: config.seed,
@@ -77,8 +81,18 @@ impl Plan {
         let value = self.values.mean_size();
         self.chooser
             .weights()
-            .map(|(op, w)| (echo_trips(op, value, self.multi_get_keys), w))
+            .map(|(op, w)| (echo_trips(op, value, self.batch(op)), w))
             .collect()
+    }
+
+    /// The keys one request of `op` names: the batch size of a multi-key
+    /// operation, 1 for the others.
+    pub fn batch(&self, op: OpKind) -> usize {
+        match op {
+            OpKind::MultiGet => self.multi_get_keys,
+            OpKind::MultiPut => self.multi_put_keys,
+            _ => 1,
+        }
     }
 
     /// The endpoint of worker `id` after `reconnects` reconnections:
@@ -88,21 +102,25 @@ impl Plan {
     }
 }
 
-/// The round trips an operation makes, with a `value`-byte value: an
-/// update reads, then writes; a multi-get sends its keys and gets their
-/// values back in one trip; a delete, a 2i query and a MapReduce job
-/// move small messages (their replies' sizes depend on the data, which
-/// the echo does not have).
-pub fn echo_trips(op: OpKind, value: usize, multi_get_keys: usize) -> Vec<Trip> {
+/// The round trips an operation makes, with a `value`-byte value and
+/// `batch` keys per multi-key request: an update reads, then writes; a
+/// multi-get sends its keys and gets their values back in one trip, a
+/// multi-put the reverse; a delete, a 2i query and a MapReduce job move
+/// small messages (their replies' sizes depend on the data, which the
+/// echo does not have).
+pub fn echo_trips(op: OpKind, value: usize, batch: usize) -> Vec<Trip> {
     match op {
         OpKind::Get => vec![Trip::read(value)],
         OpKind::Put => vec![Trip::write(value)],
         OpKind::Update => vec![Trip::read(value), Trip::write(value)],
         OpKind::Delete => vec![Trip::write(0)],
         OpKind::IndexQuery | OpKind::Mapreduce => vec![Trip::read(0)],
-        OpKind::MultiGet => {
-            let one = Trip::read(value);
-            let n = multi_get_keys.max(1);
+        OpKind::MultiGet | OpKind::MultiPut => {
+            let one = match op {
+                OpKind::MultiGet => Trip::read(value),
+                _ => Trip::write(value),
+            };
+            let n = batch.max(1);
             vec![Trip {
                 request: one.request * n,
                 reply: one.reply * n,
@@ -243,9 +261,12 @@ mod tests {
             get = 4
             update = 1
             multi_get = 2
+            multi_put = 1
             [multi_get]
             keys = 3
             via = "mapreduce"
+            [multi_put]
+            keys = 5
             [keys]
             generator = "uniform_int"
             max = 100
@@ -260,9 +281,18 @@ mod tests {
             request: 3 * read.request,
             reply: 3 * read.reply,
         };
+        let many_writes = Trip {
+            request: 5 * write.request,
+            reply: 5 * write.reply,
+        };
         assert_eq!(
             plan.echo_mix(),
-            vec![(vec![read], 4), (vec![read, write], 1), (vec![many], 2)]
+            vec![
+                (vec![read], 4),
+                (vec![read, write], 1),
+                (vec![many], 2),
+                (vec![many_writes], 1)
+            ]
         );
         assert_eq!(echo_trips(OpKind::Delete, 2000, 1), vec![Trip::write(0)]);
     }

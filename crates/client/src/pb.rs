@@ -5,6 +5,8 @@
 //! codes and messages are those the server uses ([`eddy_wire`]), so the two
 //! cannot drift apart.
 //!
+//! Eddy's own multi-key requests (codes 160–165) are sent as Riak's are.
+//!
 //! Streamed answers (MapReduce, streamed 2i) are read up to the frame that
 //! says `done`, at most [`STREAM_FRAMES_MAX`] frames.
 //!
@@ -18,6 +20,10 @@ use std::time::Duration;
 
 use eddy_wire::codes;
 use eddy_wire::frame::{self, Frame, FrameError};
+use eddy_wire::proto::eddy::{
+    EddyMultiDelReq, EddyMultiDelResp, EddyMultiGetReq, EddyMultiGetResp, EddyMultiPutReq,
+    EddyMultiPutResp,
+};
 use eddy_wire::proto::{
     RpbDelReq, RpbErrorResp, RpbGetReq, RpbGetResp, RpbGetServerInfoResp, RpbIndexReq,
     RpbIndexResp, RpbMapRedReq, RpbMapRedResp, RpbPutReq, RpbPutResp, RpbSetBucketReq,
@@ -164,6 +170,35 @@ impl PbClient {
         self.out.clear();
         frame::encode_frame(codes::DEL_REQ, req, &mut self.out);
         self.exchange(codes::DEL_RESP).await.map(drop)
+    }
+
+    /// Eddy's `EddyMultiGetReq` → `EddyMultiGetResp`: one result per key,
+    /// in request order (design note 016; [`crate::multi::KeyResult`]
+    /// reads them).
+    pub async fn multi_get(
+        &mut self,
+        req: &EddyMultiGetReq,
+    ) -> Result<EddyMultiGetResp, PbClientError> {
+        self.call(codes::MULTI_GET_REQ, req, codes::MULTI_GET_RESP)
+            .await
+    }
+
+    /// Eddy's `EddyMultiPutReq` → `EddyMultiPutResp`.
+    pub async fn multi_put(
+        &mut self,
+        req: &EddyMultiPutReq,
+    ) -> Result<EddyMultiPutResp, PbClientError> {
+        self.call(codes::MULTI_PUT_REQ, req, codes::MULTI_PUT_RESP)
+            .await
+    }
+
+    /// Eddy's `EddyMultiDelReq` → `EddyMultiDelResp`.
+    pub async fn multi_delete(
+        &mut self,
+        req: &EddyMultiDelReq,
+    ) -> Result<EddyMultiDelResp, PbClientError> {
+        self.call(codes::MULTI_DEL_REQ, req, codes::MULTI_DEL_RESP)
+            .await
     }
 
     /// `RpbGetServerInfoReq` → `RpbGetServerInfoResp` (node name, version).
@@ -450,6 +485,34 @@ mod tests {
         };
         assert_eq!(c.index(&req).await.unwrap(), vec![resp.clone()]);
         assert_eq!(c.index(&req).await.unwrap(), vec![resp]);
+    }
+
+    #[tokio::test]
+    async fn multi_get_answers_decode_in_order() {
+        use eddy_wire::proto::eddy::{EddyKeyResult, eddy_key_result::Status};
+        let result = |key: &[u8], status: Status| EddyKeyResult {
+            key: key.to_vec(),
+            status: status as i32,
+            ..Default::default()
+        };
+        let resp = EddyMultiGetResp {
+            results: vec![result(b"a", Status::Ok), result(b"b", Status::NotFound)],
+        };
+        let addr = fake_server(Some(frame(codes::MULTI_GET_RESP, &resp))).await;
+        let mut c = PbClient::connect(&addr, SECOND).await.unwrap();
+        let req = EddyMultiGetReq {
+            bucket: b"b".to_vec(),
+            keys: vec![b"a".to_vec(), b"b".to_vec()],
+            ..Default::default()
+        };
+        let got = c.multi_get(&req).await.unwrap();
+        let statuses: Vec<_> = got
+            .results
+            .into_iter()
+            .map(|r| crate::multi::KeyResult::from_pb(r).status)
+            .collect();
+        use crate::multi::KeyStatus;
+        assert_eq!(statuses, [KeyStatus::Ok, KeyStatus::NotFound]);
     }
 
     #[tokio::test]

@@ -260,16 +260,19 @@ fn a_node_that_stops_answering_ends_the_run_with_timeouts() {
 }
 
 #[test]
-fn mapreduce_and_multi_get_run_against_the_node() {
+fn mapreduce_and_multi_key_operations_run_against_the_node() {
     let node = TestNode::start(&[]);
     let tmp = tempfile::tempdir().unwrap();
     let pb = format!("127.0.0.1:{}", node.pb_port);
     let http = format!("127.0.0.1:{}", node.http_port);
     let multi = "[multi_get]\nkeys = 5\nvia = \"mapreduce\"";
+    let native = "[multi_get]\nkeys = 5\n[multi_put]\nkeys = 5";
     for (i, (protocol, endpoint, ops, section)) in [
         ("pb", &pb, "get = 1\nmapreduce = 1", ""),
         ("pb", &pb, "get = 1\nmulti_get = 1", multi),
         ("http", &http, "get = 1\nmapreduce = 1", ""),
+        ("pb", &pb, "multi_get = 1\nmulti_put = 1", native),
+        ("http", &http, "multi_get = 1\nmulti_put = 1", native),
     ]
     .into_iter()
     .enumerate()

@@ -91,6 +91,12 @@ pub enum KvError {
     /// The node is shutting down.
     #[error("node is shutting down")]
     ShuttingDown,
+    /// A multi-key answer already holds as many object bytes as it may
+    /// (design note 016): this key's object was left out; ask again.
+    #[error(
+        "answer_too_large: the answer already holds {max} bytes of objects; ask for this key again"
+    )]
+    AnswerTooLarge { max: usize },
     /// A replica holds newer bucket props than the put's coordinator
     /// resolved (design note 010 §2): its entries, which the coordinator
     /// applies before it puts again. A put still refused after a few

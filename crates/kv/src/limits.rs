@@ -1,5 +1,6 @@
 //! Limits on the metadata a client attaches to an object: usermeta pairs,
-//! links and secondary-index entries.
+//! links and secondary-index entries; and on multi-key requests
+//! ([`MultiLimits`], design note 016).
 //!
 //! Invariant: every content the kv layer stores on a client's behalf has
 //! passed [`MetaLimits::check`], so no stored object carries more entries or
@@ -59,6 +60,31 @@ impl MetaLimits {
         let index = meta.indexes.iter().map(|(f, t)| f.len() + t.len());
         check_kind("index entries", meta.indexes.len(), index.sum(), self.index)?;
         check_index_entries(meta)
+    }
+}
+
+/// Bounds on one multi-key request (design note 016).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MultiLimits {
+    /// Most keys or objects one request may name.
+    pub keys_max: usize,
+    /// Keys of one request coordinated at once.
+    pub concurrency: usize,
+    /// Object bytes (values, usermeta, index entries) one answer may hold;
+    /// found objects past it are answered [`KvError::AnswerTooLarge`].
+    pub answer_bytes_max: usize,
+}
+
+/// Most keys or objects a multi-key request may name by default.
+pub const MULTI_KEYS_MAX: usize = 1000;
+
+impl Default for MultiLimits {
+    fn default() -> Self {
+        MultiLimits {
+            keys_max: MULTI_KEYS_MAX,
+            concurrency: 16,
+            answer_bytes_max: 64 * 1024 * 1024,
+        }
     }
 }
 

@@ -55,6 +55,8 @@ pub struct NodeConfig {
     pub key_bytes_max: usize,
     /// Per-object limits on usermeta, links and index entries.
     pub meta_limits: crate::limits::MetaLimits,
+    /// Bounds on multi-key requests.
+    pub multi: crate::limits::MultiLimits,
     /// Timeout when a request names none (Riak's is 60 s).
     pub default_timeout_ms: u64,
     /// Where the node's commit log lives; `None` makes `dw` writes sync
@@ -86,6 +88,7 @@ impl Default for NodeConfig {
             object_size_max_bytes: 50 * 1024 * 1024,
             key_bytes_max: eddy_storage::limits::KEY_BYTES_MAX,
             meta_limits: crate::limits::MetaLimits::default(),
+            multi: crate::limits::MultiLimits::default(),
             default_timeout_ms: 60_000,
             commit_log_dir: None,
             commit_log: LogOptions::default(),

@@ -148,6 +148,50 @@ pub struct DeleteRequest {
     pub options: DeleteOptions,
 }
 
+/// Read several keys of one bucket (design note 016): each key as a
+/// [`GetRequest`] with these options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiGetRequest {
+    pub bucket: BucketRef,
+    pub keys: Vec<Vec<u8>>,
+    pub options: GetOptions,
+}
+
+/// One object of a [`MultiPutRequest`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiPutObject {
+    pub key: Vec<u8>,
+    /// The causal context the client read; `None` for a blind write.
+    pub context: Option<VersionVector>,
+    pub content: Content,
+}
+
+/// Write several objects of one bucket (design note 016): each as a
+/// [`PutRequest`] with these options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiPutRequest {
+    pub bucket: BucketRef,
+    pub objects: Vec<MultiPutObject>,
+    pub options: PutOptions,
+}
+
+/// One key of a [`MultiDeleteRequest`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiDeleteKey {
+    pub key: Vec<u8>,
+    /// The context the client read; without one, the node reads first.
+    pub context: Option<VersionVector>,
+}
+
+/// Delete several keys of one bucket (design note 016): each as a
+/// [`DeleteRequest`] with these options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiDeleteRequest {
+    pub bucket: BucketRef,
+    pub keys: Vec<MultiDeleteKey>,
+    pub options: DeleteOptions,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -520,3 +520,106 @@ async fn index_queries_cover_every_entry_once_across_nodes() {
     let err = index_range_pages(&c, 0, -3, 9).await.unwrap_err();
     assert!(matches!(err, KvError::InsufficientVnodes(_)), "{err}");
 }
+
+/// Multi-key requests on three nodes with one down (design note 016): each
+/// key is coordinated as its single operation, so fallbacks take the down
+/// node's writes, and a pr/pw the up primaries cannot meet fails each key
+/// while the request itself succeeds.
+#[tokio::test]
+async fn multi_key_requests_with_a_node_down_fail_per_key_not_per_request() {
+    let c = cluster(3);
+    c.wires.down.lock().insert(name(2));
+    let keys: Vec<Vec<u8>> = (0..40).map(|k| format!("m{k}").into_bytes()).collect();
+    let objects = keys
+        .iter()
+        .map(|k| MultiPutObject {
+            key: k.clone(),
+            context: None,
+            content: Content::new(k.clone()),
+        })
+        .collect();
+    let put = MultiPutRequest {
+        bucket: bucket(),
+        objects,
+        options: PutOptions::default(),
+    };
+    let written = c.nodes[0].multi_put(put).await.unwrap();
+    assert!(written.iter().all(Result::is_ok), "{written:?}");
+    let get = |options| MultiGetRequest {
+        bucket: bucket(),
+        keys: keys.clone(),
+        options,
+    };
+    let got = c.nodes[1].multi_get(get(GetOptions::default())).await;
+    for (key, result) in keys.iter().zip(got.unwrap()) {
+        assert_eq!(values(&result.unwrap()), vec![key.clone()]);
+    }
+    // A key with a primary on the down node cannot meet pr = all; the
+    // others (a ring of 16 on three nodes has a few preflists that skip
+    // it) can.
+    let pr_all = GetOptions {
+        pr: Some(Quorum::All),
+        ..GetOptions::default()
+    };
+    let on_down = |key: &[u8]| {
+        let hash = Node::key_hash(&bucket(), key);
+        c.ring.preflist(hash, 3).iter().any(|(_, n)| **n == name(2))
+    };
+    let got = c.nodes[1].multi_get(get(pr_all)).await.unwrap();
+    assert_eq!(got.len(), keys.len());
+    let mut refused = 0;
+    for (key, result) in keys.iter().zip(got) {
+        match on_down(key) {
+            true => {
+                refused += 1;
+                assert!(
+                    matches!(result, Err(KvError::ReadQuorum { which: "pr", .. })),
+                    "{result:?}"
+                );
+            }
+            false => assert_eq!(values(&result.unwrap()), vec![key.clone()]),
+        }
+    }
+    assert!(
+        refused > keys.len() / 2,
+        "most preflists span all three nodes"
+    );
+    let deletes = MultiDeleteRequest {
+        bucket: bucket(),
+        keys: keys
+            .iter()
+            .map(|k| MultiDeleteKey {
+                key: k.clone(),
+                context: None,
+            })
+            .collect(),
+        options: DeleteOptions {
+            pw: Some(Quorum::All),
+            ..DeleteOptions::default()
+        },
+    };
+    let deleted = c.nodes[0].multi_delete(deletes.clone()).await.unwrap();
+    for (key, result) in keys.iter().zip(&deleted) {
+        match on_down(key) {
+            true => assert!(
+                matches!(result, Err(KvError::WriteQuorum(PutFailure::Pw { .. }))),
+                "{result:?}"
+            ),
+            false => assert!(matches!(result, Ok(DeleteOutcome::Deleted))),
+        }
+    }
+    // Those tombstones were written where the write could go (pw counts,
+    // it does not undo): with every node back, a delete finds each key
+    // deleted already or deletes it.
+    c.wires.down.lock().clear();
+    let deletes = MultiDeleteRequest {
+        options: DeleteOptions::default(),
+        ..deletes
+    };
+    let deleted = c.nodes[2].multi_delete(deletes).await.unwrap();
+    assert!(deleted.iter().all(Result::is_ok), "{deleted:?}");
+    let got = c.nodes[0].multi_get(get(GetOptions::default())).await;
+    for result in got.unwrap() {
+        assert!(matches!(result, Ok(GetResponse::NotFound { .. })));
+    }
+}

@@ -112,6 +112,18 @@ codes! {
     REPL_GET_REQ = 128, "RpbReplGetReq";
     REPL_GET_CLUSTER_ID_REQ = 129, "RpbReplGetClusterIdReq";
     REPL_GET_CLUSTER_ID_RESP = 130, "RpbReplGetClusterIdResp";
+    /// Eddy's multi-get (design note 016): several keys of one bucket.
+    MULTI_GET_REQ = 160, "EddyMultiGetReq";
+    /// One result per key of a multi-get, in request order.
+    MULTI_GET_RESP = 161, "EddyMultiGetResp";
+    /// Eddy's multi-put: several objects of one bucket.
+    MULTI_PUT_REQ = 162, "EddyMultiPutReq";
+    /// One result per object of a multi-put, in request order.
+    MULTI_PUT_RESP = 163, "EddyMultiPutResp";
+    /// Eddy's multi-delete: several keys of one bucket.
+    MULTI_DEL_REQ = 164, "EddyMultiDelReq";
+    /// One result per key of a multi-delete, in request order.
+    MULTI_DEL_RESP = 165, "EddyMultiDelResp";
     /// Test-only: a request whose handler panics on purpose, to test the
     /// server's panic net. Served only by a server built with eddy-api's
     /// `test-hooks` feature; any other server answers "Unknown message
@@ -182,6 +194,7 @@ mod tests {
             assert_eq!(riak, !is_eddys(*code), "{code} {name}");
         }
         assert!(is_eddys(TEST_PANIC_REQ));
+        assert!(is_eddys(MULTI_GET_REQ) && is_eddys(MULTI_DEL_RESP));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!
 //! What this crate owns:
 //! - [`proto`]: every message, generated at build time from `proto/*.proto`
-//!   (Eddy's own definitions, field for field those of Riak's PBC API);
+//!   (Eddy's own definitions, field for field those of Riak's PBC API, and
+//!   Eddy's own messages in `proto/eddy.proto`);
 //! - [`codes`]: every message code Riak uses, and the block reserved for
 //!   Eddy's own ([`codes::EDDY_CODES`]);
 //! - [`frame`]: the framing (`length ‖ code ‖ message`) and its errors;
@@ -28,10 +29,20 @@ pub mod codes;
 pub mod frame;
 pub mod quorum;
 
-/// The generated Riak messages (from `crates/wire/proto`).
+/// The generated messages (from `crates/wire/proto`): Riak's, also
+/// reachable at this module's root, and Eddy's own in [`proto::eddy`].
 #[allow(clippy::all, missing_docs)]
 pub mod proto {
-    include!(concat!(env!("OUT_DIR"), "/riak.rs"));
+    /// Riak's messages (package `riak`).
+    pub mod riak {
+        include!(concat!(env!("OUT_DIR"), "/riak.rs"));
+    }
+    /// Eddy's own messages (package `eddy`; codes in [`crate::codes`]'s
+    /// Eddy block), which carry objects as Riak's `RpbContent`.
+    pub mod eddy {
+        include!(concat!(env!("OUT_DIR"), "/eddy.rs"));
+    }
+    pub use riak::*;
 }
 
 pub use frame::{Frame, FrameError};

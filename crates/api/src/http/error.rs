@@ -120,6 +120,9 @@ impl From<KvError> for ApiError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("node {node} is unreachable\n"),
             ),
+            e @ KvError::AnswerTooLarge { .. } => {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("{e}\n"))
+            }
             KvError::Storage(StorageError::Exhausted { resource, detail }) => {
                 exhausted(resource, &detail)
             }

@@ -5,8 +5,8 @@
 //! bucket, key and type names percent-decoded to bytes — and hands it to
 //! the file that owns that resource: [`object_get`], [`object_put`],
 //! [`object_delete`], [`keys`], [`index`], [`buckets`], [`props`], [`types`],
-//! [`preflist`], [`ping`], [`root`], [`stats`] and the cluster admin
-//! resource [`cluster`]. Riak's header formats live in
+//! [`preflist`], [`ping`], [`root`], [`stats`], the cluster admin
+//! resource [`cluster`] and Eddy's multi-key requests [`multi`]. Riak's header formats live in
 //! [`headers`] and [`multipart`], query parameters in [`params`], transfer
 //! codings in [`codings`], and the mapping of errors to status codes and
 //! messages in [`error`].
@@ -29,6 +29,8 @@ pub mod index;
 pub mod keys;
 mod listener;
 pub mod mapred;
+pub mod multi;
+pub mod multi_json;
 pub mod multipart;
 pub mod object_delete;
 pub mod object_get;

@@ -12,6 +12,7 @@
 //! | `/buckets/B/props`, `/types/T/buckets/B/props` | [`props`] |
 //! | `/buckets/B/index/F/V[/END]`, `/types/T/buckets/B/index/F/V[/END]` | [`index`] (2i query) |
 //! | `/mapred` | [`mapred`] (POST a MapReduce job) |
+//! | `/buckets/B/multi/OP`, `/types/T/buckets/B/multi/OP` | [`multi`] (Eddy's own: OP is `get`, `put` or `delete`) |
 //! | `/riak/B` | POST: new object; `keys=true\|stream`: [`keys`]; else [`props`] |
 //! | `/types/T/props` | [`types`] |
 //! | `/admin/bucket-types[/T[/activate]]` | [`admin`] (Eddy's own) |
@@ -31,6 +32,7 @@
 //! [`preflist`]: super::preflist
 //! [`index`]: super::index
 //! [`mapred`]: super::mapred
+//! [`multi`]: super::multi
 //! [`types`]: super::types
 //! [`admin`]: super::admin
 //! [`cluster`]: super::cluster
@@ -46,6 +48,7 @@ use eddy_kv::types::DEFAULT_TYPE;
 use super::admin::{self, AdminRoute};
 use super::cluster::{self, ClusterRoute};
 use super::error::ApiError;
+use super::multi::{self, MultiOp};
 use super::params::{Query, unquote_plus};
 use super::server::App;
 use super::{
@@ -97,6 +100,8 @@ pub enum Route {
     Props(Target),
     /// A 2i query: the segments after `index` (field, then term or range).
     Index(Target, Vec<Vec<u8>>),
+    /// A multi-key request (Eddy's own).
+    Multi(Target, MultiOp),
     /// A bucket type's props.
     TypeProps(String),
     /// A MapReduce job.
@@ -139,6 +144,7 @@ pub async fn handle(app: Arc<App>, req: Request) -> Result<Response, ApiError> {
             only_get(&method, "GET, HEAD")?;
             index::get(app, t, segments, &query).await
         }
+        Route::Multi(t, op) => multi::handle(&app, t, op, &query, req).await,
         Route::TypeProps(name) => types::handle(&app, &name, req).await,
         Route::MapRed => mapred::handle(app, &query, req).await,
         Route::Admin(route) => admin::handle(&app, route, req).await,
@@ -230,6 +236,7 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
         [b"buckets", b, b"index", rest @ ..] if !rest.is_empty() => {
             Route::Index(default(b, Api::Buckets), owned(rest))
         }
+        [b"buckets", b, b"multi", op] => Route::Multi(default(b, Api::Buckets), multi_op(op)?),
         [b"types", t, rest @ ..] => typed(type_name(t)?, rest)?,
         [b"admin", b"repair"] => Route::Admin(AdminRoute::Repair),
         [b"admin", b"bucket-types"] => Route::Admin(AdminRoute::Types),
@@ -268,9 +275,14 @@ fn typed(t: String, rest: &[&[u8]]) -> Result<Route, ApiError> {
         [b"buckets", b, b"index", rest @ ..] if !rest.is_empty() => {
             Route::Index(target(b), owned(rest))
         }
+        [b"buckets", b, b"multi", op] => Route::Multi(target(b), multi_op(op)?),
         _ => return Err(no_resource()),
     };
     Ok(route)
+}
+
+fn multi_op(segment: &[u8]) -> Result<MultiOp, ApiError> {
+    MultiOp::from_segment(segment).ok_or_else(no_resource)
 }
 
 fn owned(segments: &[&[u8]]) -> Vec<Vec<u8>> {
@@ -344,6 +356,19 @@ mod tests {
             index("t", Api::Typed)
         );
         assert!(parse("/buckets/b/index").is_err());
+        let multi = |bt: &str, api, op| {
+            let bucket = BucketRef::typed(bt, b"b".to_vec());
+            Route::Multi(Target { bucket, api }, op)
+        };
+        assert_eq!(
+            parse("/buckets/b/multi/get").unwrap(),
+            multi("default", Api::Buckets, MultiOp::Get)
+        );
+        assert_eq!(
+            parse("/types/t/buckets/b/multi/delete").unwrap(),
+            multi("t", Api::Typed, MultiOp::Delete)
+        );
+        assert!(parse("/buckets/b/multi/scan").is_err());
         assert!(parse("/nope").is_err());
     }
 }

@@ -30,6 +30,7 @@ mod index;
 mod list_buckets;
 mod list_keys;
 mod mapred;
+mod multi;
 mod ping;
 mod preflist;
 mod props;

@@ -28,7 +28,7 @@ use super::error::PbError;
 use super::read::ReadError;
 use super::{
     bucket_props, bucket_type, client_id, delete, get, index, list_buckets, list_keys, mapred,
-    ping, preflist, put, server_info,
+    multi, ping, preflist, put, server_info,
 };
 use crate::net::{AcceptBackoff, ConnectionTable, RequestBudget, Slot, catch_panic};
 
@@ -364,6 +364,9 @@ async fn dispatch(session: &mut Session, out: &mut Outbox, frame: Frame) -> Resu
         codes::GET_BUCKET_TYPE_REQ => bucket_type::get(session, out, body),
         codes::SET_BUCKET_TYPE_REQ => bucket_type::set(session, out, body).await,
         codes::GET_BUCKET_KEY_PREFLIST_REQ => preflist::handle(session, out, body),
+        codes::MULTI_GET_REQ => multi::get(session, out, body).await,
+        codes::MULTI_PUT_REQ => multi::put(session, out, body).await,
+        codes::MULTI_DEL_REQ => multi::delete(session, out, body).await,
         codes::START_TLS => Err(PbError::StartTls),
         codes::AUTH_REQ => Err(PbError::Auth),
         #[cfg(feature = "test-hooks")]

@@ -62,6 +62,7 @@ pub struct BenchConfig {
     pub values: ValuesConfig,
     pub index: Option<IndexConfig>,
     pub multi_get: Option<MultiGetConfig>,
+    pub multi_put: Option<MultiPutConfig>,
     pub mapreduce: Option<MapReduceConfig>,
     pub preload: Option<PreloadConfig>,
 }
@@ -281,16 +282,30 @@ pub enum IndexQuery {
 pub struct MultiGetConfig {
     /// Keys per request.
     pub keys: usize,
-    /// `mapreduce`: a MapReduce job over the key list with
-    /// `riak_kv_mapreduce:map_object_value` (Riak has no multi-get request).
-    pub via: Option<MultiGetVia>,
+    /// `native` (default): Eddy's multi-get request; `mapreduce`: a
+    /// MapReduce job over the key list with
+    /// `riak_kv_mapreduce:map_object_value`, for Riak, which has none.
+    #[serde(default)]
+    pub via: MultiGetVia,
 }
 
 /// A transport for multi-get.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MultiGetVia {
+    /// Eddy's multi-get (PB code 160, `POST …/multi/get`).
+    #[default]
+    Native,
     Mapreduce,
+}
+
+/// What `multi_put` writes per request.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MultiPutConfig {
+    /// Objects per request, each a fresh value under a key drawn for
+    /// writing (Eddy's multi-put: PB code 162, `POST …/multi/put`).
+    pub keys: usize,
 }
 
 /// The MapReduce job of the `mapreduce` operation.

@@ -135,13 +135,33 @@ fn bad_values_are_named() {
 }
 
 #[test]
-fn multi_get_says_riak_has_no_such_request() {
+fn multi_key_operations_need_their_batch_size() {
     let e = error_of(&edited("get = 1", "multi_get = 1"));
-    assert!(e.contains("no multi-get request"), "{e}");
-    let ok = edited(
+    assert!(e.contains("[multi_get] section"), "{e}");
+    let e = error_of(&edited("get = 1", "multi_put = 1"));
+    assert!(e.contains("[multi_put] section"), "{e}");
+    let native = edited("get = 1", "multi_get = 1\n[multi_get]\nkeys = 10");
+    let c = parse_valid(&native).unwrap();
+    assert_eq!(c.multi_get.unwrap().via, crate::config::MultiGetVia::Native);
+    let e = error_of(&edited(
         "get = 1",
-        "multi_get = 1\n[multi_get]\nkeys = 10\nvia = \"mapreduce\"",
+        "multi_get = 1\n[multi_get]\nkeys = 1001",
+    ));
+    assert!(
+        e.contains("multi_get.keys") && e.contains("1 to 1000"),
+        "{e}"
     );
+    let mapreduce = edited(
+        "get = 1",
+        "multi_get = 1\n[multi_get]\nkeys = 5000\nvia = \"mapreduce\"",
+    );
+    assert!(
+        parse_valid(&mapreduce).is_ok(),
+        "Riak's way takes more keys"
+    );
+    let e = error_of(&edited("get = 1", "multi_put = 1\n[multi_put]\nkeys = 0"));
+    assert!(e.contains("multi_put.keys"), "{e}");
+    let ok = edited("get = 1", "multi_put = 2\n[multi_put]\nkeys = 100");
     assert!(parse_valid(&ok).is_ok());
 }
 

@@ -1,6 +1,6 @@
 //! Checks that a parsed config can run; each error names its setting.
 
-use super::{BenchConfig, IndexConfig, KeyGenerator, Mode, ValueGenerator};
+use super::{BenchConfig, IndexConfig, KeyGenerator, Mode, MultiGetVia, ValueGenerator};
 use crate::error::BenchError;
 use crate::ops::OpKind;
 
@@ -10,6 +10,9 @@ pub const WORKERS_MAX: usize = 10_000;
 pub const VALUE_BYTES_MAX: usize = 64 << 20;
 /// Most keys one multi-get may ask for.
 pub const MULTI_GET_KEYS_MAX: usize = 10_000;
+/// Most keys one of Eddy's multi-key requests may name (its server's
+/// limit, design note 016).
+pub const NATIVE_KEYS_MAX: usize = 1000;
 
 fn bad(setting: &str, problem: impl Into<String>) -> BenchError {
     BenchError::Setting {
@@ -198,17 +201,31 @@ fn check_sections(c: &BenchConfig) -> Result<(), BenchError> {
         ));
     }
     if weighted(OpKind::MultiGet) {
-        let m = c
-            .multi_get
-            .as_ref()
-            .ok_or_else(|| bad("multi_get", NO_MULTI_GET))?;
-        if m.via.is_none() {
-            return Err(bad("multi_get.via", NO_MULTI_GET));
+        let m = c.multi_get.as_ref().ok_or_else(|| {
+            bad(
+                "multi_get",
+                "operations.multi_get needs a [multi_get] section (keys = N)",
+            )
+        })?;
+        let max = match m.via {
+            MultiGetVia::Native => NATIVE_KEYS_MAX,
+            MultiGetVia::Mapreduce => MULTI_GET_KEYS_MAX,
+        };
+        if m.keys == 0 || m.keys > max {
+            return Err(bad("multi_get.keys", format!("must be 1 to {max}")));
         }
-        if m.keys == 0 || m.keys > MULTI_GET_KEYS_MAX {
+    }
+    if weighted(OpKind::MultiPut) {
+        let m = c.multi_put.as_ref().ok_or_else(|| {
+            bad(
+                "multi_put",
+                "operations.multi_put needs a [multi_put] section (keys = N)",
+            )
+        })?;
+        if m.keys == 0 || m.keys > NATIVE_KEYS_MAX {
             return Err(bad(
-                "multi_get.keys",
-                format!("must be 1 to {MULTI_GET_KEYS_MAX}"),
+                "multi_put.keys",
+                format!("must be 1 to {NATIVE_KEYS_MAX}"),
             ));
         }
     }
@@ -225,11 +242,6 @@ fn check_sections(c: &BenchConfig) -> Result<(), BenchError> {
     }
     Ok(())
 }
-
-/// Why `multi_get` needs `via`.
-pub const NO_MULTI_GET: &str = "Riak's PB and HTTP APIs define no multi-get request and \
-     Eddy does not serve a native one yet; set [multi_get] via = \"mapreduce\" to fetch \
-     the keys with one MapReduce job (map_object_value over the key list)";
 
 fn check_index(i: &IndexConfig) -> Result<(), BenchError> {
     if !(i.field.ends_with("_int") || i.field.ends_with("_bin")) || i.field.len() < 5 {

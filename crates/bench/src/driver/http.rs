@@ -2,17 +2,20 @@
 //! over reqwest, one client with at most one idle connection per worker.
 //!
 //! Status handling: get 200/300 is found, 404 not found; put 200/201/204
-//! (300 with siblings) succeed; delete 204/404 succeed; anything else is a
-//! [`Failure`] named `http_<status>` with the answer's text.
+//! (300 with siblings) succeed; delete 204/404 succeed; Eddy's multi-key
+//! requests (`POST …/multi/{get,put}`) answer 200 with one result per key;
+//! anything else is a [`Failure`] named `http_<status>` with the answer's
+//! text.
 
 use std::fmt::Write;
 use std::sync::Arc;
 
+use eddy_client::multi::{self, KeyResult, PutItem};
 use eddy_wire::Quorum;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_encode};
 use reqwest::{Client, Method, StatusCode};
 
-use super::{DriverOptions, Failure, Fetched, IndexLookup, PutBody};
+use super::{DriverOptions, Failure, Fetched, IndexLookup, MultiObject, PutBody};
 use crate::config::BucketProps;
 
 /// Bytes kept literal in a path segment (Riak decodes `+` as a space, so
@@ -63,15 +66,7 @@ impl HttpConn {
     }
 
     fn key_url(&self, key: &[u8], params: &[(&str, Option<String>)]) -> String {
-        let mut url = format!("{}/keys/{}", self.base, seg(key));
-        let mut sep = '?';
-        for (name, value) in params {
-            if let Some(v) = value {
-                let _ = write!(url, "{sep}{name}={v}");
-                sep = '&';
-            }
-        }
-        url
+        with_params(format!("{}/keys/{}", self.base, seg(key)), params)
     }
 
     async fn send(
@@ -182,6 +177,65 @@ impl HttpConn {
         Ok(doc["keys"].as_array().map_or(0, Vec::len))
     }
 
+    pub async fn multi_get(&mut self, keys: &[Vec<u8>]) -> Result<usize, Failure> {
+        let o = &self.options.request;
+        let params = [("r", qs(o.r)), ("pr", qs(o.pr))];
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let body = multi::get_body(&refs);
+        let results = self.post_multi("get", &params, body).await?;
+        super::tally(results.into_iter(), keys.len())
+    }
+
+    pub async fn multi_put(&mut self, objects: &[MultiObject<'_>]) -> Result<(), Failure> {
+        let o = &self.options.request;
+        let params = [
+            ("w", qs(o.w)),
+            ("dw", qs(o.dw)),
+            ("pw", qs(o.pw)),
+            ("returnbody", Some(o.returnbody.to_string())),
+        ];
+        let indexes: Vec<Vec<(&str, &str)>> = objects
+            .iter()
+            .map(|m| m.index.iter().map(|i| (i.field, i.term.as_str())).collect())
+            .collect();
+        let items: Vec<PutItem<'_>> = objects
+            .iter()
+            .zip(&indexes)
+            .map(|(m, indexes)| PutItem {
+                key: &m.key,
+                value: &m.value,
+                content_type: &self.options.content_type,
+                vclock: None,
+                indexes,
+            })
+            .collect();
+        let body = multi::put_body(&items);
+        let results = self.post_multi("put", &params, body).await?;
+        super::tally(results.into_iter(), objects.len()).map(drop)
+    }
+
+    /// Posts a multi-key request's body to `…/multi/{op}` and reads its
+    /// results.
+    async fn post_multi(
+        &self,
+        op: &str,
+        params: &[(&str, Option<String>)],
+        body: String,
+    ) -> Result<Vec<KeyResult>, Failure> {
+        let url = with_params(format!("{}/multi/{op}", self.base), params);
+        let req = self
+            .client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body);
+        let (status, resp) = self.send(req).await?;
+        if status != StatusCode::OK {
+            return Err(Self::refused(status, resp).await);
+        }
+        let body = resp.bytes().await.map_err(|e| Failure::from_http(&e))?;
+        multi::parse_results(&body).map_err(|_| Failure::new("protocol", false))
+    }
+
     pub async fn mapreduce(&mut self, job: &str) -> Result<(), Failure> {
         let url = format!("{}/mapred", self.root);
         let req = self
@@ -232,6 +286,18 @@ impl HttpConn {
             field("riak_kv_version")
         ))
     }
+}
+
+/// `url` with the parameters that have a value appended.
+fn with_params(mut url: String, params: &[(&str, Option<String>)]) -> String {
+    let mut sep = '?';
+    for (name, value) in params {
+        if let Some(v) = value {
+            let _ = write!(url, "{sep}{name}={v}");
+            sep = '&';
+        }
+    }
+    url
 }
 
 fn qs(v: Option<Quorum>) -> Option<String> {

@@ -13,6 +13,7 @@ pub mod pb;
 use std::sync::Arc;
 use std::time::Duration;
 
+use eddy_client::multi::{KeyResult, KeyStatus};
 pub use failure::Failure;
 
 use crate::config::{BucketProps, Protocol, RequestOptions};
@@ -72,6 +73,37 @@ pub struct PutBody<'a> {
     pub vclock: Option<&'a [u8]>,
 }
 
+/// One object of a multi-put.
+#[derive(Clone, Debug)]
+pub struct MultiObject<'a> {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    pub index: Option<IndexEntry<'a>>,
+}
+
+/// Reads a multi-key answer of `expected` results: the number of keys
+/// not found, or the first key's error as the failure `key_error` (a
+/// request counts as failed when any of its keys did).
+fn tally(results: impl Iterator<Item = KeyResult>, expected: usize) -> Result<usize, Failure> {
+    let mut count = 0;
+    let mut missing = 0;
+    for r in results {
+        count += 1;
+        match r.status {
+            KeyStatus::Ok => {}
+            KeyStatus::NotFound => missing += 1,
+            KeyStatus::Error => {
+                let message = r.error.unwrap_or_default();
+                return Err(Failure::server("key_error", &message));
+            }
+        }
+    }
+    match count == expected {
+        true => Ok(missing),
+        false => Err(Failure::new("protocol", false)),
+    }
+}
+
 /// One open connection.
 pub enum Conn {
     Pb(pb::PbConn),
@@ -118,6 +150,23 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.index_query(field, q).await,
             Conn::Http(c) => c.index_query(field, q).await,
+        }
+    }
+
+    /// Fetches `keys` with one of Eddy's multi-get requests; returns how
+    /// many were not found.
+    pub async fn multi_get(&mut self, keys: &[Vec<u8>]) -> Result<usize, Failure> {
+        match self {
+            Conn::Pb(c) => c.multi_get(keys).await,
+            Conn::Http(c) => c.multi_get(keys).await,
+        }
+    }
+
+    /// Stores `objects` with one of Eddy's multi-put requests.
+    pub async fn multi_put(&mut self, objects: &[MultiObject<'_>]) -> Result<(), Failure> {
+        match self {
+            Conn::Pb(c) => c.multi_put(objects).await,
+            Conn::Http(c) => c.multi_put(objects).await,
         }
     }
 

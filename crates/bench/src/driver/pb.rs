@@ -2,14 +2,16 @@
 
 use std::sync::Arc;
 
+use eddy_client::multi::KeyResult;
 use eddy_client::pb::PbClient;
 use eddy_wire::Quorum;
+use eddy_wire::proto::eddy::{EddyMultiGetReq, EddyMultiPutReq, EddyPutObject};
 use eddy_wire::proto::{
     RpbBucketProps, RpbContent, RpbDelReq, RpbGetReq, RpbIndexReq, RpbMapRedReq, RpbPair,
     RpbPutReq, RpbSetBucketReq, rpb_index_req::IndexQueryType,
 };
 
-use super::{DriverOptions, Failure, Fetched, IndexLookup, PutBody};
+use super::{DriverOptions, Failure, Fetched, IndexEntry, IndexLookup, MultiObject, PutBody};
 use crate::config::BucketProps;
 
 /// One PB connection.
@@ -24,6 +26,13 @@ fn q(v: Option<Quorum>) -> Option<u32> {
 
 fn fail(e: eddy_client::pb::PbClientError) -> Failure {
     Failure::from_pb(&e)
+}
+
+fn index_pair(i: &IndexEntry<'_>) -> RpbPair {
+    RpbPair {
+        key: i.field.as_bytes().to_vec(),
+        value: Some(i.term.as_bytes().to_vec()),
+    }
 }
 
 impl PbConn {
@@ -66,10 +75,7 @@ impl PbConn {
 
     pub async fn put(&mut self, key: &[u8], body: PutBody<'_>) -> Result<(), Failure> {
         let o = &self.options.request;
-        let indexes = body.index.map(|i| RpbPair {
-            key: i.field.as_bytes().to_vec(),
-            value: Some(i.term.as_bytes().to_vec()),
-        });
+        let indexes = body.index.map(index_pair);
         let req = RpbPutReq {
             bucket: self.bucket(),
             key: Some(key.to_vec()),
@@ -133,6 +139,50 @@ impl PbConn {
             .iter()
             .map(|a| a.keys.len().max(a.results.len()))
             .sum())
+    }
+
+    pub async fn multi_get(&mut self, keys: &[Vec<u8>]) -> Result<usize, Failure> {
+        let o = &self.options.request;
+        let req = EddyMultiGetReq {
+            bucket: self.bucket(),
+            r#type: self.bucket_type(),
+            keys: keys.to_vec(),
+            r: q(o.r),
+            pr: q(o.pr),
+            ..Default::default()
+        };
+        let resp = self.client.multi_get(&req).await.map_err(fail)?;
+        let results = resp.results.into_iter().map(KeyResult::from_pb);
+        super::tally(results, keys.len())
+    }
+
+    pub async fn multi_put(&mut self, objects: &[MultiObject<'_>]) -> Result<(), Failure> {
+        let o = &self.options.request;
+        let content_type = self.options.content_type.as_bytes();
+        let objects = objects.iter().map(|m| EddyPutObject {
+            key: m.key.clone(),
+            vclock: None,
+            content: RpbContent {
+                value: m.value.clone(),
+                content_type: Some(content_type.to_vec()),
+                indexes: m.index.iter().map(index_pair).collect(),
+                ..Default::default()
+            },
+        });
+        let req = EddyMultiPutReq {
+            bucket: self.bucket(),
+            r#type: self.bucket_type(),
+            objects: objects.collect(),
+            w: q(o.w),
+            dw: q(o.dw),
+            pw: q(o.pw),
+            return_body: Some(o.returnbody),
+            ..Default::default()
+        };
+        let expected = req.objects.len();
+        let resp = self.client.multi_put(&req).await.map_err(fail)?;
+        let results = resp.results.into_iter().map(KeyResult::from_pb);
+        super::tally(results, expected).map(drop)
     }
 
     pub async fn mapreduce(&mut self, job: &str) -> Result<(), Failure> {

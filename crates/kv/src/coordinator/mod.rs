@@ -8,6 +8,7 @@ pub mod get;
 pub mod index;
 pub mod key_filter;
 pub mod list;
+pub mod multi;
 pub mod preflist;
 pub mod put;
 pub mod reap;
@@ -85,19 +86,7 @@ impl Node {
 
     pub(crate) fn check_content(&self, content: &Content) -> Result<(), KvError> {
         self.config.meta_limits.check(&content.meta)?;
-        let size = content.value.len()
-            + content
-                .meta
-                .user_meta
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum::<usize>()
-            + content
-                .meta
-                .indexes
-                .iter()
-                .map(|(f, t)| f.len() + t.len())
-                .sum::<usize>();
+        let size = content_bytes(content);
         let max = self.config.object_size_max_bytes;
         if size > max {
             return Err(KvError::TooLarge {
@@ -111,6 +100,15 @@ impl Node {
         }
         Ok(())
     }
+}
+
+/// The bytes of a content that count against the object size limit: its
+/// value, usermeta and index entries.
+pub(crate) fn content_bytes(content: &Content) -> usize {
+    let meta = &content.meta;
+    let usermeta: usize = meta.user_meta.iter().map(|(k, v)| k.len() + v.len()).sum();
+    let indexes: usize = meta.indexes.iter().map(|(f, t)| f.len() + t.len()).sum();
+    content.value.len() + usermeta + indexes
 }
 
 /// Resolves a request's quorum (or the bucket's) and checks it against n_val.
