@@ -1,11 +1,13 @@
 //! Running MapReduce jobs for both front ends: the process's executor
 //! and its JavaScript pool (one per process, started on first use with
-//! the limits [`configure`] set), and [`run`], which reads a job's JSON
-//! and runs it on a blocking thread against the node.
+//! the limits [`configure`] set), [`run`], which reads a job's JSON and
+//! runs it on a blocking thread against the node, and [`vnode_runner`],
+//! which the node's vnodes run map phases with (design note 017).
 
 use std::sync::{Arc, OnceLock};
 
 use eddy_kv::Node;
+use eddy_kv::mapphase::{MapInput, MapRunner};
 use eddy_query::MapRedError;
 use eddy_query::exec::{Executor, MapRedOutput};
 use eddy_query::job::parse_job;
@@ -33,6 +35,20 @@ fn executor() -> &'static Executor {
         });
         Executor::new(pool)
     })
+}
+
+/// The map runner for this process's node: map phases at its vnodes run
+/// with the process's executor (its pool still started on first use).
+pub fn vnode_runner() -> Arc<dyn MapRunner> {
+    Arc::new(VnodeRunner)
+}
+
+struct VnodeRunner;
+
+impl MapRunner for VnodeRunner {
+    fn run(&self, phase: &[u8], inputs: Vec<MapInput>) -> Result<Vec<u8>, String> {
+        eddy_query::vnode_map::Runner::new(executor().clone()).run(phase, inputs)
+    }
 }
 
 /// Reads and runs the job in `body` (JSON).

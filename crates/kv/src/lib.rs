@@ -20,6 +20,7 @@
 //! - [`keyfilter`]: Riak's key filters, parsed once and run on keys at the
 //!   vnodes;
 //! - [`limits`]: per-object limits on usermeta, links and index entries;
+//! - [`mapphase`]: map phases run at the vnodes, by a runner the node is given;
 //! - [`metadata`]: the bucket registry as the cluster shares it;
 //! - [`node`]: the node that ties them together.
 //!
@@ -50,6 +51,7 @@ pub mod handoff;
 pub mod index;
 pub mod keyfilter;
 pub mod limits;
+pub mod mapphase;
 pub mod metadata;
 pub mod node;
 pub mod props;

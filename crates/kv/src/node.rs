@@ -158,6 +158,8 @@ pub struct Node {
     handoffs: OnceLock<std::sync::Weak<crate::handoff::Handoffs>>,
     /// Which other nodes are up; unset: all are (a single node).
     pub(crate) liveness: OnceLock<Arc<dyn Liveness>>,
+    /// Runs map phases at this node's vnodes; unset: map folds fail.
+    map_runner: parking_lot::RwLock<Option<Arc<dyn crate::mapphase::MapRunner>>>,
     /// Serialises the start of vnodes, so a partition gets one.
     starting: parking_lot::Mutex<()>,
     /// The node itself, for work handed to other threads.
@@ -263,6 +265,7 @@ impl Node {
             factory: OnceLock::new(),
             liveness: OnceLock::new(),
             handoffs: OnceLock::new(),
+            map_runner: parking_lot::RwLock::new(None),
             starting: parking_lot::Mutex::new(()),
             me: std::sync::Weak::new(),
             dropped_at_start,
@@ -343,6 +346,17 @@ impl Node {
     /// Lets the node route around nodes that are down (once).
     pub fn set_liveness(&self, liveness: Arc<dyn Liveness>) {
         let _ = self.liveness.set(liveness);
+    }
+
+    /// Gives the node what runs map phases at its vnodes (the query
+    /// layer's runner; design note 017). A later call replaces it.
+    pub fn set_map_runner(&self, runner: Arc<dyn crate::mapphase::MapRunner>) {
+        *self.map_runner.write() = Some(runner);
+    }
+
+    /// The node's map runner, if it was given one.
+    pub fn map_runner(&self) -> Option<Arc<dyn crate::mapphase::MapRunner>> {
+        self.map_runner.read().clone()
     }
 
     /// Lets the node start vnodes while it runs (once).

@@ -24,7 +24,8 @@ use crate::error::KvError;
 use crate::metadata::entries::PropsEntries;
 use crate::node::Node;
 use crate::request::BucketRef;
-use crate::vnode::msg::{FoldChunk, StorageKey, VnodeId, VnodeReply, VnodeRequest};
+use crate::vnode::Vnode;
+use crate::vnode::msg::{FoldChunk, FoldKind, StorageKey, VnodeId, VnodeReply, VnodeRequest};
 use crate::vnode::reply::{LocalHint, ReplyTo};
 
 /// Sends vnode requests to other nodes.
@@ -39,7 +40,7 @@ impl Node {
     pub(crate) fn deliver(&self, to: &VnodeId, req: VnodeRequest, reply: ReplyTo, hint: LocalHint) {
         if self.is_local(to) {
             return match self.vnode(to.partition) {
-                Some(vnode) => vnode.send(req, reply, hint),
+                Some(vnode) => self.hand_to(&vnode, req, reply, hint),
                 None => self.deliver_to_new_vnode(to.partition, req, reply),
             };
         }
@@ -63,8 +64,19 @@ impl Node {
             return unanswerable(partition, &req, &reply, e);
         }
         match self.vnode(partition) {
-            Some(vnode) => vnode.send(req, reply, LocalHint::default()),
+            Some(vnode) => self.hand_to(&vnode, req, reply, LocalHint::default()),
             None => self.deliver_to_new_vnode(partition, req, reply),
+        }
+    }
+
+    /// Hands `req` to this node's `vnode`: a map fold with the node's map
+    /// runner, which the vnode does not know.
+    fn hand_to(&self, vnode: &Vnode, req: VnodeRequest, reply: ReplyTo, hint: LocalHint) {
+        match req {
+            VnodeRequest::Fold(fold) if matches!(fold.kind, FoldKind::Map(_)) => {
+                vnode.fold(fold, self.map_runner(), reply);
+            }
+            req => vnode.send(req, reply, hint),
         }
     }
 

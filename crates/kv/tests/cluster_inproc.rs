@@ -623,3 +623,93 @@ async fn multi_key_requests_with_a_node_down_fail_per_key_not_per_request() {
         assert!(matches!(result, Ok(GetResponse::NotFound { .. })));
     }
 }
+
+/// A map runner answering `[key]` for each object it is given.
+struct MapKeys;
+
+impl eddy_kv::mapphase::MapRunner for MapKeys {
+    fn run(
+        &self,
+        _phase: &[u8],
+        inputs: Vec<eddy_kv::mapphase::MapInput>,
+    ) -> Result<Vec<u8>, String> {
+        assert!(inputs.iter().all(|i| !i.object.is_deleted()));
+        let keys: Vec<String> = inputs
+            .iter()
+            .map(|i| String::from_utf8(i.key.clone()).unwrap())
+            .collect();
+        Ok(serde_json::to_vec(&keys).unwrap())
+    }
+}
+
+/// The keys of `bucket()` (that `json`'s key filter matches, if any) a
+/// map at the vnodes answers when node `i` coordinates it, sorted with
+/// duplicates kept.
+async fn mapped(
+    c: &Cluster,
+    i: usize,
+    json: Option<serde_json::Value>,
+) -> Result<Vec<Vec<u8>>, KvError> {
+    let filter = json.map(|j| eddy_kv::keyfilter::KeyFilter::parse(&j).unwrap());
+    let node = c.nodes[i].clone();
+    let timeout = std::time::Duration::from_secs(30);
+    let lists = tokio::task::spawn_blocking(move || {
+        node.map_coverage_blocking(&bucket(), filter.as_ref(), b"{}", timeout)
+    })
+    .await
+    .unwrap()?;
+    let mut keys: Vec<Vec<u8>> = lists
+        .iter()
+        .flat_map(|l| serde_json::from_slice::<Vec<String>>(l).unwrap())
+        .map(String::into_bytes)
+        .collect();
+    keys.sort();
+    Ok(keys)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maps_at_the_vnodes_see_every_live_key_once_across_nodes() {
+    let c = cluster(4);
+    let mut live = Vec::new();
+    for k in 0..300u32 {
+        let key = format!("k-{k}");
+        let node = &c.nodes[k as usize % 4];
+        node.put(put(&key, "v", PutOptions::default()))
+            .await
+            .unwrap();
+        match k % 7 == 0 {
+            true => {
+                let del = DeleteRequest {
+                    bucket: bucket(),
+                    key: key.into_bytes(),
+                    context: None,
+                    options: DeleteOptions::default(),
+                };
+                node.delete(del).await.unwrap();
+            }
+            false => live.push(key.into_bytes()),
+        }
+    }
+    live.sort();
+    // Only node 0 runs map phases: its four vnodes cannot cover the ring,
+    // and another node's vnode without a runner fails the map.
+    c.nodes[0].set_map_runner(Arc::new(MapKeys));
+    let err = mapped(&c, 0, None).await.unwrap_err();
+    assert!(err.to_string().contains("no map phase runner"), "{err}");
+    for node in &c.nodes[1..] {
+        node.set_map_runner(Arc::new(MapKeys));
+    }
+    for i in 0..4 {
+        assert_eq!(mapped(&c, i, None).await.unwrap(), live, "from node {i}");
+    }
+    let json = serde_json::json!([["tokenize", "-", 2], ["ends_with", "5"]]);
+    let want: Vec<Vec<u8>> = live.iter().filter(|k| k.ends_with(b"5")).cloned().collect();
+    assert_eq!(mapped(&c, 1, Some(json.clone())).await.unwrap(), want);
+    // One node down: the other replicas answer for its ranges.
+    c.wires.down.lock().insert(name(2));
+    assert_eq!(mapped(&c, 0, None).await.unwrap(), live);
+    assert_eq!(mapped(&c, 3, Some(json)).await.unwrap(), want);
+    c.wires.down.lock().extend([name(1), name(3)]);
+    let err = mapped(&c, 0, None).await.unwrap_err();
+    assert!(matches!(err, KvError::InsufficientVnodes(_)), "{err}");
+}

@@ -14,7 +14,7 @@ use eddy_kv::remote::wire::{
     self, Message, OTHER_ENGINE, RequestEnvelope, STORAGE_ENGINE, WireError,
 };
 use eddy_kv::vnode::msg::{
-    Conditions, Coordinate, FoldChunk, FoldKind, FoldRequest, PutAck, PutKind, PutRequest,
+    Conditions, Coordinate, FoldChunk, FoldKind, FoldRequest, MapFold, PutAck, PutKind, PutRequest,
     StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
 };
 use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
@@ -141,6 +141,14 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
         (
             "fold-filtered-keys.bin",
             env(14, 8, VnodeRequest::Fold(filtered_fold())),
+        ),
+        (
+            "fold-map.bin",
+            env(15, 8, VnodeRequest::Fold(map_fold(true))),
+        ),
+        (
+            "fold-map-unfiltered.bin",
+            env(16, 3, VnodeRequest::Fold(map_fold(false))),
         ),
     ]
 }
@@ -287,6 +295,43 @@ fn filtered_fold() -> FoldRequest {
         ring_size: 64,
         ranges: Some(vec![Partition(3), Partition(9)]),
     }
+}
+
+/// The pinned map folds: a map phase's JSON text over "users" (whose
+/// first `-`-separated token is "basho", if `filtered`), for partitions
+/// 3 and 9 of 64, or for every key.
+fn map_fold(filtered: bool) -> FoldRequest {
+    let json = r#"[["tokenize","-",1],["eq","basho"]]"#;
+    let phase = r#"{"phase":{"map":{"language":"javascript","source":"Riak.mapValuesJson","arg":null}},"timeout_ms":60000}"#;
+    FoldRequest {
+        kind: FoldKind::Map(MapFold {
+            bucket: b"users".to_vec(),
+            filter: filtered.then(|| Arc::new(KeyFilter::from_json_text(json).unwrap())),
+            phase: phase.as_bytes().to_vec().into(),
+        }),
+        ring_size: 64,
+        ranges: filtered.then(|| vec![Partition(3), Partition(9)]),
+    }
+}
+
+#[test]
+fn a_map_phase_longer_than_its_limit_is_refused() {
+    let mut req = map_fold(false);
+    let FoldKind::Map(m) = &mut req.kind else {
+        unreachable!()
+    };
+    m.phase = vec![b' '; eddy_kv::mapphase::MAP_PHASE_BYTES_MAX + 1].into();
+    let err = wire::encode_request(1, Partition(0), &VnodeRequest::Fold(req)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            WireError::TooLong {
+                what: "map phase",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -644,6 +689,16 @@ fn request() -> impl Strategy<Value = VnodeRequest> {
         index_scan().prop_map(FoldKind::Index),
         (prop::collection::vec(any::<u8>(), 0..32), key_filter())
             .prop_map(|(bucket, filter)| FoldKind::FilteredKeys { bucket, filter }),
+        (
+            prop::collection::vec(any::<u8>(), 0..32),
+            proptest::option::of(key_filter()),
+            prop::collection::vec(any::<u8>(), 0..256),
+        )
+            .prop_map(|(bucket, filter, phase)| FoldKind::Map(MapFold {
+                bucket,
+                filter,
+                phase: phase.into(),
+            })),
     ];
     let ranges = proptest::option::of(prop::collection::vec(
         (0..1024u32).prop_map(eddy_ring::Partition),

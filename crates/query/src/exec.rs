@@ -58,6 +58,16 @@ pub trait Source: Sync {
         r: u32,
         deadline: Instant,
     ) -> Result<Vec<Option<RiakObject>>, MapRedError>;
+    /// The outputs of map phase 0 (`phase`: [`vnode_phase_json`]'s text)
+    /// run at the vnodes over the live objects of `bucket` whose keys
+    /// `filter` (Riak's key-filter JSON) passes, each object once.
+    fn map_at_vnodes(
+        &self,
+        bucket: &BucketRef,
+        filter: Option<&Value>,
+        phase: &[u8],
+        deadline: Instant,
+    ) -> Result<Vec<Value>, MapRedError>;
 }
 
 /// The kept phases' outputs, in phase order.
@@ -94,14 +104,32 @@ impl Executor {
             .iter()
             .map(|p| self.resolve(p, source, deadline))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut items = Items::Keys(input_keys(&job.inputs, source, deadline)?);
-        past(deadline)?;
         let mut out = MapRedOutput::default();
+        let mapped = match at_vnodes(job, ready.first(), deadline) {
+            Some((bucket, filter, phase)) => {
+                match source.map_at_vnodes(bucket, filter, &phase, deadline) {
+                    Err(e) if output_too_large(&e) => None,
+                    other => Some(other?),
+                }
+            }
+            None => None,
+        };
+        let (mut items, first) = match mapped {
+            Some(values) => {
+                if job.phases[0].keep() {
+                    out.phases.push((0, values.clone()));
+                }
+                (Items::Values(values), 1)
+            }
+            None => (Items::Keys(input_keys(&job.inputs, source, deadline)?), 0),
+        };
+        past(deadline)?;
         if ready.is_empty() {
             out.phases.push((0, items.into_values()));
             return Ok(out);
         }
-        for (i, (phase, spec)) in ready.iter().zip(&job.phases).enumerate() {
+        let phases = ready.iter().zip(&job.phases).enumerate().skip(first);
+        for (i, (phase, spec)) in phases {
             let values = match phase {
                 Ready::ErlangReduce(_) | Ready::JsReduce(..) => {
                     self.reduce(i, phase, items.into_values(), deadline)?
@@ -165,24 +193,68 @@ impl Executor {
         for chunk in keys.chunks(FETCH_BATCH) {
             past(deadline)?;
             let objects = source.fetch(chunk, r, deadline)?;
-            match ready {
-                Ready::ErlangMap(f, arg) => {
-                    for (k, o) in chunk.iter().zip(&objects) {
-                        let got = erlang::map(*f, k, o.as_ref(), arg)
-                            .map_err(|m| MapRedError::phase(phase, "erlang", m, bkey_json(k)))?;
-                        out.extend(got);
-                    }
+            out.extend(self.map_batch(phase, ready, chunk, &objects, deadline)?);
+        }
+        Ok(out)
+    }
+
+    /// Runs a map or link phase over `keys` and their `objects`.
+    fn map_batch(
+        &self,
+        phase: usize,
+        ready: &Ready,
+        keys: &[BKey],
+        objects: &[Option<RiakObject>],
+        deadline: Instant,
+    ) -> Result<Vec<Value>, MapRedError> {
+        let mut out = Vec::new();
+        match ready {
+            Ready::ErlangMap(f, arg) => {
+                for (k, o) in keys.iter().zip(objects) {
+                    let got = erlang::map(*f, k, o.as_ref(), arg)
+                        .map_err(|m| MapRedError::phase(phase, "erlang", m, bkey_json(k)))?;
+                    out.extend(got);
                 }
-                Ready::JsMap(f, arg) => {
-                    out.extend(self.js_map(phase, f, arg, chunk, &objects, deadline)?)
-                }
-                Ready::Link(l) => out.extend(objects.iter().flat_map(|o| links(l, o))),
-                Ready::ErlangReduce(_) | Ready::JsReduce(..) => {
-                    unreachable!("reduce phases do not read objects")
-                }
+            }
+            Ready::JsMap(f, arg) => {
+                out.extend(self.js_map(phase, f, arg, keys, objects, deadline)?)
+            }
+            Ready::Link(l) => out.extend(objects.iter().flat_map(|o| links(l, o))),
+            Ready::ErlangReduce(_) | Ready::JsReduce(..) => {
+                unreachable!("reduce phases do not read objects")
             }
         }
         Ok(out)
+    }
+
+    /// Runs map phase 0 as a vnode's runner asks: `phase` is
+    /// [`vnode_phase_json`]'s text, `objects` live ones.
+    pub(crate) fn map_at_vnode(
+        &self,
+        phase: &Value,
+        keys: &[BKey],
+        objects: &[Option<RiakObject>],
+    ) -> Result<Vec<Value>, MapRedError> {
+        let timeout_ms = phase["timeout_ms"].as_u64().unwrap_or(0);
+        let deadline = Instant::now() + std::time::Duration::from_millis(timeout_ms);
+        let spec = crate::job::parse_phase(&phase["phase"])?;
+        let ready = match &spec {
+            Phase::Map(FnPhase {
+                func: Func::Erlang { module, function },
+                arg,
+                ..
+            }) => erlang::map_fn(module, function)
+                .map(|f| Ready::ErlangMap(f, arg.clone()))
+                .map_err(MapRedError::BadJob)?,
+            Phase::Map(FnPhase {
+                func: Func::JsSource(s),
+                arg,
+                ..
+            }) if self.js.is_some() => Ready::JsMap(s.clone(), arg.clone()),
+            _ => return Err(MapRedError::bad("not a map phase a vnode can run")),
+        };
+        past(deadline)?;
+        self.map_batch(0, &ready, keys, objects, deadline)
     }
 
     fn js_map(
@@ -322,6 +394,49 @@ impl Items {
     }
 }
 
+/// The bucket, key filter and phase text when map phase 0 runs at the
+/// vnodes: a bucket or key-filter input, a map first, and a read quorum
+/// of one (a vnode reads only its own replica).
+fn at_vnodes<'a>(
+    job: &'a MapRedJob,
+    first: Option<&Ready>,
+    deadline: Instant,
+) -> Option<(&'a BucketRef, Option<&'a Value>, Vec<u8>)> {
+    let (bucket, filter) = match &job.inputs {
+        Inputs::Bucket(b) => (b, None),
+        Inputs::KeyFilter { bucket, filter } => (bucket, Some(filter)),
+        Inputs::Keys(_) | Inputs::Index(_) => return None,
+    };
+    let Some(Phase::Map(spec)) = job.phases.first() else {
+        return None;
+    };
+    if job.r > 1 {
+        return None;
+    }
+    let phase = vnode_phase_json(&spec.func, first?, deadline)?;
+    Some((bucket, filter, phase))
+}
+
+/// Map phase 0 as the vnodes' runners read it: the phase in Riak's JSON
+/// form with its function resolved (a stored function as its source), and
+/// the time left before `deadline`, which bounds the vnodes' calls:
+/// `{"phase": {"map": spec}, "timeout_ms": N}`.
+fn vnode_phase_json(func: &Func, ready: &Ready, deadline: Instant) -> Option<Vec<u8>> {
+    let spec = match (func, ready) {
+        (Func::Erlang { module, function }, Ready::ErlangMap(_, arg)) => serde_json::json!({
+            "language": "erlang", "module": module, "function": function, "arg": arg
+        }),
+        (_, Ready::JsMap(source, arg)) => serde_json::json!({
+            "language": "javascript", "source": source, "arg": arg
+        }),
+        _ => return None,
+    };
+    let timeout_ms = deadline
+        .saturating_duration_since(Instant::now())
+        .as_millis() as u64;
+    serde_json::to_vec(&serde_json::json!({"phase": {"map": spec}, "timeout_ms": timeout_ms})).ok()
+}
+
 fn input_keys(
     inputs: &Inputs,
     source: &dyn Source,
@@ -398,6 +513,13 @@ fn js_failure(phase: usize, message: String, input: Value) -> MapRedError {
         true => MapRedError::Timeout,
         false => MapRedError::phase(phase, "javascript", message, input),
     }
+}
+
+/// A map output too long for one vnode-message item: the job then runs
+/// phase 0 here instead, reading the objects (slower, but not refused).
+fn output_too_large(e: &MapRedError) -> bool {
+    let text = e.to_string();
+    text.contains("map output of ") && text.contains("exceeds the limit of")
 }
 
 fn past(deadline: Instant) -> Result<(), MapRedError> {

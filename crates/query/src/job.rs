@@ -301,6 +301,11 @@ fn phases(list: &[Value]) -> Result<Vec<Phase>, MapRedError> {
     Ok(out)
 }
 
+/// Reads one phase (`{"map"|"reduce"|"link": spec}`), as a job's are read.
+pub(crate) fn parse_phase(v: &Value) -> Result<Phase, MapRedError> {
+    phase(v)
+}
+
 fn phase(v: &Value) -> Result<Phase, MapRedError> {
     let Some((kind, spec)) = v
         .as_object()

@@ -1,6 +1,7 @@
 //! A job's [`Source`] over a kv [`Node`]: bucket inputs are a key
 //! listing, index inputs a 2i query, key-filter inputs a filtered listing
-//! evaluated at the vnodes; objects are read by the node's get
+//! evaluated at the vnodes; map phase 0 over a bucket or key filter runs
+//! at the vnodes ([`Node::map_coverage_blocking`]); objects are read by the node's get
 //! coordinator with the job's `r` (one replica by default, as Riak),
 //! [`FETCHES_IN_FLIGHT`] at a time.
 //!
@@ -80,6 +81,31 @@ impl Source for KvSource {
         Ok(page.results.into_iter().map(|(_, k)| k).collect())
     }
 
+    fn map_at_vnodes(
+        &self,
+        bucket: &BucketRef,
+        filter: Option<&Value>,
+        phase: &[u8],
+        deadline: Instant,
+    ) -> Result<Vec<Value>, MapRedError> {
+        let filter = match filter {
+            Some(f) => Some(KeyFilter::parse(f).map_err(KvError::from)?),
+            None => None,
+        };
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        let lists = self
+            .node
+            .map_coverage_blocking(bucket, filter.as_ref(), phase, timeout)
+            .map_err(map_failure)?;
+        let mut out = Vec::new();
+        for list in lists {
+            let values: Vec<Value> = serde_json::from_slice(&list)
+                .map_err(|e| MapRedError::phase(0, "map", e.to_string(), Value::Null))?;
+            out.extend(values);
+        }
+        Ok(out)
+    }
+
     fn fetch(
         &self,
         inputs: &[BKey],
@@ -96,6 +122,24 @@ impl Source for KvSource {
         };
         self.runtime
             .block_on(fetch_all(&self.node, inputs, options))
+    }
+}
+
+/// The job's error for a failed map at the vnodes: a runner's failure
+/// (a `BadQuery` here, an `other` error's text from another node) as phase
+/// 0's; the kv layer's own failures (timeout, too few vnodes) as they are.
+fn map_failure(e: KvError) -> MapRedError {
+    match e {
+        KvError::BadQuery(text) => crate::vnode_map::failure(&text),
+        KvError::Storage(s) => {
+            let text = s.to_string();
+            let prefix = format!("{} engine error: ", eddy_kv::remote::wire::OTHER_ENGINE);
+            match text.strip_prefix(&prefix) {
+                Some(sent) => crate::vnode_map::failure(sent),
+                None => KvError::Storage(s).into(),
+            }
+        }
+        e => e.into(),
     }
 }
 

@@ -4,7 +4,8 @@
 //! user functions.
 //!
 //! A job reads its inputs and objects through a [`exec::Source`]: the kv
-//! layer in a node ([`kv_source`]), a map in tests.
+//! layer in a node ([`kv_source`]), a map in tests. Map phase 0 over a
+//! bucket or key filter runs at the vnodes, through [`vnode_map::Runner`].
 
 pub mod erlang;
 pub mod error;
@@ -14,5 +15,6 @@ pub mod js;
 pub mod kv_source;
 pub mod object_view;
 pub mod term_order;
+pub mod vnode_map;
 
 pub use error::MapRedError;

@@ -86,6 +86,7 @@ pub async fn start_with(config: NodeConfig, http: HttpConfig) -> Server {
         (backend, Actor(1000 + u64::from(p.0)))
     })
     .unwrap();
+    node.set_map_runner(eddy_api::mapred::vnode_runner());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();

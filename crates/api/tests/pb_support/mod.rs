@@ -34,11 +34,13 @@ pub fn node() -> Arc<Node> {
         ring_size: 8,
         ..NodeConfig::default()
     };
-    Node::start(config, registry, |p| {
+    let node = Node::start(config, registry, |p| {
         let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
         (backend, Actor(1000 + u64::from(p.0)))
     })
-    .expect("node starts")
+    .expect("node starts");
+    node.set_map_runner(eddy_api::mapred::vnode_runner());
+    node
 }
 
 pub async fn start() -> Server {

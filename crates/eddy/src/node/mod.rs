@@ -112,6 +112,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     let partitions = cluster::Partitions { storage, watch };
     let cluster = cluster::start(settings, &root, &node, state, partitions).await?;
     eddy_api::mapred::configure(settings.javascript);
+    node.set_map_runner(eddy_api::mapred::vnode_runner());
     let budget = eddy_api::net::RequestBudget::new(
         settings.request_budget.bytes_max,
         settings.request_budget.wait,

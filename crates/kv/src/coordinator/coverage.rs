@@ -26,6 +26,8 @@ use crate::vnode::reply::{LocalHint, ReplyTo};
 
 /// How long a coverage fold may take in all.
 const FOLD_TIMEOUT: Duration = Duration::from_secs(600);
+/// Threads folding this node's vnodes at once for a map fold.
+const MAP_LOCAL_THREADS: usize = 4;
 
 /// Chunks a vnode sent so far, and how many it sends in all once known.
 #[derive(Default)]
@@ -67,26 +69,84 @@ impl Node {
         let (tx, rx) = unbounded_channel();
         let progress = self.send_folds(remote, &kind, ring_size, &tx);
         drop(tx);
-        let mut items = Vec::new();
-        for v in local {
+        let mut items = self.collect_local(local, &kind, ring_size, deadline)?;
+        await_chunks(rx, progress, deadline, |chunk| {
+            items.extend(chunk);
+            true
+        })?;
+        Ok(items)
+    }
+
+    /// Folds this node's planned `vnodes` on the calling thread or, for a
+    /// map fold (whose runner may wait on a JavaScript pool), on up to
+    /// [`MAP_LOCAL_THREADS`] scoped threads, so the pool's threads are kept
+    /// busy. Blocking.
+    fn collect_local(
+        &self,
+        vnodes: Vec<CoverageVnode>,
+        kind: &FoldKind,
+        ring_size: u32,
+        deadline: Instant,
+    ) -> Result<Vec<Vec<u8>>, KvError> {
+        let runner = self.map_runner();
+        let fold_one = |v: CoverageVnode| -> Result<Vec<Vec<u8>>, KvError> {
             let Some(handle) = self.vnode(v.partition) else {
-                continue;
+                return Ok(Vec::new());
             };
             let req = FoldRequest {
                 kind: kind.clone(),
                 ring_size,
                 ranges: v.filter,
             };
-            items.extend(crate::vnode::fold::collect(&**handle.backend(), &req)?);
-            if Instant::now() >= deadline {
-                return Err(KvError::Timeout);
+            let items = crate::vnode::fold::collect(&**handle.backend(), &req, runner.as_deref())?;
+            match Instant::now() >= deadline {
+                true => Err(KvError::Timeout),
+                false => Ok(items),
             }
+        };
+        let threads = match kind {
+            FoldKind::Map(_) => MAP_LOCAL_THREADS.min(vnodes.len()),
+            _ => 1,
+        };
+        if threads <= 1 {
+            let mut items = Vec::new();
+            for v in vnodes {
+                items.extend(fold_one(v)?);
+            }
+            return Ok(items);
         }
-        await_chunks(rx, progress, deadline, |chunk| {
-            items.extend(chunk);
-            true
-        })?;
-        Ok(items)
+        let queue = parking_lot::Mutex::new(vnodes);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut items = Vec::new();
+                        loop {
+                            // Popped in a statement of its own: the lock is
+                            // not held while the vnode folds.
+                            let next = queue.lock().pop();
+                            let Some(v) = next else { break };
+                            match fold_one(v) {
+                                Ok(got) => items.extend(got),
+                                Err(e) => {
+                                    queue.lock().clear(); // the others stop too
+                                    return Err(e);
+                                }
+                            }
+                        }
+                        Ok::<_, KvError>(items)
+                    })
+                })
+                .collect();
+            let mut items = Vec::new();
+            for w in workers {
+                let done = w
+                    .join()
+                    .map_err(|_| KvError::BadQuery("a map fold panicked".into()))?;
+                items.extend(done?);
+            }
+            Ok(items)
+        })
     }
 
     /// The ring's size and the vnodes of a coverage plan for `n_val` over

@@ -8,6 +8,7 @@ pub mod get;
 pub mod index;
 pub mod key_filter;
 pub mod list;
+pub mod map;
 pub mod multi;
 pub mod preflist;
 pub mod put;

@@ -1,5 +1,5 @@
 //! A vnode's folds for coverage plans (list keys, filtered or not, list
-//! buckets, 2i scans):
+//! buckets, 2i scans, map phases):
 //! what it holds, filtered to the key ranges the plan asks it for, streamed
 //! back in numbered chunks (or, for a local vnode, collected on the
 //! caller's blocking thread: [`collect`]).
@@ -24,14 +24,24 @@ use super::msg::{FoldChunk, FoldKind, FoldRequest, VnodeReply};
 use super::reply::{LocalHint, ReplyTo};
 use crate::error::KvError;
 use crate::keyfilter::KeyFilter;
+use crate::mapphase::MapRunner;
 use crate::request::BucketRef;
 
 /// Items per chunk.
 pub const CHUNK_LEN: usize = 1000;
+/// Bytes of items per chunk (a map fold's items are long), well below
+/// the transport's frame limit.
+pub const CHUNK_BYTES: usize = 4 * 1024 * 1024;
 
 /// Starts `req` over `backend` on a thread of its own; the chunks go to
-/// `reply`.
-pub fn spawn(partition: Partition, backend: Arc<dyn Backend>, req: FoldRequest, reply: ReplyTo) {
+/// `reply`. `runner` runs a map fold's phase (none: a map fold fails).
+pub fn spawn(
+    partition: Partition,
+    backend: Arc<dyn Backend>,
+    req: FoldRequest,
+    runner: Option<Arc<dyn MapRunner>>,
+    reply: ReplyTo,
+) {
     let failed = reply.clone();
     let started = std::thread::Builder::new()
         .name("eddy-fold".into())
@@ -41,8 +51,9 @@ pub fn spawn(partition: Partition, backend: Arc<dyn Backend>, req: FoldRequest, 
                 reply,
                 seq: 0,
                 items: Vec::new(),
+                bytes: 0,
             };
-            match run(&*backend, &req, &mut out) {
+            match run(&*backend, &req, runner.as_deref(), &mut out) {
                 Ok(()) => out.finish(),
                 Err(e) => out.fail(e),
             }
@@ -56,6 +67,11 @@ pub fn spawn(partition: Partition, backend: Arc<dyn Backend>, req: FoldRequest, 
 /// Where a fold's items go.
 pub(crate) trait Sink {
     fn push(&mut self, item: Vec<u8>);
+
+    /// The longest item this sink can carry; `None`: no limit.
+    fn item_bytes_max(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl Sink for Vec<Vec<u8>> {
@@ -66,9 +82,13 @@ impl Sink for Vec<Vec<u8>> {
 
 /// Runs `req` over `backend` on the calling (blocking) thread and returns
 /// its items: a local vnode's part of a coverage query.
-pub fn collect(backend: &dyn Backend, req: &FoldRequest) -> Result<Vec<Vec<u8>>, KvError> {
+pub fn collect(
+    backend: &dyn Backend,
+    req: &FoldRequest,
+    runner: Option<&dyn MapRunner>,
+) -> Result<Vec<Vec<u8>>, KvError> {
     let mut items = Vec::new();
-    run(backend, req, &mut items)?;
+    run(backend, req, runner, &mut items)?;
     Ok(items)
 }
 
@@ -78,14 +98,24 @@ struct Chunks {
     reply: ReplyTo,
     seq: u32,
     items: Vec<Vec<u8>>,
+    /// The items' bytes.
+    bytes: usize,
 }
 
 impl Sink for Chunks {
     fn push(&mut self, item: Vec<u8>) {
+        if !self.items.is_empty() && self.bytes + item.len() > CHUNK_BYTES {
+            self.send(false);
+        }
+        self.bytes += item.len();
         self.items.push(item);
         if self.items.len() >= CHUNK_LEN {
             self.send(false);
         }
+    }
+
+    fn item_bytes_max(&self) -> Option<usize> {
+        Some(crate::remote::wire::FOLD_ITEM_BYTES_MAX)
     }
 }
 
@@ -96,6 +126,7 @@ impl Chunks {
             last,
             items: std::mem::take(&mut self.items),
         };
+        self.bytes = 0;
         self.seq += 1;
         let reply = VnodeReply::Fold(Ok(chunk));
         self.reply.send(self.partition, reply, LocalHint::default());
@@ -111,9 +142,15 @@ impl Chunks {
     }
 }
 
-fn run(backend: &dyn Backend, req: &FoldRequest, out: &mut dyn Sink) -> Result<(), KvError> {
+fn run(
+    backend: &dyn Backend,
+    req: &FoldRequest,
+    runner: Option<&dyn MapRunner>,
+    out: &mut dyn Sink,
+) -> Result<(), KvError> {
     let in_range = |bucket: &BucketRef, key: &[u8]| in_ranges(req, bucket, key);
     match &req.kind {
+        FoldKind::Map(fold) => super::map_fold::run(backend, req, fold, runner, out)?,
         FoldKind::Index(scan) => super::index_fold::run(backend, req, scan, out)?,
         FoldKind::Keys { bucket } => keys(backend, req, bucket, None, out)?,
         FoldKind::FilteredKeys { bucket, filter } => {

@@ -32,6 +32,7 @@ pub mod apply;
 pub mod damage;
 pub mod fold;
 pub mod index_fold;
+pub mod map_fold;
 pub mod msg;
 pub mod once;
 pub mod replay;
@@ -49,8 +50,10 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::commitlog::{CommitLog, Lsn, Op, Record};
 use crate::error::KvError;
+use crate::mapphase::MapRunner;
 use msg::{
-    PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
+    FoldRequest, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest,
+    WritePolicy,
 };
 use reply::{LocalHint, ReplyTo};
 
@@ -152,13 +155,7 @@ impl Vnode {
                 };
                 reply.send(self.partition, VnodeReply::Get(got), LocalHint::default());
             }
-            VnodeRequest::Fold(_) if closed => {
-                let e = Err(KvError::ShuttingDown);
-                reply.send(self.partition, VnodeReply::Fold(e), LocalHint::default());
-            }
-            VnodeRequest::Fold(fold) => {
-                fold::spawn(self.partition, self.backend.clone(), fold, reply)
-            }
+            VnodeRequest::Fold(fold) => self.fold(fold, None, reply),
             VnodeRequest::Reap { .. } if closed => {}
             VnodeRequest::Reap { key, tombstone } => {
                 if let Err(e) = self.reap(&key, &tombstone) {
@@ -166,6 +163,16 @@ impl Vnode {
                 }
             }
         }
+    }
+
+    /// Starts a fold on a thread of its own, `runner` running a map fold's
+    /// phase (without one, a map fold fails).
+    pub fn fold(&self, fold: FoldRequest, runner: Option<Arc<dyn MapRunner>>, reply: ReplyTo) {
+        if self.closed.load(Ordering::Acquire) {
+            let e = Err(KvError::ShuttingDown);
+            return reply.send(self.partition, VnodeReply::Fold(e), LocalHint::default());
+        }
+        fold::spawn(self.partition, self.backend.clone(), fold, runner, reply);
     }
 
     fn handle_put(&self, put: PutRequest, reply: ReplyTo, hint: LocalHint) {

@@ -117,7 +117,7 @@ pub enum VnodeRequest {
 
 /// A fold of one vnode for a coverage plan: the live keys of one bucket
 /// (all of them, or those a key filter matches), the buckets of one type
-/// that hold a live key, or a 2i scan.
+/// that hold a live key, a 2i scan, or a map phase's outputs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FoldRequest {
     pub kind: FoldKind,
@@ -146,6 +146,21 @@ pub enum FoldKind {
     /// The entries of a 2i scan, in (term, key) order, each item
     /// [`crate::vnode::index_fold::encode_entry`].
     Index(crate::index::IndexScan),
+    /// A map phase run over the live objects of a storage bucket (those
+    /// whose keys `filter` matches, if any), each item the JSON text of a
+    /// list of outputs ([`crate::vnode::map_fold`]).
+    Map(MapFold),
+}
+
+/// A map phase for a vnode to run over what it holds of one bucket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapFold {
+    pub bucket: Vec<u8>,
+    /// Only keys this key filter matches; `None`: every key.
+    pub filter: Option<Arc<KeyFilter>>,
+    /// The resolved phase as JSON text, for the node's
+    /// [`crate::mapphase::MapRunner`].
+    pub phase: Bytes,
 }
 
 /// One chunk of a fold's answer. Chunks are numbered from 0; the last one

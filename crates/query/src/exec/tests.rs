@@ -2,7 +2,11 @@
 //! for built-ins, JavaScript, links, re-reduce and bad input.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use eddy_kv::keyfilter::KeyFilter;
+use eddy_kv::mapphase::{MapInput, MapRunner};
 
 use eddy_object::{Actor, Content, Dot, Link, RiakObject, Sibling, VersionVector};
 use serde_json::json;
@@ -14,6 +18,13 @@ use crate::js::JsLimits;
 #[derive(Default)]
 struct Memory {
     objects: BTreeMap<(String, Vec<u8>, Vec<u8>), RiakObject>,
+    /// Runs map phases "at the vnodes" (started on first use).
+    runner: std::sync::OnceLock<crate::vnode_map::Runner>,
+    /// How many times a map ran at the vnodes, and objects were fetched.
+    at_vnodes: AtomicUsize,
+    fetches: AtomicUsize,
+    /// Vnode map outputs longer than this many bytes fail as too large.
+    vnode_output_max: Option<usize>,
 }
 
 impl Memory {
@@ -66,12 +77,62 @@ impl Source for Memory {
         Ok(vec![input.start.clone()])
     }
 
+    /// As a node's vnodes run it: the live objects of the bucket that the
+    /// filter passes, through the vnodes' runner, in batches of two (so
+    /// the outputs of several calls are joined).
+    fn map_at_vnodes(
+        &self,
+        bucket: &BucketRef,
+        filter: Option<&Value>,
+        phase: &[u8],
+        _deadline: Instant,
+    ) -> Result<Vec<Value>, MapRedError> {
+        self.at_vnodes.fetch_add(1, Ordering::Relaxed);
+        let filter = filter.map(|f| KeyFilter::parse(f).unwrap());
+        let runner = self
+            .runner
+            .get_or_init(|| crate::vnode_map::Runner::new(executor()));
+        let inputs: Vec<MapInput> = self
+            .objects
+            .iter()
+            .filter(|((t, b, k), o)| {
+                *t == bucket.bucket_type
+                    && *b == bucket.bucket
+                    && !o.is_deleted()
+                    && filter.as_ref().is_none_or(|f| f.matches(k))
+            })
+            .map(|((_, _, k), o)| MapInput {
+                bucket: bucket.clone(),
+                key: k.clone(),
+                object: o.clone(),
+            })
+            .collect();
+        let mut out = Vec::new();
+        for batch in inputs.chunks(2) {
+            let list = runner
+                .run(phase, batch.to_vec())
+                .map_err(|e| crate::vnode_map::failure(&e))?;
+            if let Some(max) = self.vnode_output_max.filter(|m| list.len() > *m) {
+                let size = list.len();
+                return Err(eddy_kv::KvError::TooLarge {
+                    what: "map output",
+                    size,
+                    max,
+                }
+                .into());
+            }
+            out.extend(serde_json::from_slice::<Vec<Value>>(&list).unwrap());
+        }
+        Ok(out)
+    }
+
     fn fetch(
         &self,
         inputs: &[BKey],
         _r: u32,
         _deadline: Instant,
     ) -> Result<Vec<Option<RiakObject>>, MapRedError> {
+        self.fetches.fetch_add(1, Ordering::Relaxed);
         Ok(inputs
             .iter()
             .map(|b| {
@@ -323,4 +384,96 @@ fn stored_functions_are_read_from_their_object() {
             .to_string()
             .contains("no stored function")
     );
+}
+
+#[test]
+fn map_phase_zero_over_a_bucket_or_key_filter_runs_at_the_vnodes() {
+    let m = numbers();
+    let job = json!({"inputs": "b", "query": [erl("map", "map_object_value"),
+        erl("reduce", "reduce_sort")]});
+    assert_eq!(last(&m, job), vec![json!("2"), json!("3"), json!("4")]);
+    let job = json!({"inputs": {"bucket": "b", "key_filters": [["ends_with", "r"]]},
+        "query": [{"map": {"language": "javascript", "name": "Riak.mapValuesJson", "keep": true}}]});
+    assert_eq!(run(&m, job).unwrap(), vec![(0, vec![json!(3)])]);
+    assert_eq!(m.at_vnodes.load(Ordering::Relaxed), 2);
+    assert_eq!(m.fetches.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn stored_functions_run_at_the_vnodes_as_their_source() {
+    let mut m = numbers();
+    m.put(
+        "fns",
+        "one",
+        "function (v, kd, arg) { return [v.key + arg]; }",
+    );
+    let job = json!({"inputs": "b", "query": [
+        {"map": {"language": "javascript", "bucket": "fns", "key": "one", "arg": "!"}},
+        erl("reduce", "reduce_sort")]});
+    assert_eq!(
+        last(&m, job),
+        vec![json!("bar!"), json!("baz!"), json!("foo!")]
+    );
+    assert_eq!(m.at_vnodes.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn a_quorum_read_or_other_inputs_keep_the_coordinated_path() {
+    let m = numbers();
+    let job = json!({"inputs": "b", "r": 2, "query": [erl("map", "map_object_value")]});
+    assert_eq!(last(&m, job).len(), 3);
+    let job = json!({"inputs": [["b", "foo"]], "query": [erl("map", "map_object_value")]});
+    assert_eq!(last(&m, job), vec![json!("2")]);
+    let job = json!({"inputs": "b", "query": [{"link": {}}]});
+    assert!(last(&m, job).is_empty());
+    assert_eq!(m.at_vnodes.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn failures_at_the_vnodes_name_phase_zero() {
+    let m = numbers();
+    let job = json!({"inputs": "b", "query": [
+        {"map": {"language": "javascript", "source": "function (v) { throw new Error('bad'); }"}}]});
+    let err = run(&m, job).unwrap_err();
+    let MapRedError::Phase {
+        phase,
+        message,
+        kind,
+        input,
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!((*phase, *kind), (0, "javascript"));
+    assert!(message.contains("bad"), "{message}");
+    assert!(input.is_array(), "{input}");
+    let job = json!({"inputs": "b", "query": [erl("map", "map_object_value_list")]});
+    let err = run(&m, job).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            MapRedError::Phase {
+                phase: 0,
+                kind: "erlang",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let job = json!({"inputs": "b", "timeout": 100, "query": [
+        {"map": {"language": "javascript", "source": "function (v) { var t = Date.now(); while (Date.now() - t < 400) {} return [1]; }"}}]});
+    let err = run(&m, job).unwrap_err();
+    assert!(matches!(err, MapRedError::Timeout), "{err}");
+}
+
+#[test]
+fn outputs_too_large_for_the_wire_fall_back_to_reading_the_objects() {
+    let mut m = numbers();
+    m.vnode_output_max = Some(4);
+    let job = json!({"inputs": "b", "query": [
+        {"map": {"language": "javascript", "name": "Riak.mapValuesJson"}},
+        {"reduce": {"language": "javascript", "name": "Riak.reduceSum"}}]});
+    assert_eq!(last(&m, job), vec![json!(9)]);
+    assert_eq!(m.at_vnodes.load(Ordering::Relaxed), 1);
+    assert!(m.fetches.load(Ordering::Relaxed) > 0);
 }

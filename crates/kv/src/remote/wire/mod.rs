@@ -41,6 +41,18 @@ pub const HEADER_BYTES: usize = 15;
 pub const BLOB_BYTES_MAX: usize = 2 * eddy_storage::limits::VALUE_BYTES_MAX;
 /// Longest text in an error (longer ones are cut when encoded).
 pub const TEXT_BYTES_MAX: usize = 4096;
+/// The longest fold item: a key, a bucket name, a 2i entry (a term and a
+/// key, with the term's length), or a map fold's list of outputs.
+pub const FOLD_ITEM_BYTES_MAX: usize = {
+    use eddy_storage::limits::{BUCKET_BYTES_MAX, INDEX_TERM_BYTES_MAX, KEY_BYTES_MAX};
+    let a = if BUCKET_BYTES_MAX > KEY_BYTES_MAX {
+        BUCKET_BYTES_MAX
+    } else {
+        KEY_BYTES_MAX
+    };
+    let b = 4 + INDEX_TERM_BYTES_MAX + KEY_BYTES_MAX;
+    if a > b { a } else { b }
+};
 
 const KIND_REQUEST: u8 = 1;
 const KIND_REPLY: u8 = 2;

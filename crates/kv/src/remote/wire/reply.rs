@@ -3,7 +3,6 @@
 
 use super::buf::{Reader, Writer};
 use super::{WireError, error};
-use eddy_storage::limits::{BUCKET_BYTES_MAX, INDEX_TERM_BYTES_MAX, KEY_BYTES_MAX};
 
 use crate::vnode::msg::{FoldChunk, PutAck, VnodeReply};
 
@@ -61,12 +60,9 @@ pub(super) fn encode(w: &mut Writer, reply: &VnodeReply) -> Result<(), WireError
     Ok(())
 }
 
-/// The longest item a fold lists: a key, a bucket name, or a 2i entry
-/// (a term and a key, with the term's length).
+/// The longest item a fold lists.
 fn item_max() -> usize {
-    BUCKET_BYTES_MAX
-        .max(KEY_BYTES_MAX)
-        .max(4 + INDEX_TERM_BYTES_MAX + KEY_BYTES_MAX)
+    super::FOLD_ITEM_BYTES_MAX
 }
 
 fn fold_chunk(w: &mut Writer, chunk: &FoldChunk) -> Result<(), WireError> {

@@ -1,7 +1,8 @@
 //! Requests to a vnode: put (coordinate or replicate), get, reap, fold.
 //!
 //! A filtered key listing's key filter travels as its JSON text, kept as
-//! received, so a decoded request re-encodes to the same bytes.
+//! received, so a decoded request re-encodes to the same bytes; so does a
+//! map fold's filter, and its phase travels as the JSON text it is.
 //!
 //! A put that carries its coordinator's bucket props entries is written
 //! with the ops `coordinate with props` and `replicate with props`; one
@@ -26,9 +27,10 @@ use eddy_ring::Partition;
 
 use crate::index::query::{IndexScan, REGEX_BYTES_MAX, ScanField};
 use crate::keyfilter::{self, KeyFilter};
+use crate::mapphase::MAP_PHASE_BYTES_MAX;
 use crate::vnode::msg::{
-    Conditions, Coordinate, FoldKind, FoldRequest, PutKind, PutRequest, StorageKey, SyncLevel,
-    VnodeRequest, WritePolicy,
+    Conditions, Coordinate, FoldKind, FoldRequest, MapFold, PutKind, PutRequest, StorageKey,
+    SyncLevel, VnodeRequest, WritePolicy,
 };
 
 const OP_COORDINATE: u8 = 1;
@@ -42,6 +44,7 @@ const FOLD_KEYS: u8 = 1;
 const FOLD_BUCKETS: u8 = 2;
 const FOLD_INDEX: u8 = 3;
 const FOLD_FILTERED_KEYS: u8 = 4;
+const FOLD_MAP: u8 = 5;
 const SCAN_BUCKET: u8 = 0;
 const SCAN_KEY: u8 = 1;
 const SCAN_TERM: u8 = 2;
@@ -92,6 +95,9 @@ pub(super) fn size_hint(req: &VnodeRequest) -> usize {
         VnodeRequest::Fold(f) => {
             let filter = match &f.kind {
                 FoldKind::FilteredKeys { filter, .. } => filter.json().len(),
+                FoldKind::Map(m) => {
+                    m.bucket.len() + m.phase.len() + m.filter.as_ref().map_or(0, |f| f.json().len())
+                }
                 _ => 0,
             };
             64 + filter + 4 * f.ranges.as_ref().map_or(0, Vec::len)
@@ -157,6 +163,10 @@ fn fold(w: &mut Writer, f: &FoldRequest) -> Result<(), WireError> {
             let json = filter.json().as_bytes();
             w.short("key filter", json, keyfilter::JSON_BYTES_MAX)?;
         }
+        FoldKind::Map(map) => {
+            w.u8(FOLD_MAP);
+            map_fold(w, map)?;
+        }
     }
     match &f.ranges {
         None => w.flag(false),
@@ -184,6 +194,7 @@ fn read_fold(r: &mut Reader<'_>) -> Result<FoldRequest, WireError> {
             bucket: r.short("bucket", BUCKET_BYTES_MAX)?,
             filter: read_key_filter(r)?,
         },
+        FOLD_MAP => FoldKind::Map(read_map_fold(r)?),
         value => {
             return Err(WireError::BadByte {
                 what: "fold kind",
@@ -217,6 +228,46 @@ fn read_key_filter(r: &mut Reader<'_>) -> Result<Arc<KeyFilter>, WireError> {
     KeyFilter::from_json_text(&json)
         .map(Arc::new)
         .map_err(|e| WireError::BadKeyFilter(e.to_string()))
+}
+
+fn map_fold(w: &mut Writer, map: &MapFold) -> Result<(), WireError> {
+    w.short("bucket", &map.bucket, BUCKET_BYTES_MAX)?;
+    match &map.filter {
+        None => w.flag(false),
+        Some(filter) => {
+            w.flag(true);
+            let json = filter.json().as_bytes();
+            w.short("key filter", json, keyfilter::JSON_BYTES_MAX)?;
+        }
+    }
+    check_phase(map.phase.len())?;
+    w.blob("map phase", &map.phase)
+}
+
+fn read_map_fold(r: &mut Reader<'_>) -> Result<MapFold, WireError> {
+    let bucket = r.short("bucket", BUCKET_BYTES_MAX)?;
+    let filter = match r.flag()? {
+        false => None,
+        true => Some(read_key_filter(r)?),
+    };
+    let phase = r.blob("map phase")?;
+    check_phase(phase.len())?;
+    Ok(MapFold {
+        bucket,
+        filter,
+        phase,
+    })
+}
+
+fn check_phase(len: usize) -> Result<(), WireError> {
+    match len <= MAP_PHASE_BYTES_MAX {
+        true => Ok(()),
+        false => Err(WireError::TooLong {
+            what: "map phase",
+            len,
+            max: MAP_PHASE_BYTES_MAX,
+        }),
+    }
 }
 
 /// A fold names at most a whole ring's ranges.

@@ -1,0 +1,183 @@
+//! Map phases at the vnodes on one node (design note 017), with a test
+//! runner that answers each object's key: every live key is mapped
+//! exactly once, deleted and expired ones never, another bucket's never;
+//! a key filter narrows the objects; a runner's failure, a node without a
+//! runner and an exhausted timeout are errors.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use eddy_kv::keyfilter::KeyFilter;
+use eddy_kv::mapphase::{MAP_BATCH, MapInput, MapRunner};
+use eddy_kv::props::BucketProps;
+use eddy_kv::types::BucketRegistry;
+use eddy_kv::*;
+use eddy_object::{Actor, Content};
+use eddy_storage::memory::{MemoryBackend, MemoryConfig};
+use eddy_storage::{Backend, ManualClock};
+use serde_json::json;
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Answers `[key]` for each object, or fails when the phase says `fail`;
+/// counts its calls and checks it is never given a tombstone.
+#[derive(Default)]
+struct Keys {
+    calls: AtomicUsize,
+}
+
+impl MapRunner for Keys {
+    fn run(&self, phase: &[u8], inputs: Vec<MapInput>) -> Result<Vec<u8>, String> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        assert!(inputs.len() <= MAP_BATCH);
+        assert!(inputs.iter().all(|i| !i.object.is_deleted()));
+        if phase == b"fail" {
+            return Err("the phase failed".into());
+        }
+        let keys: Vec<String> = inputs
+            .iter()
+            .map(|i| String::from_utf8(i.key.clone()).unwrap())
+            .collect();
+        Ok(serde_json::to_vec(&keys).unwrap())
+    }
+}
+
+fn node(clock: Arc<ManualClock>, expiry_secs: u64) -> Arc<Node> {
+    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let config = NodeConfig {
+        ring_size: 16,
+        delete_mode: DeleteMode::Keep,
+        ..NodeConfig::default()
+    };
+    Node::start(config, registry, move |p| {
+        let memory = MemoryConfig {
+            expiry_secs,
+            clock: clock.clone(),
+            ..MemoryConfig::default()
+        };
+        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(memory));
+        (backend, Actor(7000 + u64::from(p.0)))
+    })
+    .unwrap()
+}
+
+fn bucket() -> BucketRef {
+    BucketRef::default_type("invoices")
+}
+
+async fn put(node: &Arc<Node>, bucket: BucketRef, key: &str) {
+    let req = PutRequest {
+        bucket,
+        key: Some(key.as_bytes().to_vec()),
+        context: None,
+        content: Content::new(b"{}".to_vec()),
+        options: PutOptions::default(),
+    };
+    node.put(req).await.unwrap();
+}
+
+async fn delete(node: &Arc<Node>, key: &str) {
+    let req = DeleteRequest {
+        bucket: bucket(),
+        key: key.as_bytes().to_vec(),
+        context: None,
+        options: DeleteOptions::default(),
+    };
+    node.delete(req).await.unwrap();
+}
+
+/// The keys the runner answered, sorted (duplicates kept).
+async fn mapped(
+    node: &Arc<Node>,
+    filter: Option<serde_json::Value>,
+    phase: &'static [u8],
+    timeout: Duration,
+) -> Result<Vec<String>, KvError> {
+    let n = node.clone();
+    let lists = tokio::task::spawn_blocking(move || {
+        let filter = filter.map(|f| KeyFilter::parse(&f).unwrap());
+        n.map_coverage_blocking(&bucket(), filter.as_ref(), phase, timeout)
+    })
+    .await
+    .unwrap()?;
+    let mut keys: Vec<String> = lists
+        .iter()
+        .flat_map(|l| serde_json::from_slice::<Vec<String>>(l).unwrap())
+        .collect();
+    keys.sort();
+    Ok(keys)
+}
+
+fn names(range: std::ops::Range<usize>) -> Vec<String> {
+    range.map(|i| format!("k{i:04}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_live_key_is_mapped_once_and_deleted_ones_never() {
+    let node = node(ManualClock::new(1_000), 0);
+    let runner = Arc::new(Keys::default());
+    node.set_map_runner(runner.clone());
+    let all = names(0..1200);
+    for k in &all {
+        put(&node, bucket(), k).await;
+    }
+    put(&node, BucketRef::default_type("other"), "elsewhere").await;
+    for k in all.iter().step_by(5) {
+        delete(&node, k).await;
+    }
+    let live: Vec<String> = all
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 5 != 0)
+        .map(|(_, k)| k.clone())
+        .collect();
+    assert_eq!(mapped(&node, None, b"keys", TIMEOUT).await.unwrap(), live);
+    // Batches of at most MAP_BATCH (the runner checks), so several calls.
+    assert!(runner.calls.load(Ordering::Relaxed) >= live.len().div_ceil(MAP_BATCH));
+    let filter = json!([["ends_with", "7"]]);
+    let want: Vec<String> = live.iter().filter(|k| k.ends_with('7')).cloned().collect();
+    let got = mapped(&node, Some(filter), b"keys", TIMEOUT).await.unwrap();
+    assert_eq!(got, want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_objects_are_never_mapped() {
+    let clock = ManualClock::new(1_000);
+    let node = node(clock.clone(), 60);
+    node.set_map_runner(Arc::new(Keys::default()));
+    put(&node, bucket(), "old").await;
+    clock.advance(61);
+    put(&node, bucket(), "new").await;
+    assert_eq!(
+        mapped(&node, None, b"keys", TIMEOUT).await.unwrap(),
+        vec!["new"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_no_runner_and_the_timeout_are_errors() {
+    let node = node(ManualClock::new(1_000), 0);
+    put(&node, bucket(), "a").await;
+    let err = mapped(&node, None, b"keys", TIMEOUT).await.unwrap_err();
+    assert!(err.to_string().contains("no map phase runner"), "{err}");
+    node.set_map_runner(Arc::new(Keys::default()));
+    let err = mapped(&node, None, b"fail", TIMEOUT).await.unwrap_err();
+    assert!(
+        matches!(&err, KvError::BadQuery(m) if m == "the phase failed"),
+        "{err}"
+    );
+    let err = mapped(&node, None, b"keys", Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, KvError::Timeout), "{err}");
+    // An empty bucket maps nothing.
+    let n = node.clone();
+    let empty = tokio::task::spawn_blocking(move || {
+        n.map_coverage_blocking(&BucketRef::default_type("none"), None, b"keys", TIMEOUT)
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(empty.is_empty());
+}
