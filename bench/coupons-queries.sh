@@ -1,7 +1,7 @@
 #!/bin/bash
 # Times the coupon queries (2i range and equality, MapReduce counts) against a
 # node whose bucket "coupons" was loaded by bench/coupons-1-load.toml; needs curl.
-# q.sh PORT: times the coupon queries against one node (3 runs each).
+# usage: coupons-queries.sh HTTP_PORT (three runs of each query).
 P=$1
 t() { for i in 1 2 3; do curl -s -o ${OUT:-/tmp/coupons-q.json} -w "%{time_total} " "$@"; done; echo; }
 echo -n "2i range 0..49 (keys): "; t "http://127.0.0.1:$P/buckets/coupons/index/redeemed_count_int/0/49"
