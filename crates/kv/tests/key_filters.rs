@@ -8,61 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eddy_kv::keyfilter::KeyFilter;
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
-use eddy_object::{Actor, Content};
-use eddy_storage::memory::{MemoryBackend, MemoryConfig};
-use eddy_storage::{Backend, ManualClock};
+use eddy_storage::ManualClock;
 use serde_json::json;
 
+mod expiring_support;
+
+use expiring_support::{delete, invoices, node, put};
+
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// One node of 16 partitions over memory backends that expire objects
-/// `expiry_secs` after they are written (0: never), by `clock`.
-fn node(clock: Arc<ManualClock>, expiry_secs: u64) -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
-    let config = NodeConfig {
-        ring_size: 16,
-        delete_mode: DeleteMode::Keep,
-        ..NodeConfig::default()
-    };
-    Node::start(config, registry, move |p| {
-        let memory = MemoryConfig {
-            expiry_secs,
-            clock: clock.clone(),
-            ..MemoryConfig::default()
-        };
-        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(memory));
-        (backend, Actor(7000 + u64::from(p.0)))
-    })
-    .unwrap()
-}
-
-fn invoices() -> BucketRef {
-    BucketRef::default_type("invoices")
-}
-
-async fn put(node: &Arc<Node>, bucket: BucketRef, key: &str) {
-    let req = PutRequest {
-        bucket,
-        key: Some(key.as_bytes().to_vec()),
-        context: None,
-        content: Content::new(b"{}".to_vec()),
-        options: PutOptions::default(),
-    };
-    node.put(req).await.unwrap();
-}
-
-async fn delete(node: &Arc<Node>, key: &str) {
-    let req = DeleteRequest {
-        bucket: invoices(),
-        key: key.as_bytes().to_vec(),
-        context: None,
-        options: DeleteOptions::default(),
-    };
-    node.delete(req).await.unwrap();
-}
 
 /// Every live key of the bucket, through plain list keys.
 async fn all_keys(node: &Arc<Node>) -> Vec<Vec<u8>> {

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use eddy_kv::keyfilter::KeyFilter;
 use eddy_kv::mapphase::{MAP_BATCH, MapInput, MapRunner};
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
-use eddy_object::{Actor, Content};
-use eddy_storage::memory::{MemoryBackend, MemoryConfig};
-use eddy_storage::{Backend, ManualClock};
+use eddy_storage::ManualClock;
 use serde_json::json;
+
+mod expiring_support;
+
+use expiring_support::{delete, invoices, node, put};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -43,50 +43,6 @@ impl MapRunner for Keys {
     }
 }
 
-fn node(clock: Arc<ManualClock>, expiry_secs: u64) -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
-    let config = NodeConfig {
-        ring_size: 16,
-        delete_mode: DeleteMode::Keep,
-        ..NodeConfig::default()
-    };
-    Node::start(config, registry, move |p| {
-        let memory = MemoryConfig {
-            expiry_secs,
-            clock: clock.clone(),
-            ..MemoryConfig::default()
-        };
-        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(memory));
-        (backend, Actor(7000 + u64::from(p.0)))
-    })
-    .unwrap()
-}
-
-fn bucket() -> BucketRef {
-    BucketRef::default_type("invoices")
-}
-
-async fn put(node: &Arc<Node>, bucket: BucketRef, key: &str) {
-    let req = PutRequest {
-        bucket,
-        key: Some(key.as_bytes().to_vec()),
-        context: None,
-        content: Content::new(b"{}".to_vec()),
-        options: PutOptions::default(),
-    };
-    node.put(req).await.unwrap();
-}
-
-async fn delete(node: &Arc<Node>, key: &str) {
-    let req = DeleteRequest {
-        bucket: bucket(),
-        key: key.as_bytes().to_vec(),
-        context: None,
-        options: DeleteOptions::default(),
-    };
-    node.delete(req).await.unwrap();
-}
-
 /// The keys the runner answered, sorted (duplicates kept).
 async fn mapped(
     node: &Arc<Node>,
@@ -97,7 +53,7 @@ async fn mapped(
     let n = node.clone();
     let lists = tokio::task::spawn_blocking(move || {
         let filter = filter.map(|f| KeyFilter::parse(&f).unwrap());
-        n.map_coverage_blocking(&bucket(), filter.as_ref(), phase, timeout)
+        n.map_coverage_blocking(&invoices(), filter.as_ref(), phase, timeout)
     })
     .await
     .unwrap()?;
@@ -120,7 +76,7 @@ async fn every_live_key_is_mapped_once_and_deleted_ones_never() {
     node.set_map_runner(runner.clone());
     let all = names(0..1200);
     for k in &all {
-        put(&node, bucket(), k).await;
+        put(&node, invoices(), k).await;
     }
     put(&node, BucketRef::default_type("other"), "elsewhere").await;
     for k in all.iter().step_by(5) {
@@ -146,9 +102,9 @@ async fn expired_objects_are_never_mapped() {
     let clock = ManualClock::new(1_000);
     let node = node(clock.clone(), 60);
     node.set_map_runner(Arc::new(Keys::default()));
-    put(&node, bucket(), "old").await;
+    put(&node, invoices(), "old").await;
     clock.advance(61);
-    put(&node, bucket(), "new").await;
+    put(&node, invoices(), "new").await;
     assert_eq!(
         mapped(&node, None, b"keys", TIMEOUT).await.unwrap(),
         vec!["new"]
@@ -158,7 +114,7 @@ async fn expired_objects_are_never_mapped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_no_runner_and_the_timeout_are_errors() {
     let node = node(ManualClock::new(1_000), 0);
-    put(&node, bucket(), "a").await;
+    put(&node, invoices(), "a").await;
     let err = mapped(&node, None, b"keys", TIMEOUT).await.unwrap_err();
     assert!(err.to_string().contains("no map phase runner"), "{err}");
     node.set_map_runner(Arc::new(Keys::default()));
