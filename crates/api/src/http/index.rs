@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::Response;
 use eddy_kv::KvError;
 use eddy_kv::index::query::BUCKET_FIELD;
@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
 use super::keys::{json_response, name_text};
-use super::multipart::random_token;
+use super::multipart::{json_parts_body, json_parts_response};
 use super::params::Query;
 use super::routes::Target;
 use super::server::App;
@@ -209,34 +209,26 @@ fn continuation_json(c: &[u8]) -> Value {
 
 /// The page as multipart/mixed, as Riak streams it.
 fn multipart_response(page: &IndexPage) -> Response {
-    let boundary = random_token();
-    let body = multipart_body(page, &boundary);
-    let mut resp = Response::new(Body::from(body));
-    let content_type = format!("multipart/mixed; boundary={boundary}");
-    if let Ok(v) = HeaderValue::from_str(&content_type) {
-        resp.headers_mut().insert(header::CONTENT_TYPE, v);
-    }
-    resp
+    json_parts_response(&page_parts(page))
 }
 
-/// One JSON part per [`PART_RESULTS_MAX`] entries, the continuation's
-/// part, then the closing boundary. JSON text escapes line breaks, so no
-/// part can hold a boundary line.
-pub fn multipart_body(page: &IndexPage, boundary: &str) -> String {
-    let mut body = String::new();
-    let mut part = |json: &Value| {
-        body.push_str(&format!(
-            "\r\n--{boundary}\r\nContent-Type: application/json\r\n\r\n{json}"
-        ));
-    };
-    for chunk in page.results.chunks(PART_RESULTS_MAX) {
-        part(&entries_json(page.return_terms, chunk));
-    }
+/// One JSON part per [`PART_RESULTS_MAX`] entries, then the
+/// continuation's part.
+fn page_parts(page: &IndexPage) -> Vec<Value> {
+    let mut parts: Vec<Value> = page
+        .results
+        .chunks(PART_RESULTS_MAX)
+        .map(|chunk| entries_json(page.return_terms, chunk))
+        .collect();
     if let Some(c) = &page.continuation {
-        part(&json!({ "continuation": continuation_json(c) }));
+        parts.push(json!({ "continuation": continuation_json(c) }));
     }
-    body.push_str(&format!("\r\n--{boundary}--\r\n"));
-    body
+    parts
+}
+
+/// [`page_parts`] as a multipart body under `boundary`.
+pub fn multipart_body(page: &IndexPage, boundary: &str) -> String {
+    json_parts_body(&page_parts(page), boundary)
 }
 
 #[cfg(test)]

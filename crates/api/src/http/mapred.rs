@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use eddy_kv::KvError;
 use eddy_query::MapRedError;
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::error::ApiError;
 use super::keys::json_response;
-use super::multipart::random_token;
+use super::multipart::json_parts_response;
 use super::params::Query;
 use super::server::{App, read_body};
 
@@ -65,23 +65,16 @@ fn whole(output: MapRedOutput) -> Value {
 }
 
 fn multipart(output: &MapRedOutput) -> Response {
-    let boundary = random_token();
-    let mut body = String::new();
-    for (phase, values) in &output.phases {
-        for chunk in values.chunks(PART_RESULTS_MAX) {
-            let part = json!({ "phase": phase, "data": chunk });
-            body.push_str(&format!(
-                "\r\n--{boundary}\r\nContent-Type: application/json\r\n\r\n{part}"
-            ));
-        }
-    }
-    body.push_str(&format!("\r\n--{boundary}--\r\n"));
-    let mut resp = Response::new(Body::from(body));
-    let content_type = format!("multipart/mixed; boundary={boundary}");
-    if let Ok(v) = HeaderValue::from_str(&content_type) {
-        resp.headers_mut().insert(header::CONTENT_TYPE, v);
-    }
-    resp
+    let parts: Vec<Value> = output
+        .phases
+        .iter()
+        .flat_map(|(phase, values)| {
+            values
+                .chunks(PART_RESULTS_MAX)
+                .map(move |chunk| json!({ "phase": phase, "data": chunk }))
+        })
+        .collect();
+    json_parts_response(&parts)
 }
 
 fn job_error(e: MapRedError) -> ApiError {

@@ -2,7 +2,7 @@
 //! the headers a single-object GET would carry (Content-Type, Link, Etag,
 //! Last-Modified, user metadata, indexes) and the sibling's value, in
 //! Riak's layout (`\r\n--B\r\n` before each part, `\r\n--B--\r\n` at the
-//! end).
+//! end); and the JSON parts of streamed 2i and MapReduce answers.
 
 use std::hash::{BuildHasher, Hasher};
 
@@ -83,6 +83,38 @@ pub fn base62(mut n: u64) -> String {
         n /= 62;
     }
     out.iter().map(|&b| b as char).collect()
+}
+
+/// JSON values as multipart/mixed parts (`Content-Type: application/json`
+/// each), then the closing boundary. JSON text escapes line breaks, so no
+/// part can hold a boundary line.
+pub fn json_parts_body<'a>(
+    parts: impl IntoIterator<Item = &'a serde_json::Value>,
+    boundary: &str,
+) -> String {
+    let mut body = String::new();
+    for json in parts {
+        body.push_str(&format!(
+            "\r\n--{boundary}\r\nContent-Type: application/json\r\n\r\n{json}"
+        ));
+    }
+    body.push_str(&format!("\r\n--{boundary}--\r\n"));
+    body
+}
+
+/// A multipart/mixed response of JSON parts under a random boundary.
+pub fn json_parts_response<'a>(
+    parts: impl IntoIterator<Item = &'a serde_json::Value>,
+) -> axum::response::Response {
+    use axum::http::{HeaderValue, header};
+    let boundary = random_token();
+    let body = json_parts_body(parts, &boundary);
+    let mut resp = axum::response::Response::new(axum::body::Body::from(body));
+    let content_type = format!("multipart/mixed; boundary={boundary}");
+    if let Ok(v) = HeaderValue::from_str(&content_type) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    resp
 }
 
 #[cfg(test)]
