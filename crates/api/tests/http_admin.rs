@@ -88,3 +88,66 @@ async fn bucket_type_lifecycle() {
         .unwrap();
     assert_eq!(r.status(), 404);
 }
+
+#[tokio::test]
+async fn drop_bucket_empties_one_bucket_and_refuses_bad_requests() {
+    let s = start().await;
+    for k in ["a", "b", "c"] {
+        assert_eq!(
+            s.put(&format!("/buckets/gone/keys/{k}"), "v")
+                .await
+                .status(),
+            204
+        );
+        assert_eq!(
+            s.put(&format!("/buckets/kept/keys/{k}"), "v")
+                .await
+                .status(),
+            204
+        );
+    }
+    let r = s
+        .client
+        .delete(s.url("/admin/buckets/gone"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let answer: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(answer["generation"], 1);
+    assert_eq!(answer["bucket"], "gone");
+    assert_eq!(answer["type"], "default");
+    assert_eq!(answer["shared"], true);
+    assert_eq!(s.get("/buckets/gone/keys/a").await.status(), 404);
+    let listed: Value = serde_json::from_str(
+        &s.get("/buckets/gone/keys?keys=true")
+            .await
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(listed["keys"], serde_json::json!([]));
+    assert_eq!(s.get("/buckets/kept/keys/a").await.status(), 200);
+    let props: Value =
+        serde_json::from_str(&s.get("/buckets/gone/props").await.text().await.unwrap()).unwrap();
+    assert_eq!(props["props"]["generation"], 1);
+
+    let r = s.get("/admin/buckets/gone").await;
+    assert_eq!(r.status(), 405, "only DELETE");
+    let r = s
+        .client
+        .delete(s.url("/admin/types/nope/buckets/b"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404, "unknown type");
+    assert!(r.text().await.unwrap().contains("nope"));
+    let r = s
+        .client
+        .delete(s.url("/admin/types/%FF/buckets/b"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400, "a type name that is not UTF-8");
+}

@@ -81,6 +81,10 @@ pub fn admin(settings: &Settings, action: &AdminAction) -> Result<String, Comman
         AdminAction::Status => status(settings),
         AdminAction::BucketType(action) => bucket_type(settings, action),
         AdminAction::Repair { partition, wait } => repair(settings, partition, *wait),
+        AdminAction::DropBucket {
+            bucket,
+            bucket_type,
+        } => drop_bucket(settings, bucket_type, bucket),
         AdminAction::Cluster(action) => cluster::cluster(settings, action),
         AdminAction::View(view) => cluster::view(settings, view),
     }
@@ -199,6 +203,24 @@ fn repair(settings: &Settings, partition: &str, wait: bool) -> Result<String, Co
             ));
         }
     }
+}
+
+/// `eddy admin drop-bucket B [--type T]`.
+fn drop_bucket(
+    settings: &Settings,
+    bucket_type: &str,
+    bucket: &str,
+) -> Result<String, CommandError> {
+    let path = format!(
+        "/admin/types/{}/buckets/{}",
+        encode(bucket_type),
+        encode(bucket)
+    );
+    let dropped = json(expect(call(settings, "DELETE", &path, "")?, 200)?)?;
+    Ok(format!(
+        "dropped bucket {bucket} of type {bucket_type} (generation {})",
+        dropped["generation"]
+    ))
 }
 
 fn repair_status(settings: &Settings) -> Result<Value, CommandError> {

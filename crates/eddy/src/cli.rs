@@ -93,6 +93,16 @@ pub enum AdminAction {
         #[arg(long)]
         wait: bool,
     },
+    /// Drop a bucket: its keys, index entries and siblings go in one step,
+    /// on every member (design note 018).
+    #[command(name = "drop-bucket")]
+    DropBucket {
+        /// The bucket's name.
+        bucket: String,
+        /// Its bucket type.
+        #[arg(long = "type", default_value = "default")]
+        bucket_type: String,
+    },
     /// Stage, plan and commit cluster membership changes.
     #[command(subcommand)]
     Cluster(ClusterAction),

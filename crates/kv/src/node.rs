@@ -162,6 +162,8 @@ pub struct Node {
     map_runner: parking_lot::RwLock<Option<Arc<dyn crate::mapphase::MapRunner>>>,
     /// Serialises the start of vnodes, so a partition gets one.
     starting: parking_lot::Mutex<()>,
+    /// Serialises the sweeps of dropped buckets (design note 018).
+    pub(crate) sweeping: parking_lot::Mutex<()>,
     /// The node itself, for work handed to other threads.
     pub(crate) me: std::sync::Weak<Node>,
     /// Vnodes opened at start whose incarnation the commit log says was
@@ -267,14 +269,20 @@ impl Node {
             handoffs: OnceLock::new(),
             map_runner: parking_lot::RwLock::new(None),
             starting: parking_lot::Mutex::new(()),
+            sweeping: parking_lot::Mutex::new(()),
             me: std::sync::Weak::new(),
             dropped_at_start,
         };
         node.mark_damaged_at_start(node.config.partitions_dir.as_deref());
-        Ok(Arc::new_cyclic(|me| Node {
+        // What replay wrote under a dropped bucket's earlier names goes
+        // before any request is taken (design note 018).
+        node.sweep_all_dropped();
+        let node = Arc::new_cyclic(|me| Node {
             me: me.clone(),
             ..node
-        }))
+        });
+        node.sweep_on_generation();
+        Ok(node)
     }
 
     /// The node's settings.

@@ -30,32 +30,74 @@ impl BucketRef {
         }
     }
 
-    /// The bucket as the storage layer names it: a big-endian u16 length of
-    /// the type name, the type name, then the bucket name. Distinct pairs
-    /// never collide, and a type's buckets are contiguous.
+    /// The bucket as the storage layer names it in its first generation
+    /// (never dropped): [`BucketRef::storage_bucket_at`] generation 0.
     pub fn storage_bucket(&self) -> Vec<u8> {
+        self.storage_bucket_at(0)
+    }
+
+    /// The bucket as the storage layer names it in `generation` (design
+    /// note 018: dropping a bucket moves it to the next generation).
+    /// Generation 0 is a big-endian u16 length of the type name, the type
+    /// name, then the bucket name; a later generation sets the length's
+    /// top bit (type names are shorter than 2^15 bytes) and puts the
+    /// generation, a big-endian u64, between the type and the bucket name.
+    /// Distinct triples never collide, and one generation of a type's
+    /// buckets is contiguous.
+    pub fn storage_bucket_at(&self, generation: u64) -> Vec<u8> {
         let t = self.bucket_type.as_bytes();
-        let mut out = Vec::with_capacity(2 + t.len() + self.bucket.len());
-        out.extend_from_slice(&(t.len() as u16).to_be_bytes());
+        let mut out = Vec::with_capacity(2 + t.len() + 8 + self.bucket.len());
+        let flag = if generation > 0 { GENERATION_FLAG } else { 0 };
+        out.extend_from_slice(&(t.len() as u16 | flag).to_be_bytes());
         out.extend_from_slice(t);
+        if generation > 0 {
+            out.extend_from_slice(&generation.to_be_bytes());
+        }
         out.extend_from_slice(&self.bucket);
         out
     }
 
-    /// The inverse of [`BucketRef::storage_bucket`].
+    /// The bucket a storage bucket names, whatever its generation.
     pub fn from_storage_bucket(bytes: &[u8]) -> Option<BucketRef> {
+        BucketRef::parse_storage_bucket(bytes).map(|(b, _)| b)
+    }
+
+    /// The inverse of [`BucketRef::storage_bucket_at`]: the bucket and
+    /// its generation.
+    pub fn parse_storage_bucket(bytes: &[u8]) -> Option<(BucketRef, u64)> {
         let (len, rest) = bytes.split_first_chunk::<2>()?;
-        let len = u16::from_be_bytes(*len) as usize;
+        let len = u16::from_be_bytes(*len);
+        let (len, has_generation) = (
+            (len & !GENERATION_FLAG) as usize,
+            len & GENERATION_FLAG != 0,
+        );
         if rest.len() < len {
             return None;
         }
-        let (t, bucket) = rest.split_at(len);
-        Some(BucketRef {
+        let (t, rest) = rest.split_at(len);
+        let (generation, bucket) = match has_generation {
+            false => (0, rest),
+            true => {
+                let (g, bucket) = rest.split_first_chunk::<8>()?;
+                let g = u64::from_be_bytes(*g);
+                (g > 0).then_some(())?;
+                (g, bucket)
+            }
+        };
+        let bucket_ref = BucketRef {
             bucket_type: String::from_utf8(t.to_vec()).ok()?,
             bucket: bucket.to_vec(),
-        })
+        };
+        Some((bucket_ref, generation))
     }
 }
+
+/// The top bit of a storage bucket's type-name length: a generation
+/// follows the type name.
+const GENERATION_FLAG: u16 = 0x8000;
+
+/// Bytes a generation adds to a storage bucket's name.
+pub const GENERATION_BYTES: usize = 8;
 
 /// Per-request read options; `None` means the bucket's value.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -203,5 +245,30 @@ mod tests {
         assert_ne!(a.storage_bucket(), b.storage_bucket());
         assert_eq!(BucketRef::from_storage_bucket(&a.storage_bucket()), Some(a));
         assert_eq!(BucketRef::from_storage_bucket(&[0, 9, b'x']), None);
+    }
+
+    #[test]
+    fn generations_name_distinct_storage_buckets() {
+        let a = BucketRef::typed("ab", b"c".to_vec());
+        assert_eq!(a.storage_bucket_at(0), a.storage_bucket());
+        let names: Vec<_> = (0..4).map(|g| a.storage_bucket_at(g)).collect();
+        for (g, name) in names.iter().enumerate() {
+            assert_eq!(
+                BucketRef::parse_storage_bucket(name),
+                Some((a.clone(), g as u64))
+            );
+            assert_eq!(name.len(), a.storage_bucket().len() + 8 * (g > 0) as usize);
+        }
+        let mut sorted = names.clone();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 4);
+        // A flagged length with generation 0 is not a name any bucket has.
+        let mut zero = vec![0x80, 2, b'a', b'b'];
+        zero.extend_from_slice(&[0; 8]);
+        assert_eq!(BucketRef::parse_storage_bucket(&zero), None);
+        assert_eq!(
+            BucketRef::parse_storage_bucket(&[0x80, 2, b'a', b'b', 0, 1]),
+            None
+        );
     }
 }

@@ -57,11 +57,18 @@ impl Node {
     /// `partition` (the transport's inbound side calls this): it is
     /// handled as a local delivery, replies going to `reply`.
     pub fn receive(&self, partition: Partition, req: VnodeRequest, reply: ReplyTo) {
-        if let VnodeRequest::Put(put) = &req
-            && let Some(entries) = &put.props
-            && let Err(e) = self.settle_props(&put.key, entries)
-        {
-            return unanswerable(partition, &req, &reply, e);
+        if let VnodeRequest::Put(put) = &req {
+            if let Some(entries) = &put.props
+                && let Err(e) = self.settle_props(&put.key, entries)
+            {
+                return unanswerable(partition, &req, &reply, e);
+            }
+            // A repair from a node that has not heard of a drop: what it
+            // would write is never read (design note 018).
+            if put.props.is_none() && self.is_dropped_generation(&put.key.bucket) {
+                let ack = Ok(crate::vnode::msg::PutAck { durable: true });
+                return reply.send(partition, VnodeReply::Put(ack), LocalHint::default());
+            }
         }
         match self.vnode(partition) {
             Some(vnode) => self.hand_to(&vnode, req, reply, LocalHint::default()),

@@ -128,6 +128,8 @@ pub struct BucketRegistry {
     /// Entries changed here that the cluster has not taken yet, with how
     /// many changes are outstanding.
     pub(crate) unconfirmed: parking_lot::Mutex<HashMap<crate::metadata::EntryName, u32>>,
+    /// Told of each bucket whose generation rose (it was dropped).
+    pub(crate) on_generation: std::sync::OnceLock<crate::metadata::drop::GenerationHook>,
 }
 
 impl BucketRegistry {
@@ -141,6 +143,7 @@ impl BucketRegistry {
             backend_names: None,
             hook: std::sync::OnceLock::new(),
             unconfirmed: parking_lot::Mutex::new(HashMap::new()),
+            on_generation: std::sync::OnceLock::new(),
         }
     }
 
@@ -165,6 +168,7 @@ impl BucketRegistry {
             backend_names: None,
             hook: std::sync::OnceLock::new(),
             unconfirmed: parking_lot::Mutex::new(HashMap::new()),
+            on_generation: std::sync::OnceLock::new(),
         })
     }
 
@@ -370,7 +374,11 @@ impl BucketRegistry {
             return Err(RegistryError::NotActive(bucket_type.to_string()));
         }
         match find_bucket(stored, bucket_type, bucket) {
-            Some(b) => Ok(info.props.patched(&b.patch)?),
+            Some(b) => {
+                let mut props = info.props.patched(&b.patch)?;
+                props.generation = crate::props::generation_of(&b.patch);
+                Ok(props)
+            }
             None => Ok(info.props),
         }
     }
@@ -383,6 +391,9 @@ impl BucketRegistry {
         patch: &PropsPatch,
     ) -> Result<BucketProps, RegistryError> {
         let current = self.bucket_props(bucket_type, bucket)?;
+        let mut patch = patch.clone();
+        patch.remove(crate::props::GENERATION);
+        let patch = &patch;
         let props = current.patched(patch)?;
         props.check_supported(patch)?;
         current.check_immutable(patch)?;
@@ -421,9 +432,25 @@ impl BucketRegistry {
         self.local_change(
             crate::metadata::EntryName::Bucket(bucket_type.to_string(), to_hex(bucket)),
             |stored| {
+                let generation = stored
+                    .buckets
+                    .iter()
+                    .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
+                    .map_or(0, |b| crate::props::generation_of(&b.patch));
                 stored
                     .buckets
                     .retain(|b| !(b.bucket_type == bucket_type && b.bucket == hex));
+                // A dropped bucket's generation outlives its props: the
+                // objects of the earlier ones must stay gone.
+                if generation > 0 {
+                    let mut patch = PropsPatch::new();
+                    patch.insert(crate::props::GENERATION.into(), generation.into());
+                    stored.buckets.push(StoredBucket {
+                        bucket_type: bucket_type.to_string(),
+                        bucket: hex.clone(),
+                        patch,
+                    });
+                }
                 Ok(())
             },
         )?;
@@ -442,8 +469,11 @@ impl BucketRegistry {
         if let Some(path) = &self.path {
             write_atomically(path, &next)?;
         }
+        let raised = crate::metadata::drop::raised_generations(&stored, &next);
         *stored = next;
         self.cache.write().clear();
+        drop(stored);
+        self.tell_raised(raised);
         Ok(())
     }
 }

@@ -22,6 +22,7 @@ pub mod buckets;
 pub mod cluster;
 pub mod codings;
 pub mod conditional;
+pub mod drop_bucket;
 pub mod error;
 pub mod headers;
 pub mod health;

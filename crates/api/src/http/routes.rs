@@ -16,6 +16,7 @@
 //! | `/riak/B` | POST: new object; `keys=true\|stream`: [`keys`]; else [`props`] |
 //! | `/types/T/props` | [`types`] |
 //! | `/admin/bucket-types[/T[/activate]]` | [`admin`] (Eddy's own) |
+//! | `/admin/buckets/B`, `/admin/types/T/buckets/B` | [`drop_bucket`] (Eddy's own: DELETE drops the bucket) |
 //! | `/admin/cluster/OP`, `/admin/{member-status,ring-status,ringready,transfers,transfer-limit,down}` | [`cluster`] (Eddy's own) |
 //!
 //! Segments are URL-decoded the way Riak decodes them (`+` is a space,
@@ -35,6 +36,7 @@
 //! [`multi`]: super::multi
 //! [`types`]: super::types
 //! [`admin`]: super::admin
+//! [`drop_bucket`]: super::drop_bucket
 //! [`cluster`]: super::cluster
 
 use std::sync::Arc;
@@ -52,8 +54,8 @@ use super::multi::{self, MultiOp};
 use super::params::{Query, unquote_plus};
 use super::server::App;
 use super::{
-    buckets, health, index, keys, mapred, object_delete, object_get, object_put, ping, preflist,
-    props, root, stats, types,
+    buckets, drop_bucket, health, index, keys, mapred, object_delete, object_get, object_put, ping,
+    preflist, props, root, stats, types,
 };
 
 /// Riak's URL styles (its `api_version`), which shape `Link` and
@@ -108,6 +110,8 @@ pub enum Route {
     MapRed,
     /// Eddy's bucket-type administration.
     Admin(AdminRoute),
+    /// Drop a bucket (Eddy's own).
+    DropBucket(BucketRef),
     /// Cluster membership administration.
     Cluster(ClusterRoute),
 }
@@ -148,6 +152,7 @@ pub async fn handle(app: Arc<App>, req: Request) -> Result<Response, ApiError> {
         Route::TypeProps(name) => types::handle(&app, &name, req).await,
         Route::MapRed => mapred::handle(app, &query, req).await,
         Route::Admin(route) => admin::handle(&app, route, req).await,
+        Route::DropBucket(bucket) => drop_bucket::handle(&app, bucket, req).await,
         Route::Cluster(route) => cluster::handle(&app, route, req).await,
     }
 }
@@ -239,6 +244,10 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
         [b"buckets", b, b"multi", op] => Route::Multi(default(b, Api::Buckets), multi_op(op)?),
         [b"types", t, rest @ ..] => typed(type_name(t)?, rest)?,
         [b"admin", b"repair"] => Route::Admin(AdminRoute::Repair),
+        [b"admin", b"buckets", b] => Route::DropBucket(BucketRef::default_type(b.to_vec())),
+        [b"admin", b"types", t, b"buckets", b] => {
+            Route::DropBucket(BucketRef::typed(&type_name(t)?, b.to_vec()))
+        }
         [b"admin", b"bucket-types"] => Route::Admin(AdminRoute::Types),
         [b"admin", b"bucket-types", t] => Route::Admin(AdminRoute::Type(type_name(t)?)),
         [b"admin", b"bucket-types", t, b"activate"] => {

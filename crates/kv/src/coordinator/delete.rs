@@ -63,7 +63,7 @@ impl Node {
             let props = self.props(&req.bucket)?;
             let preflist =
                 self.preflist_entries(Node::key_hash(&req.bucket, &req.key), props.n_val);
-            let key = storage_key(&req.bucket, &req.key);
+            let key = storage_key(&req.bucket, &props, &req.key);
             self.schedule_reap(key, tombstone.vv, preflist);
         }
         Ok(DeleteOutcome::Deleted)

@@ -47,7 +47,7 @@ impl Node {
                 core: GetCore::new(preflist.len() as u32, r, pr, notfound_ok, basic_quorum),
                 seen: Vec::with_capacity(preflist.len()),
             },
-            key: storage_key(&req.bucket, &req.key),
+            key: storage_key(&req.bucket, &props, &req.key),
             policy: self.write_policy(&props),
             deadline: self.deadline(req.options.timeout_ms),
             preflist,

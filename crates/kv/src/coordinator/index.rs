@@ -30,8 +30,9 @@ impl Node {
         bucket: &BucketRef,
         req: &IndexRequest,
     ) -> Result<IndexPage, KvError> {
-        let n_val = self.props(bucket)?.n_val;
-        let query = req.prepare(bucket)?;
+        let props = self.props(bucket)?;
+        let n_val = props.n_val;
+        let query = req.prepare(bucket, props.generation)?;
         let timeout = match query.timeout {
             None => INDEX_TIMEOUT_DEFAULT,
             Some(t) if t.is_zero() => INDEX_TIMEOUT_NONE,

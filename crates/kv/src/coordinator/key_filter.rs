@@ -34,13 +34,13 @@ impl Node {
         filter: &KeyFilter,
         timeout: Duration,
     ) -> Result<Vec<Vec<u8>>, KvError> {
-        let n_val = self.props(bucket)?.n_val;
+        let props = self.props(bucket)?;
         let deadline = Instant::now() + timeout;
         let kind = FoldKind::FilteredKeys {
-            bucket: bucket.storage_bucket(),
+            bucket: bucket.storage_bucket_at(props.generation),
             filter: Arc::new(filter.clone()),
         };
-        let mut keys = self.coverage_collect(n_val, kind, deadline)?;
+        let mut keys = self.coverage_collect(props.n_val, kind, deadline)?;
         keys.sort_unstable();
         keys.dedup();
         if keys.len() > FILTERED_KEYS_MAX {

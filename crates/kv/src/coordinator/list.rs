@@ -27,15 +27,16 @@ impl Node {
         bucket: &BucketRef,
         out: &Sender<Vec<Vec<u8>>>,
     ) -> Result<(), KvError> {
-        let n_val = self.props(bucket)?.n_val;
+        let props = self.props(bucket)?;
+        let (n_val, storage_bucket) = (props.n_val, bucket.storage_bucket_at(props.generation));
         if !self.alone() {
             let kind = FoldKind::Keys {
-                bucket: bucket.storage_bucket(),
+                bucket: storage_bucket,
             };
             return self.coverage_fold(n_val, kind, |keys| out.blocking_send(keys).is_ok());
         }
         let around_damage = !self.damaged_partitions().is_empty();
-        let opts = FoldOptions::bucket(&bucket.storage_bucket());
+        let opts = FoldOptions::bucket(&storage_bucket);
         let mut chunk = Vec::new();
         let mut closed = false;
         let ring = self.ring();

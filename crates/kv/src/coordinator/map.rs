@@ -41,13 +41,13 @@ impl Node {
                 max: MAP_PHASE_BYTES_MAX,
             });
         }
-        let n_val = self.props(bucket)?.n_val;
+        let props = self.props(bucket)?;
         let deadline = Instant::now() + timeout;
         let kind = FoldKind::Map(MapFold {
-            bucket: bucket.storage_bucket(),
+            bucket: bucket.storage_bucket_at(props.generation),
             filter: filter.map(|f| Arc::new(f.clone())),
             phase: Bytes::copy_from_slice(phase),
         });
-        self.coverage_collect(n_val, kind, deadline)
+        self.coverage_collect(props.n_val, kind, deadline)
     }
 }

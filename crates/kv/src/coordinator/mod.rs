@@ -4,6 +4,7 @@
 
 pub mod coverage;
 pub mod delete;
+pub mod drop;
 pub mod get;
 pub mod index;
 pub mod key_filter;
@@ -58,7 +59,8 @@ impl Node {
         if bucket.bucket.is_empty() {
             return Err(KvError::Empty("bucket"));
         }
-        let size = bucket.storage_bucket().len();
+        // Room for a generation: a dropped bucket's name grows by one.
+        let size = bucket.storage_bucket().len() + crate::request::GENERATION_BYTES;
         let max = eddy_storage::limits::BUCKET_BYTES_MAX;
         if size > max {
             return Err(KvError::TooLarge {
@@ -124,9 +126,11 @@ pub(crate) fn quorum(
         .resolve_checked(name, bucket, n_val)?)
 }
 
-pub(crate) fn storage_key(bucket: &BucketRef, key: &[u8]) -> StorageKey {
+/// The storage key of `key` in `bucket` as its props name it: under the
+/// bucket's current generation (design note 018).
+pub(crate) fn storage_key(bucket: &BucketRef, props: &BucketProps, key: &[u8]) -> StorageKey {
     StorageKey {
-        bucket: bucket.storage_bucket(),
+        bucket: bucket.storage_bucket_at(props.generation),
         key: key.to_vec(),
     }
 }

@@ -67,13 +67,14 @@ impl Node {
         };
         let target = Target {
             bucket: &req.bucket,
-            key: storage_key(&req.bucket, &key),
+            key: &key,
             options: &req.options,
             deadline: self.deadline(req.options.timeout_ms),
         };
         let write = Write {
             client: Some(coordinate),
             coordinated: None,
+            spare: None,
         };
         let coordinated = self.put_under_props(&target, resolved, write).await?;
         self.warn_siblings(coordinated.siblings);
@@ -109,6 +110,12 @@ impl Node {
                     tracing::debug!(restarts, "a replica has newer bucket props");
                     self.registry.apply_entries(bucket_type, bucket, &theirs)?;
                     resolved = self.props_entries(target.bucket)?;
+                    if resolved.0.generation != props.generation {
+                        // The bucket was dropped: what the coordinating
+                        // vnode stored merged objects of the dropped
+                        // generation, so the client's write starts again.
+                        write.restart_client();
+                    }
                 }
                 outcome => return outcome,
             }
@@ -129,7 +136,8 @@ impl Node {
         let dw = quorum("dw", options.dw, props.dw, n)?;
         let pw = quorum("pw", options.pw, props.pw, n)?;
         let node_confirms = quorum("node_confirms", None, props.node_confirms, n)?;
-        let hash = Node::key_hash(target.bucket, &target.key.key[..]);
+        let key = storage_key(target.bucket, props, target.key);
+        let hash = Node::key_hash(target.bucket, target.key);
         let preflist = self.preflist_entries(hash, n);
         if preflist.is_empty() {
             // A node that owns no partition (joining, or left) and sees
@@ -139,14 +147,14 @@ impl Node {
         }
         let first = self.coordinator(&preflist);
         if let Some(vnode) = self.local_vnode(&preflist[first]) {
-            vnode.check_writable(&target.key.bucket)?;
+            vnode.check_writable(&key.bucket)?;
         }
         let remote = preflist.iter().any(|e| !e.local);
         let fsm = PutFsm {
             node: self,
             preflist,
             first,
-            key: &target.key,
+            key,
             policy: self.write_policy(props),
             sync: Syncs {
                 dw: dw > 0,
@@ -190,7 +198,9 @@ struct Coordinated {
 /// What a put writes and when it must answer, whatever the props.
 struct Target<'a> {
     bucket: &'a BucketRef,
-    key: StorageKey,
+    /// The client's key: its storage key depends on the bucket's
+    /// generation, which a run under newer props may change.
+    key: &'a [u8],
     options: &'a PutOptions,
     deadline: Instant,
 }
@@ -201,6 +211,19 @@ struct Target<'a> {
 struct Write {
     client: Option<Coordinate>,
     coordinated: Option<Written>,
+    /// The client's write kept after a vnode coordinated it, when the
+    /// put has remote replicas (only those can refuse under newer props).
+    spare: Option<Coordinate>,
+}
+
+impl Write {
+    /// Makes the client's write the next run's again, if it was kept.
+    fn restart_client(&mut self) {
+        if let Some(client) = self.spare.take() {
+            self.client = Some(client);
+            self.coordinated = None;
+        }
+    }
 }
 
 /// One run of a put: its preflist, the coordinating vnode's place in it,
@@ -210,7 +233,7 @@ struct PutFsm<'a> {
     preflist: Arc<[PreflistEntry]>,
     /// The coordinating vnode's place in `preflist`.
     first: usize,
-    key: &'a StorageKey,
+    key: StorageKey,
     policy: WritePolicy,
     sync: Syncs,
     /// The bucket props entries the policy came from, sent to vnodes of
@@ -306,6 +329,7 @@ impl PutFsm<'_> {
             node.deliver(to, req, ReplyTo::Local(tx.clone()), LocalHint::default());
             match self.await_coordinated(&mut rx, core).await {
                 Ok(coordinated) => {
+                    write.spare = spare;
                     self.replicate(
                         &coordinated.encoded,
                         coordinated.hint,

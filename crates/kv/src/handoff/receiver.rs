@@ -334,6 +334,11 @@ fn vnode_of(node: &Node, transfer: TransferKey) -> Result<VnodeHandle, String> {
 /// decode is skipped with a warning: it could not be read anywhere.
 fn merge(node: &Node, vnode: &Vnode, items: &[Item]) -> Result<(), String> {
     for item in items {
+        // An object of a dropped bucket's earlier generation, from a
+        // sender that has not heard of the drop (design note 018).
+        if node.is_dropped_generation(&item.bucket) {
+            continue;
+        }
         let key = StorageKey {
             bucket: item.bucket.to_vec(),
             key: item.key.to_vec(),

@@ -104,7 +104,7 @@ pub struct IndexPage {
 
 impl IndexRequest {
     /// Checks the request and turns it into the scan vnodes run.
-    pub fn prepare(&self, bucket: &BucketRef) -> Result<PreparedQuery, KvError> {
+    pub fn prepare(&self, bucket: &BucketRef, generation: u64) -> Result<PreparedQuery, KvError> {
         self.check_sizes()?;
         let field = self.field.to_ascii_lowercase();
         let (scan_field, start, end) = self.bounds(&field)?;
@@ -118,7 +118,7 @@ impl IndexRequest {
         let return_terms =
             self.return_terms && is_range && matches!(scan_field, ScanField::Term(_));
         let mut scan = IndexScan {
-            bucket: bucket.storage_bucket(),
+            bucket: bucket.storage_bucket_at(generation),
             field: scan_field,
             start,
             end,

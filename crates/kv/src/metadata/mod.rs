@@ -22,6 +22,7 @@
 //! "patch": {...}}`, a bucket as its props patch (`None`: reset), named by
 //! its type and its name in hex.
 
+pub mod drop;
 pub mod entries;
 
 use std::sync::Arc;

@@ -75,7 +75,13 @@ const COMPUTED: &[&str] = &[
     "claimant",
     "has_precommit",
     "has_postcommit",
+    GENERATION,
 ];
+
+/// The prop that counts a bucket's drops (design note 018): its objects
+/// live under this generation's storage name. Set only by dropping the
+/// bucket; a client's patch naming it is ignored, as Riak ignores `name`.
+pub const GENERATION: &str = "generation";
 
 /// The effective properties of a bucket.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -113,6 +119,10 @@ pub struct BucketProps {
     pub datatype: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub consistent: bool,
+    /// How many times the bucket was dropped: its objects are stored
+    /// under this generation's storage name (design note 018).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub generation: u64,
     /// Properties Eddy does not interpret, kept so clients read back what
     /// they set.
     #[serde(flatten)]
@@ -149,9 +159,19 @@ impl Default for BucketProps {
             backend: None,
             datatype: None,
             consistent: false,
+            generation: 0,
             extra: BTreeMap::new(),
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The generation a bucket's own patch records (0: never dropped).
+pub fn generation_of(patch: &PropsPatch) -> u64 {
+    patch.get(GENERATION).and_then(Value::as_u64).unwrap_or(0)
 }
 
 fn no_node_confirms() -> Quorum {
