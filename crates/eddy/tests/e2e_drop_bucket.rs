@@ -29,6 +29,21 @@ fn found(port: u16, bucket: &str, keys: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The keys of coupons whose `aff_bin` is `a1`, sorted.
+fn index_keys(node: &TestNode) -> Vec<String> {
+    let r = node.http("GET", "/buckets/coupons/index/aff_bin/a1", &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let mut keys: Vec<String> = body["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    keys.sort();
+    keys
+}
+
 fn generation(node: &TestNode, bucket: &str) -> u64 {
     let r = node.http("GET", &format!("/buckets/{bucket}/props"), &[], b"");
     let props: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
@@ -46,16 +61,33 @@ fn await_generation(node: &TestNode, g: u64) {
 
 #[test]
 fn a_dropped_bucket_stays_dropped_across_kill9_and_replay() {
-    let mut node = TestNode::start(&[]);
+    for backend in ["bitcask", "lsm", "multi"] {
+        dropped_across_kill9(backend);
+    }
+}
+
+/// The drop, kill -9 and replay on a node of `backend`.
+fn dropped_across_kill9(backend: &str) {
+    let mut node = TestNode::start(&[("EDDY_STORAGE_BACKEND", backend)]);
     let port = node.http_port;
     let keys: Vec<String> = (0..200).map(|i| format!("c{i}")).collect();
     for k in &keys {
         put_w2(port, "coupons", k, "old").unwrap();
         put_w2(port, "kept", k, "kept").unwrap();
     }
+    let indexed = [
+        ("Content-Type", "text/plain"),
+        ("x-riak-index-aff_bin", "a1"),
+    ];
+    for k in ["i1", "i2"] {
+        let r = node.http("PUT", &format!("/buckets/coupons/keys/{k}"), &indexed, b"v");
+        assert_eq!(r.status, 204, "{}", r.text());
+    }
+    assert_eq!(index_keys(&node), ["i1", "i2"], "{backend}");
     let answer = drop_bucket(&node, "/admin/buckets/coupons");
-    assert_eq!(answer["generation"], 1, "{answer}");
-    assert!(found(port, "coupons", &keys).is_empty());
+    assert_eq!(answer["generation"], 1, "{backend}: {answer}");
+    assert!(found(port, "coupons", &keys).is_empty(), "{backend}");
+    assert!(index_keys(&node).is_empty(), "{backend}");
     put_w2(port, "coupons", "after", "new").unwrap();
     // The commit log still holds every write above: replay must not bring
     // the dropped ones back.
@@ -63,7 +95,8 @@ fn a_dropped_bucket_stays_dropped_across_kill9_and_replay() {
     node.restart();
     let port = node.http_port;
     assert!(found(port, "coupons", &keys).is_empty());
-    assert_eq!(list_keys(port, "coupons"), ["after"]);
+    assert_eq!(list_keys(port, "coupons"), ["after"], "{backend}");
+    assert!(index_keys(&node).is_empty(), "{backend}");
     assert_eq!(get_r2(port, "coupons", "after").unwrap().unwrap(), "new");
     assert_eq!(found(port, "kept", &keys).len(), 200);
     // The CLI drops too, and a typed bucket's unknown type is refused.
