@@ -406,6 +406,14 @@ impl Node {
         self.local_vnodes().iter().map(|v| v.partition).collect()
     }
 
+    /// True when this node's ring has it own partition `p` now, or once
+    /// a pending transfer is done.
+    pub(crate) fn owns_or_will_own(&self, p: Partition) -> bool {
+        let ring = self.ring_now();
+        let me = &self.config.node_name;
+        ring.owner(p) == me || ring.next_owner(p) == Some(me)
+    }
+
     /// The partitions this node runs vnodes for that `ring` gives it neither
     /// now nor next: fallbacks, whose data a hinted handoff hands back to
     /// the owner (and, briefly, a vnode an ownership transfer moved away,

@@ -25,7 +25,7 @@ use crate::metadata::entries::PropsEntries;
 use crate::node::Node;
 use crate::request::BucketRef;
 use crate::vnode::Vnode;
-use crate::vnode::msg::{FoldChunk, FoldKind, StorageKey, VnodeId, VnodeReply, VnodeRequest};
+use crate::vnode::msg::{FoldKind, StorageKey, VnodeId, VnodeReply, VnodeRequest};
 use crate::vnode::reply::{LocalHint, ReplyTo};
 
 /// Sends vnode requests to other nodes.
@@ -77,9 +77,19 @@ impl Node {
     }
 
     /// Hands `req` to this node's `vnode`: a map fold with the node's map
-    /// runner, which the vnode does not know.
+    /// runner, which the vnode does not know. A fold (a coverage plan's)
+    /// is refused unless this node's ring says it owns the partition: a
+    /// vnode it runs otherwise is a fallback, or waits for a transfer in,
+    /// or was handed away, and holds only part of the partition; the
+    /// coordinator, whose ring said otherwise, asks again once the rings
+    /// agree.
     fn hand_to(&self, vnode: &Vnode, req: VnodeRequest, reply: ReplyTo, hint: LocalHint) {
+        let owner = self.ring_now().owner(vnode.partition) == &self.config.node_name;
         match req {
+            VnodeRequest::Fold(_) if !owner => {
+                let refused = Err(KvError::NotHosted(vnode.partition.0));
+                reply.send(vnode.partition, VnodeReply::Fold(refused), hint);
+            }
             VnodeRequest::Fold(fold) if matches!(fold.kind, FoldKind::Map(_)) => {
                 vnode.fold(fold, self.map_runner(), reply);
             }
@@ -115,8 +125,11 @@ impl Node {
 
     /// Answers a request for a partition this node runs no vnode for: a
     /// get finds nothing (a fallback starts empty, as Riak's does), a
-    /// put starts the vnode (a fallback taking a down primary's writes)
-    /// off the caller's thread, since opening a backend reads the disk.
+    /// fold is refused (a coverage plan named this node from a ring that
+    /// is not this node's: the coordinator plans again, never taking
+    /// nothing for the range's answer), a put starts the vnode (a
+    /// fallback taking a down primary's writes) off the caller's thread,
+    /// since opening a backend reads the disk.
     fn deliver_to_new_vnode(&self, p: Partition, req: VnodeRequest, reply: ReplyTo) {
         match req {
             VnodeRequest::Get { .. } => {
@@ -124,12 +137,8 @@ impl Node {
             }
             VnodeRequest::Reap { .. } => {}
             VnodeRequest::Fold(_) => {
-                let chunk = FoldChunk {
-                    seq: 0,
-                    last: true,
-                    items: Vec::new(),
-                };
-                reply.send(p, VnodeReply::Fold(Ok(chunk)), LocalHint::default());
+                let refused = Err(KvError::NotHosted(p.0));
+                reply.send(p, VnodeReply::Fold(refused), LocalHint::default());
             }
             VnodeRequest::Put(_) => {
                 let Some(node) = self.me.upgrade() else {

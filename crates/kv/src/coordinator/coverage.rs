@@ -22,10 +22,16 @@ use tokio::time::{Instant, timeout_at};
 use crate::error::KvError;
 use crate::node::Node;
 use crate::vnode::msg::{FoldKind, FoldRequest, VnodeId, VnodeReply, VnodeRequest};
-use crate::vnode::reply::{LocalHint, ReplyTo};
+use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
 
 /// How long a coverage fold may take in all.
 const FOLD_TIMEOUT: Duration = Duration::from_secs(600);
+/// Attempts of a vnode's fold (or of a collected fold whose local part
+/// found a planned vnode missing) refused because its node does not run
+/// it, and the pause before each new attempt (long enough for a ring
+/// change to reach this node by gossip).
+const COVERAGE_TRIES: u32 = 20;
+const COVERAGE_PAUSE: Duration = Duration::from_millis(100);
 /// Threads folding this node's vnodes at once for a map fold.
 const MAP_LOCAL_THREADS: usize = 4;
 
@@ -48,18 +54,45 @@ impl Node {
         let deadline = Instant::now() + FOLD_TIMEOUT;
         let (ring_size, plan) = self.coverage_vnodes(n_val)?;
         let (tx, rx) = unbounded_channel();
-        let progress = self.send_folds(plan, &kind, ring_size, &tx);
-        drop(tx);
-        await_chunks(rx, progress, deadline, emit)
+        let sent = self.send_folds(plan, &kind, ring_size, &tx);
+        self.await_chunks(rx, &tx, sent, deadline, emit)
     }
 
     /// Folds `kind` over a coverage plan for `n_val` and returns every
     /// item: this node's vnodes fold on the calling thread while the
-    /// others' answers come in. Blocking.
+    /// others' answers come in. A planned vnode that is not there (the
+    /// plan came from a ring older or newer than its node's, during an
+    /// ownership transfer) or is closing fails the attempt, and the fold
+    /// starts again under a fresh plan, from this node's ring as it is
+    /// then, a little later: an answer is always every key range's whole
+    /// answer, never one missing a range. Blocking.
     pub(crate) fn coverage_collect(
         &self,
         n_val: u32,
         kind: FoldKind,
+        deadline: Instant,
+    ) -> Result<Vec<Vec<u8>>, KvError> {
+        let mut tries = 1;
+        loop {
+            match self.coverage_collect_once(n_val, &kind, deadline) {
+                Err(e) if moved(&e) && tries < COVERAGE_TRIES => {
+                    tracing::debug!(tries, "coverage fold starts again: {e}");
+                    tries += 1;
+                    let pause = Instant::now() + COVERAGE_PAUSE;
+                    if pause >= deadline {
+                        return Err(e);
+                    }
+                    std::thread::sleep(COVERAGE_PAUSE);
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    fn coverage_collect_once(
+        &self,
+        n_val: u32,
+        kind: &FoldKind,
         deadline: Instant,
     ) -> Result<Vec<Vec<u8>>, KvError> {
         let (ring_size, plan) = self.coverage_vnodes(n_val)?;
@@ -67,10 +100,9 @@ impl Node {
             .into_iter()
             .partition(|v| v.node == self.config.node_name && self.vnode(v.partition).is_some());
         let (tx, rx) = unbounded_channel();
-        let progress = self.send_folds(remote, &kind, ring_size, &tx);
-        drop(tx);
-        let mut items = self.collect_local(local, &kind, ring_size, deadline)?;
-        await_chunks(rx, progress, deadline, |chunk| {
+        let sent = self.send_folds(remote, kind, ring_size, &tx);
+        let mut items = self.collect_local(local, kind, ring_size, deadline)?;
+        self.await_chunks(rx, &tx, sent, deadline, |chunk| {
             items.extend(chunk);
             true
         })?;
@@ -90,8 +122,9 @@ impl Node {
     ) -> Result<Vec<Vec<u8>>, KvError> {
         let runner = self.map_runner();
         let fold_one = |v: CoverageVnode| -> Result<Vec<Vec<u8>>, KvError> {
-            let Some(handle) = self.vnode(v.partition) else {
-                return Ok(Vec::new());
+            let owned = self.ring_now().owner(v.partition) == &self.config.node_name;
+            let Some(handle) = self.vnode(v.partition).filter(|_| owned) else {
+                return Err(KvError::NotHosted(v.partition.0));
             };
             let req = FoldRequest {
                 kind: kind.clone(),
@@ -167,59 +200,111 @@ impl Node {
         vnodes: Vec<CoverageVnode>,
         kind: &FoldKind,
         ring_size: u32,
-        tx: &UnboundedSender<crate::vnode::reply::Reply>,
-    ) -> HashMap<Partition, Progress> {
-        let mut progress = HashMap::new();
+        tx: &UnboundedSender<Reply>,
+    ) -> HashMap<Partition, Planned> {
+        let mut sent = HashMap::new();
         for v in vnodes {
-            let req = VnodeRequest::Fold(FoldRequest {
-                kind: kind.clone(),
-                ring_size,
-                ranges: v.filter,
-            });
-            progress.insert(v.partition, Progress::default());
-            let to = VnodeId {
-                partition: v.partition,
+            let planned = Planned {
                 node: v.node,
+                req: FoldRequest {
+                    kind: kind.clone(),
+                    ring_size,
+                    ranges: v.filter,
+                },
+                progress: Progress::default(),
+                resent: 0,
             };
-            self.deliver(&to, req, ReplyTo::Local(tx.clone()), LocalHint::default());
+            self.send_fold(v.partition, &planned, tx);
+            sent.insert(v.partition, planned);
         }
-        progress
+        sent
+    }
+
+    fn send_fold(&self, partition: Partition, planned: &Planned, tx: &UnboundedSender<Reply>) {
+        let to = VnodeId {
+            partition,
+            node: planned.node.clone(),
+        };
+        let req = VnodeRequest::Fold(planned.req.clone());
+        self.deliver(&to, req, ReplyTo::Local(tx.clone()), LocalHint::default());
+    }
+
+    /// Hands each chunk's items to `emit` until every vnode in `sent` sent
+    /// its last chunk or `emit` returns false; fails with the first vnode
+    /// error or at the deadline. A vnode that refuses the fold before any
+    /// chunk because its node does not run it (the plan came from a ring
+    /// older or newer than that node's, during an ownership transfer) is
+    /// asked again where this node's ring then places it, a little later,
+    /// a few times: its range is never answered with nothing. Blocking.
+    fn await_chunks(
+        &self,
+        mut rx: UnboundedReceiver<Reply>,
+        tx: &UnboundedSender<Reply>,
+        mut sent: HashMap<Partition, Planned>,
+        deadline: Instant,
+        mut emit: impl FnMut(Vec<Vec<u8>>) -> bool,
+    ) -> Result<(), KvError> {
+        let runtime = tokio::runtime::Handle::current();
+        while sent.values().any(|p| !p.progress.done()) {
+            let reply = match runtime.block_on(timeout_at(deadline, rx.recv())) {
+                Ok(Some(reply)) => reply,
+                Ok(None) | Err(_) => return Err(KvError::Timeout),
+            };
+            let Some(planned) = sent.get_mut(&reply.partition) else {
+                continue;
+            };
+            let chunk = match reply.reply {
+                VnodeReply::Fold(Ok(chunk)) => chunk,
+                VnodeReply::Fold(Err(e)) if moved(&e) && planned.may_resend() => {
+                    tracing::debug!(partition = reply.partition.0, "fold asked again: {e}");
+                    std::thread::sleep(COVERAGE_PAUSE);
+                    planned.resent += 1;
+                    planned.node = self.ring().owner(reply.partition).clone();
+                    self.send_fold(reply.partition, planned, tx);
+                    continue;
+                }
+                VnodeReply::Fold(Err(e)) => return Err(e),
+                _ => continue,
+            };
+            planned.progress.received += 1;
+            if chunk.last {
+                planned.progress.total = Some(chunk.seq + 1);
+            }
+            if !chunk.items.is_empty() && !emit(chunk.items) {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 }
 
-/// Hands each chunk's items to `emit` until every vnode in `progress` sent
-/// its last chunk or `emit` returns false; fails with the first vnode
-/// error or at the deadline. Blocking.
-fn await_chunks(
-    mut rx: UnboundedReceiver<crate::vnode::reply::Reply>,
-    mut progress: HashMap<Partition, Progress>,
-    deadline: Instant,
-    mut emit: impl FnMut(Vec<Vec<u8>>) -> bool,
-) -> Result<(), KvError> {
-    let runtime = tokio::runtime::Handle::current();
-    while progress.values().any(|p| Some(p.received) != p.total) {
-        let reply = match runtime.block_on(timeout_at(deadline, rx.recv())) {
-            Ok(Some(reply)) => reply,
-            Ok(None) => return Err(KvError::Timeout),
-            Err(_) => return Err(KvError::Timeout),
-        };
-        let chunk = match reply.reply {
-            VnodeReply::Fold(Ok(chunk)) => chunk,
-            VnodeReply::Fold(Err(e)) => return Err(e),
-            _ => continue,
-        };
-        let Some(p) = progress.get_mut(&reply.partition) else {
-            continue;
-        };
-        p.received += 1;
-        if chunk.last {
-            p.total = Some(chunk.seq + 1);
-        }
-        if !chunk.items.is_empty() && !emit(chunk.items) {
-            return Ok(());
-        }
+/// A planned vnode's fold: where it went, what it asked, what came back.
+struct Planned {
+    node: NodeName,
+    req: FoldRequest,
+    progress: Progress,
+    /// Times it was asked again after a refusal.
+    resent: u32,
+}
+
+impl Planned {
+    /// Whether a refusal may be answered by asking again: nothing came
+    /// back yet, and not too often.
+    fn may_resend(&self) -> bool {
+        self.progress.received == 0 && self.resent + 1 < COVERAGE_TRIES
     }
-    Ok(())
+}
+
+impl Progress {
+    fn done(&self) -> bool {
+        Some(self.received) == self.total
+    }
+}
+
+/// True for a vnode's error that says it is not where the plan thought:
+/// not (or no longer) run by its node, or closing.
+fn moved(e: &KvError) -> bool {
+    matches!(e, KvError::NotHosted(_) | KvError::ShuttingDown)
 }
 
 /// Riak's answer when some key range has no vnode up to answer for it.

@@ -326,6 +326,13 @@ async fn seal_and_drop(h: &Arc<Handoffs>, t: &Outgoing) -> Step {
         }
         finish_call(h, t, &s).await?;
         let node = h.node.upgrade().ok_or("the node is shutting down")?;
+        if t.kind == Kind::Hinted && node.owns_or_will_own(t.partition) {
+            // The ring changed while the fallback's data went back: this
+            // node now owns the partition, or is receiving it, into this
+            // very vnode. Its data stays.
+            t.watched.unseal();
+            return Ok(());
+        }
         let (hs, vnode, p) = (h.clone(), t.vnode.clone(), t.partition);
         blocking(h, move || finish::drop_vnode(&hs, &node, p, &vnode)).await
     };
