@@ -334,9 +334,10 @@ impl Inner {
     fn current_terms(&self, bucket: &[u8], key: &[u8], now: u64) -> TermSet {
         let st = self.state.read();
         match st.keydir.get(bucket, key) {
-            Some(e) if !e.is_expired(now) => st.index.terms_of(bucket, key).cloned(),
+            Some(e) if !e.is_expired(now) => st.index.terms_of(bucket, key),
             _ => None,
         }
+        .map(|terms| terms.iter().cloned().collect())
         .unwrap_or_default()
     }
 
