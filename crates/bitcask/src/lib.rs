@@ -25,6 +25,7 @@ mod engine;
 pub mod format;
 pub mod hint;
 pub mod index;
+mod index_room;
 pub mod keydir;
 mod lock;
 pub mod merge;
@@ -77,6 +78,12 @@ impl Bitcask {
         let mut inner = Inner::new(dir.to_path_buf(), config, state, Writer::new(active));
         inner.report = recovered.report;
         *inner.lock_file.lock() = Some(lock);
+        if let Some(max) = inner.config.index_memory_max_bytes {
+            let bytes = inner.state.read().index.memory_bytes();
+            if bytes > max {
+                inner.log_index_over(bytes, max, "open found");
+            }
+        }
         let inner = Arc::new(inner);
         let membership = background::join(&inner).map_err(|e| StorageError::io(dir, e))?;
         let _ = inner.membership.set(membership);
@@ -100,6 +107,13 @@ impl Bitcask {
     /// Bytes the keydir allocates (arena plus hash table).
     pub fn keydir_memory_bytes(&self) -> usize {
         self.inner.state.read().keydir.memory_bytes()
+    }
+
+    /// The term index's entries and its estimated memory in bytes
+    /// (`index::memory`).
+    pub fn index_memory(&self) -> (usize, u64) {
+        let st = self.inner.state.read();
+        (st.index.len(), st.index.memory_bytes())
     }
 
     /// Makes the next fdatasync fail, to test poisoning. Not for production.
