@@ -6,6 +6,7 @@
 //! file scans), [`hint`] (hint files), [`datafile`] (files and the write
 //! buffer), [`keydir`] and [`index`] (memory), `state` (both, plus the file
 //! table), `recovery` (open), `engine` (write path, group commit),
+//! `index_room` (the term index's memory bound on the write path),
 //! `read` (get, folds, index scans), [`merge`], `background` (the hint,
 //! sync and merge threads every instance of the process shares).
 //!
