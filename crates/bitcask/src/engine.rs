@@ -134,6 +134,10 @@ pub struct Inner {
     /// Test hook: while non-zero, every write of buffered bytes to a data
     /// file fails with this errno.
     flush_errno: AtomicI32,
+    /// Writes refused because the term index would outgrow its bound.
+    pub index_refusals: AtomicU64,
+    /// Whether the index being over its bound was logged (once per instance).
+    pub index_over_logged: AtomicBool,
 }
 
 /// The on-disk form of an expiry: 0 = none, and never 0 for a real one.
@@ -173,6 +177,8 @@ impl Inner {
             fail_next_sync: AtomicBool::new(false),
             flush_failures: AtomicU64::new(0),
             flush_errno: AtomicI32::new(0),
+            index_refusals: AtomicU64::new(0),
+            index_over_logged: AtomicBool::new(false),
         }
     }
 
@@ -287,6 +293,7 @@ impl Inner {
         let lsn = {
             let mut w = self.writer.lock();
             self.check_writable(&mut w, durable)?;
+            self.check_batch_index_room(&batch.ops, opts.replay)?;
             for op in batch.ops {
                 match op {
                     BatchOp::Put {
@@ -295,9 +302,13 @@ impl Inner {
                         value,
                         indexes,
                         expires_at_secs,
-                    } => {
-                        self.put_locked(&mut w, &bucket, &key, &value, indexes, expires_at_secs)?
-                    }
+                    } => self.put_locked(
+                        &mut w,
+                        (&bucket, &key, &value),
+                        indexes,
+                        expires_at_secs,
+                        opts.replay,
+                    )?,
                     BatchOp::Delete { bucket, key } => self.delete_locked(&mut w, &bucket, &key)?,
                 }
             }
@@ -317,12 +328,11 @@ impl Inner {
         expires_at_secs: Option<u64>,
         opts: WriteOptions,
     ) -> Result<(), StorageError> {
-        let (bucket, key, value) = op;
         let durable = self.wants_durable(opts);
         let lsn = {
             let mut w = self.writer.lock();
             self.check_writable(&mut w, durable)?;
-            self.put_locked(&mut w, bucket, key, value, indexes, expires_at_secs)?;
+            self.put_locked(&mut w, op, indexes, expires_at_secs, opts.replay)?;
             w.appended
         };
         if durable {
@@ -331,29 +341,23 @@ impl Inner {
         Ok(())
     }
 
-    fn current_terms(&self, bucket: &[u8], key: &[u8], now: u64) -> TermSet {
-        let st = self.state.read();
-        match st.keydir.get(bucket, key) {
-            Some(e) if !e.is_expired(now) => st.index.terms_of(bucket, key).cloned(),
-            _ => None,
-        }
-        .unwrap_or_default()
-    }
-
+    /// Stores `(bucket, key, value)` with the key's terms after `indexes`;
+    /// refuses it first if it would grow the term index past its bound
+    /// (unless `replay`). Caller holds the writer lock.
     fn put_locked(
         &self,
         w: &mut Writer,
-        bucket: &[u8],
-        key: &[u8],
-        value: &[u8],
+        (bucket, key, value): (&[u8], &[u8], &[u8]),
         indexes: Vec<IndexSpec>,
         expires_at_secs: Option<u64>,
+        replay: bool,
     ) -> Result<(), StorageError> {
         let now = self.now();
         let mut terms = TermSet::new();
         if !indexes.is_empty() || self.state.read().index.terms_of(bucket, key).is_some() {
-            terms = self.current_terms(bucket, key, now);
+            terms = live_terms(&self.state.read(), bucket, key, now);
             apply_specs(&mut terms, indexes);
+            self.check_index_room(bucket, key, &terms, replay)?;
         }
         let expiry = disk_expiry(effective_expiry(
             now,
@@ -631,6 +635,16 @@ impl Inner {
         self.sync_file(&file)?;
         Ok(target)
     }
+}
+
+/// The terms `(bucket, key)` has now: none if it is absent or expired.
+pub fn live_terms(st: &State, bucket: &[u8], key: &[u8], now: u64) -> TermSet {
+    match st.keydir.get(bucket, key) {
+        Some(e) if !e.is_expired(now) => st.index.terms_of(bucket, key),
+        _ => None,
+    }
+    .map(|terms| terms.iter().cloned().collect())
+    .unwrap_or_default()
 }
 
 /// An offset as a keydir `u32`.

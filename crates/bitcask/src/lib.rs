@@ -6,6 +6,7 @@
 //! file scans), [`hint`] (hint files), [`datafile`] (files and the write
 //! buffer), [`keydir`] and [`index`] (memory), `state` (both, plus the file
 //! table), `recovery` (open), `engine` (write path, group commit),
+//! `index_room` (the term index's memory bound on the write path),
 //! `read` (get, folds, index scans), [`merge`], `background` (the hint,
 //! sync and merge threads every instance of the process shares).
 //!
@@ -25,6 +26,7 @@ mod engine;
 pub mod format;
 pub mod hint;
 pub mod index;
+mod index_room;
 pub mod keydir;
 mod lock;
 pub mod merge;
@@ -77,6 +79,12 @@ impl Bitcask {
         let mut inner = Inner::new(dir.to_path_buf(), config, state, Writer::new(active));
         inner.report = recovered.report;
         *inner.lock_file.lock() = Some(lock);
+        if let Some(max) = inner.config.index_memory_max_bytes {
+            let bytes = inner.state.read().index.memory_bytes();
+            if bytes > max {
+                inner.log_index_over(bytes, max, "open found");
+            }
+        }
         let inner = Arc::new(inner);
         let membership = background::join(&inner).map_err(|e| StorageError::io(dir, e))?;
         let _ = inner.membership.set(membership);
@@ -100,6 +108,13 @@ impl Bitcask {
     /// Bytes the keydir allocates (arena plus hash table).
     pub fn keydir_memory_bytes(&self) -> usize {
         self.inner.state.read().keydir.memory_bytes()
+    }
+
+    /// The term index's entries and its estimated memory in bytes
+    /// (`index::memory`).
+    pub fn index_memory(&self) -> (usize, u64) {
+        let st = self.inner.state.read();
+        (st.index.len(), st.index.memory_bytes())
     }
 
     /// Makes the next fdatasync fail, to test poisoning. Not for production.

@@ -222,6 +222,20 @@ impl Inner {
             ("keydir_bytes".into(), st.keydir.memory_bytes().to_string()),
             ("index_entries".into(), st.index.len().to_string()),
             (
+                "index_memory_bytes".into(),
+                st.index.memory_bytes().to_string(),
+            ),
+            (
+                "index_memory_max".into(),
+                self.config
+                    .index_memory_max_bytes
+                    .map_or_else(|| "off".into(), |max| max.to_string()),
+            ),
+            (
+                "index_writes_refused".into(),
+                self.index_refusals.load(Ordering::Relaxed).to_string(),
+            ),
+            (
                 "corrupt_reads".into(),
                 self.corrupt_reads.load(Ordering::Relaxed).to_string(),
             ),

@@ -237,6 +237,10 @@ fn pinned_errors() -> Vec<KvError> {
             )),
             bucket: None,
         })),
+        KvError::Storage(StorageError::IndexFull {
+            bytes: 16_777_500,
+            max: 16_777_216,
+        }),
     ]
 }
 
@@ -752,6 +756,10 @@ fn error_of(kind: u8, text: String, a: u32, b: u32, byte: u8) -> KvError {
             bucket_type: None,
             bucket: Some(entry(stamp(u64::from(a), b, 1), &text)),
         })),
+        18 => KvError::Storage(StorageError::IndexFull {
+            bytes: u64::from(a),
+            max: u64::from(b),
+        }),
         _ => KvError::TooLarge {
             what: ["key", "value", "object"][usize::from(byte) % 3],
             size: a_us,
@@ -762,7 +770,7 @@ fn error_of(kind: u8, text: String, a: u32, b: u32, byte: u8) -> KvError {
 
 fn error() -> impl Strategy<Value = KvError> {
     (
-        prop_oneof![0..14u8, Just(14u8), Just(15u8), Just(17u8)],
+        prop_oneof![0..14u8, Just(14u8), Just(15u8), Just(17u8), Just(18u8)],
         "[ -~]{0,40}",
         any::<u32>(),
         any::<u32>(),

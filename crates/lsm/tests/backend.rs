@@ -478,7 +478,10 @@ fn concurrent_writers_keep_index_and_objects_in_step() {
                         &key,
                         &term,
                         &[spec],
-                        WriteOptions { sync: i % 10 == 0 },
+                        WriteOptions {
+                            sync: i % 10 == 0,
+                            ..WriteOptions::default()
+                        },
                     )
                     .unwrap();
                     if i % 7 == 0 {

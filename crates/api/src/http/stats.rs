@@ -237,6 +237,9 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
     for (k, v) in super::repair::stats(node) {
         m.insert(k.to_string(), v);
     }
+    for (k, v) in index_memory(node) {
+        m.insert(k.to_string(), v);
+    }
     for (k, v) in super::health::stats(app) {
         m.insert(k.to_string(), v);
     }
@@ -248,6 +251,23 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
         m.insert(k, v);
     }
     m
+}
+
+/// The in-memory term indexes (bitcask's) of this node's vnodes, summed:
+/// entries, estimated bytes, the sum of their bounds, writes refused at a
+/// bound, and how many are over their bound now (docs/design/002-bitcask.md).
+fn index_memory(node: &Node) -> Vec<(&'static str, Value)> {
+    let t = node.index_memory();
+    vec![
+        ("bitcask_index_entries", json!(t.entries)),
+        ("bitcask_index_memory_bytes", json!(t.bytes)),
+        ("bitcask_index_memory_max", json!(t.max_bytes)),
+        (
+            "bitcask_index_writes_refused_total",
+            json!(t.writes_refused),
+        ),
+        ("bitcask_index_partitions_over_limit", json!(t.over_limit)),
+    ]
 }
 
 fn percentiles(prefix: &str, h: &Histogram<u64>) -> Vec<(String, Value)> {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use eddy_api::http::{HttpConfig, serve};
 use eddy_kv::props::BucketProps;
+use eddy_kv::repair::Partition;
 use eddy_kv::types::BucketRegistry;
 use eddy_kv::{Node, NodeConfig};
 use eddy_object::Actor;
@@ -76,14 +77,25 @@ pub fn node_config() -> NodeConfig {
 }
 
 pub async fn start_with(config: NodeConfig, http: HttpConfig) -> Server {
+    start_on(config, http, |_| {
+        Arc::new(MemoryBackend::new(MemoryConfig::default()))
+    })
+    .await
+}
+
+/// [`start_with`], each partition's backend opened by `open`.
+pub async fn start_on(
+    config: NodeConfig,
+    http: HttpConfig,
+    open: impl Fn(Partition) -> Arc<dyn Backend>,
+) -> Server {
     let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
     let empty = serde_json::Map::new();
     registry.create_type("maps", &empty).unwrap();
     registry.activate_type("maps").unwrap();
     registry.create_type("inactive", &empty).unwrap();
     let node = Node::start(config, registry, |p| {
-        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
-        (backend, Actor(1000 + u64::from(p.0)))
+        (open(p), Actor(1000 + u64::from(p.0)))
     })
     .unwrap();
     node.set_map_runner(eddy_api::mapred::vnode_runner());

@@ -35,6 +35,7 @@ pub fn index_term(n: u64) -> [u8; 8] {
 fn write_options(sync: SyncMode) -> WriteOptions {
     WriteOptions {
         sync: sync == SyncMode::Always,
+        ..WriteOptions::default()
     }
 }
 

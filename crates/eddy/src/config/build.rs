@@ -141,6 +141,14 @@ fn bitcask(raw: &Raw) -> Result<BitcaskConfig, ConfigError> {
         },
         _ => MergeWindow::Always,
     };
+    // Per vnode, as the index lives in each partition's instance: the
+    // default is 1 GiB for a node holding all 64 partitions of the
+    // default ring (design note 002, "The term index's memory").
+    let index_max = "bitcask.index_memory.maximum_per_vnode";
+    let index_memory_max_bytes = match raw.text(index_max) {
+        "off" => None,
+        _ => Some(raw.bytes(index_max)?),
+    };
     Ok(BitcaskConfig {
         max_file_size_bytes: raw.bytes("bitcask.max_file_size")?,
         sync,
@@ -152,6 +160,7 @@ fn bitcask(raw: &Raw) -> Result<BitcaskConfig, ConfigError> {
         dead_bytes_threshold: raw.bytes("bitcask.merge.thresholds.dead_bytes")?,
         small_file_threshold: raw.bytes("bitcask.merge.thresholds.small_file")?,
         merge_window,
+        index_memory_max_bytes,
         ..BitcaskConfig::default()
     })
 }
@@ -352,6 +361,7 @@ mod tests {
         assert_eq!(s.commit_log.segment_bytes, 64 << 20);
         assert_eq!(s.storage.memory.max_memory_bytes, None);
         assert_eq!(s.storage.bitcask.expiry_secs, 0);
+        assert_eq!(s.storage.bitcask.index_memory_max_bytes, Some(16 << 20));
         assert_eq!(
             s.http.request_timeout,
             Some(std::time::Duration::from_secs(60))

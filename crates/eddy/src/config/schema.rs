@@ -338,6 +338,12 @@ pub const SETTINGS: &[Setting] = &[
         "Compress values with lz4.",
     ),
     s(
+        "bitcask.index_memory.maximum_per_vnode",
+        "16MB",
+        Kind::BytesOr(&["off"]),
+        "Refuse writes that would grow a partition's in-memory 2i index beyond this.",
+    ),
+    s(
         "lsm.expiry",
         "off",
         Kind::DurationOr(&["off"]),

@@ -4,7 +4,10 @@
 //! applying it is a blind write: applying the log's records in order leaves
 //! each key as the last record says, however many of them the backend
 //! already had. Index specs are recomputed against what the backend holds,
-//! so index entries follow the object exactly as in a live write.
+//! so index entries follow the object exactly as in a live write. Writes
+//! are marked [`WriteOptions::REPLAY`]: they were acknowledged before the
+//! restart, so a backend takes them even past a memory bound at which it
+//! refuses new writes (bitcask's term index), as it loads its files at open.
 
 use eddy_object::codec;
 use eddy_storage::{Backend, WriteOptions};
@@ -26,9 +29,9 @@ pub fn apply_record(backend: &dyn Backend, record: &Record<'_>) -> Result<(), St
             // index entries to remove; the new ones are still added.
             let old = stored.and_then(|b| codec::decode(&b).ok());
             let specs = index_specs(old.as_ref(), &new);
-            backend.put(bucket, key, value, &specs, WriteOptions::NO_SYNC)
+            backend.put(bucket, key, value, &specs, WriteOptions::REPLAY)
         }
-        Op::Delete => backend.delete(bucket, key, WriteOptions::NO_SYNC),
+        Op::Delete => backend.delete(bucket, key, WriteOptions::REPLAY),
         Op::PutSame { .. } => return Err("a put-same record reached replay unresolved".into()),
     }
     .map_err(|e| e.to_string())

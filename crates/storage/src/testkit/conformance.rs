@@ -95,7 +95,10 @@ impl<'a> Harness<'a> {
     fn write(&mut self, ops: Vec<BatchOp>, sync: bool) -> Result<(), TestCaseError> {
         let now = self.now();
         let ops: Vec<BatchOp> = ops.into_iter().map(|op| absolute_expiry(op, now)).collect();
-        let opts = WriteOptions { sync };
+        let opts = WriteOptions {
+            sync,
+            ..WriteOptions::default()
+        };
         let batch = WriteBatch { ops: ops.clone() };
         self.backend()
             .write(batch, opts)

@@ -34,6 +34,7 @@ const NOT_HOSTED: u8 = 14;
 const VNODE_START: u8 = 15;
 const CLOSED: u8 = 16;
 const PROPS_NEWER: u8 = 17;
+const INDEX_FULL: u8 = 18;
 
 /// The engine name of a remote vnode's error of kind `other`.
 pub const OTHER_ENGINE: &str = "remote vnode";
@@ -98,6 +99,11 @@ fn storage(w: &mut Writer, e: &StorageError) {
         }
         StorageError::Poisoned(m) => text(w, POISONED, m),
         StorageError::Closed => w.u8(CLOSED),
+        StorageError::IndexFull { bytes, max } => {
+            w.u8(INDEX_FULL);
+            w.u64(*bytes);
+            w.u64(*max);
+        }
         StorageError::TooLarge { what, size, max } => too_large(w, what, *size, *max),
         StorageError::Engine { engine, source } if *engine == OTHER_ENGINE => {
             text(w, OTHER, &source.to_string());
@@ -186,6 +192,10 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<KvError, WireError> {
         VNODE_START => KvError::VnodeStart(text(r)?),
         CLOSED => KvError::Storage(StorageError::Closed),
         PROPS_NEWER => KvError::PropsNewer(Box::new(super::props::decode(r)?)),
+        INDEX_FULL => KvError::Storage(StorageError::IndexFull {
+            bytes: r.u64()?,
+            max: r.u64()?,
+        }),
         value => return Err(bad("error kind", value)),
     })
 }
