@@ -4,11 +4,11 @@
 //!
 //! Ending rules: workers stop by themselves at the deadline, or before it
 //! when their keys are used up (`keys.once`; the run's ending says so when
-//! every worker did). The collector
-//! sends the stop signal when no request has succeeded for `give_up_after`
-//! (every worker is failing) or on Ctrl-C. As a last bound it aborts any
-//! worker still running at the hard stop (deadline, or the stop signal,
-//! plus [`DRAIN_TIMEOUTS`] request timeouts), so a run never hangs.
+//! every worker did). The collector sends the stop signal when no request
+//! has succeeded for `give_up_after` (every worker is failing) or on Ctrl-C.
+//! As a last bound it aborts any worker still running at the hard stop
+//! (deadline, or the stop signal, plus [`DRAIN_TIMEOUTS`] request
+//! timeouts), so a run never hangs.
 //!
 //! Rows: interval rows are written at each boundary strictly before the
 //! deadline; the last row, written when the workers are done, covers the

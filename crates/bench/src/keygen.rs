@@ -90,6 +90,20 @@ impl KeySpace {
         self.generator
     }
 
+    /// Whether each key is handed out once.
+    pub fn once(&self) -> bool {
+        self.once
+    }
+
+    /// A copy at the same point whose draws leave this space's alone.
+    pub fn detached(&self) -> KeySpace {
+        KeySpace {
+            prefix: self.prefix.clone(),
+            counter: AtomicU64::new(self.counter.load(Ordering::Relaxed)),
+            ..*self
+        }
+    }
+
     /// The key bytes of number `n`, written into `out` (cleared first).
     pub fn encode(&self, n: u64, out: &mut Vec<u8>) {
         let n = match (self.generator, self.order) {

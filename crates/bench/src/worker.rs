@@ -48,11 +48,26 @@ pub struct WorkerState {
 impl WorkerState {
     /// Worker `id`'s state, seeded from the run's seed.
     pub fn new(plan: &Plan, id: usize) -> WorkerState {
+        Self::with_keys(plan, id, KeyGen::new(plan.keys.clone(), id))
+    }
+
+    /// The state of the probe before the run: worker 0's, except that with
+    /// `keys.once` it draws from a detached copy of the key space, so the
+    /// run still hands out every key (the probe's key is written twice).
+    pub fn probe(plan: &Plan) -> WorkerState {
+        let keys = match plan.keys.once() {
+            true => Arc::new(plan.keys.detached()),
+            false => plan.keys.clone(),
+        };
+        Self::with_keys(plan, 0, KeyGen::new(keys, 0))
+    }
+
+    fn with_keys(plan: &Plan, id: usize, keys: KeyGen) -> WorkerState {
         let seed = plan.seed ^ (id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         WorkerState {
             id,
             rng: SmallRng::seed_from_u64(seed),
-            keys: KeyGen::new(plan.keys.clone(), id),
+            keys,
             key: Vec::new(),
             value: Vec::new(),
             ints: Vec::new(),

@@ -289,6 +289,22 @@ fn a_once_load_writes_every_key_once_with_its_entries_then_ends() {
 }
 
 #[test]
+fn the_probe_before_a_once_load_leaves_every_key_to_the_run() {
+    for generator in ["sequential_int", "partitioned_sequential_int"] {
+        let (addr, seen) = server(serve_pb);
+        let keys = format!("generator = \"{generator}\"\nmax = 100\nonce = true");
+        let outcome = run(&coupons("pb", &addr, "put = 1", &keys), false);
+        assert_eq!(outcome.summary.ending, Ending::KeysUsedUp, "{generator}");
+        assert_eq!(successes(&outcome, OpKind::Put), 100, "{generator}");
+        let seen = seen.lock().unwrap();
+        let writes: Vec<_> = seen.keys.values().map(|s| s.writes).collect();
+        assert_eq!(writes.len(), 100, "{generator}");
+        assert_eq!(writes[0], 2, "{generator}: the probe's key, and the run's");
+        assert!(writes[1..].iter().all(|w| *w == 1), "{generator}");
+    }
+}
+
+#[test]
 fn a_once_multi_put_load_cuts_the_last_batch_short() {
     let (addr, seen) = server(serve_pb);
     let keys = "generator = \"partitioned_sequential_int\"\nmax = 102\nonce = true";
