@@ -2,11 +2,13 @@
 //! interval (one CSV row per operation, when the run writes results),
 //! updates the progress bar, and decides when the run stops early.
 //!
-//! Ending rules: workers stop by themselves at the deadline. The collector
-//! sends the stop signal when no request has succeeded for `give_up_after`
-//! (every worker is failing) or on Ctrl-C. As a last bound it aborts any
-//! worker still running at the hard stop (deadline, or the stop signal,
-//! plus [`DRAIN_TIMEOUTS`] request timeouts), so a run never hangs.
+//! Ending rules: workers stop by themselves at the deadline, or before it
+//! when their keys are used up (`keys.once`; the run's ending says so when
+//! every worker did). The collector sends the stop signal when no request
+//! has succeeded for `give_up_after` (every worker is failing) or on Ctrl-C.
+//! As a last bound it aborts any worker still running at the hard stop
+//! (deadline, or the stop signal, plus [`DRAIN_TIMEOUTS`] request
+//! timeouts), so a run never hangs.
 //!
 //! Rows: interval rows are written at each boundary strictly before the
 //! deadline; the last row, written when the workers are done, covers the
@@ -57,7 +59,7 @@ pub async fn collect(
     recorder: Arc<Recorder>,
     mut results: Option<&mut ResultsDir>,
     ops: &[OpKind],
-    workers: &mut JoinSet<()>,
+    workers: &mut JoinSet<bool>,
     stop: watch::Sender<bool>,
     timing: &Timing,
 ) -> Result<Collected, BenchError> {
@@ -71,10 +73,18 @@ pub async fn collect(
     tokio::pin!(ctrl_c);
     let mut tick = tokio::time::interval(TICK);
     let mut aborted = 0;
+    let mut used_up = 0;
+    let mut finished = 0;
     loop {
         let next = boundary + timing.interval;
         tokio::select! {
-            joined = workers.join_next() => if joined.is_none() { break },
+            joined = workers.join_next() => match joined {
+                None => break,
+                Some(done) => {
+                    finished += 1;
+                    used_up += usize::from(done.unwrap_or(false));
+                }
+            },
             () = tokio::time::sleep_until(next), if next < timing.deadline => {
                 let rows = results.as_deref_mut();
                 flush(&recorder, rows, ops, &mut totals, next - timing.start, timing.interval)?;
@@ -116,10 +126,16 @@ pub async fn collect(
         end - timing.start,
         window,
     )?;
+    let all_used_up = used_up > 0 && used_up == finished && aborted == 0;
+    let ending = match ending {
+        Some(e) => e,
+        None if all_used_up => Ending::KeysUsedUp,
+        None => Ending::Completed,
+    };
     Ok(Collected {
         totals,
         elapsed_s: (end - timing.start).as_secs_f64(),
-        ending: ending.unwrap_or(Ending::Completed),
+        ending,
         workers_aborted: aborted,
     })
 }

@@ -21,8 +21,15 @@
 //!   are the insertion numbers; `skew_order` keys are a fixed bijection of
 //!   them, so puts land in pseudo-random key order and never repeat.
 //!
+//! With `once`, `sequential_int` and `partitioned_sequential_int` do not
+//! wrap: each number is handed out once, then draws answer `None` (the
+//! worker's keys are used up).
+//!
 //! Invariants: every number is below `max` (unique: below the claimed
-//! count); unique puts never repeat a key.
+//! count); unique puts never repeat a key; with `once`, no number is
+//! handed out twice and every one is handed out before a draw answers
+//! `None` (for `partitioned_sequential_int`: every one of the worker's
+//! slice).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,6 +52,8 @@ pub struct KeySpace {
     prefix: Vec<u8>,
     format: KeyFormat,
     workers: u64,
+    /// Each number once, no wrapping.
+    once: bool,
     /// Next number of `sequential_int`; numbers handed out by `unique`.
     counter: AtomicU64,
 }
@@ -59,6 +68,7 @@ impl KeySpace {
             prefix: config.prefix.as_bytes().to_vec(),
             format: config.format,
             workers: workers.max(1) as u64,
+            once: config.once,
             counter: AtomicU64::new(0),
         }
     }
@@ -78,6 +88,20 @@ impl KeySpace {
     /// The generator's name.
     pub fn generator(&self) -> KeyGenerator {
         self.generator
+    }
+
+    /// Whether each key is handed out once.
+    pub fn once(&self) -> bool {
+        self.once
+    }
+
+    /// A copy at the same point whose draws leave this space's alone.
+    pub fn detached(&self) -> KeySpace {
+        KeySpace {
+            prefix: self.prefix.clone(),
+            counter: AtomicU64::new(self.counter.load(Ordering::Relaxed)),
+            ..*self
+        }
     }
 
     /// The key bytes of number `n`, written into `out` (cleared first).
@@ -145,21 +169,30 @@ impl KeyGen {
         &self.space
     }
 
-    /// The number a put touches: fresh for `unique`, else as a read.
-    pub fn next_write(&mut self, rng: &mut impl Rng) -> u64 {
+    /// The number a put touches: fresh for `unique`, else as a read;
+    /// `None` once the keys are used up (`once`).
+    pub fn next_write(&mut self, rng: &mut impl Rng) -> Option<u64> {
         match self.space.generator {
-            KeyGenerator::Unique => self.space.counter.fetch_add(1, Ordering::Relaxed),
+            KeyGenerator::Unique => Some(self.space.counter.fetch_add(1, Ordering::Relaxed)),
             _ => self.next_read(rng),
         }
     }
 
     /// The number a get, update or delete touches (0 for a `unique` space
-    /// with nothing inserted yet).
-    pub fn next_read(&mut self, rng: &mut impl Rng) -> u64 {
+    /// with nothing inserted yet); `None` once the keys are used up
+    /// (`once`).
+    pub fn next_read(&mut self, rng: &mut impl Rng) -> Option<u64> {
         let max = self.space.max;
-        match self.space.generator {
-            KeyGenerator::SequentialInt => self.space.counter.fetch_add(1, Ordering::Relaxed) % max,
-            KeyGenerator::PartitionedSequentialInt => self.next_in_slice(),
+        let n = match self.space.generator {
+            KeyGenerator::SequentialInt => {
+                let n = self.space.counter.fetch_add(1, Ordering::Relaxed);
+                match self.space.once {
+                    true if n >= max => return None,
+                    true => n,
+                    false => n % max,
+                }
+            }
+            KeyGenerator::PartitionedSequentialInt => return self.next_in_slice(),
             KeyGenerator::UniformInt => rng.random_range(0..max),
             KeyGenerator::ParetoInt => pareto(rng, max),
             KeyGenerator::EightytwentyInt => eighty_twenty(rng, max),
@@ -168,13 +201,20 @@ impl KeyGen {
                 let settled = done.saturating_sub(self.space.workers).max(done.min(1));
                 rng.random_range(0..settled.max(1))
             }
-        }
+        };
+        Some(n)
     }
 
-    fn next_in_slice(&mut self) -> u64 {
+    fn next_in_slice(&mut self) -> Option<u64> {
         let n = self.cursor;
-        self.cursor = if n + 1 >= self.hi { self.lo } else { n + 1 };
-        n
+        if n >= self.hi {
+            return None; // only with `once`: the slice is used up
+        }
+        self.cursor = match n + 1 >= self.hi && !self.space.once {
+            true => self.lo,
+            false => n + 1,
+        };
+        Some(n)
     }
 }
 
@@ -212,13 +252,25 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use std::collections::HashSet;
 
-    fn space(generator: KeyGenerator, max: Option<u64>, workers: usize) -> Arc<KeySpace> {
-        let config = KeysConfig {
+    fn config(generator: KeyGenerator, max: Option<u64>) -> KeysConfig {
+        KeysConfig {
             generator,
             max,
             order: None,
             prefix: String::new(),
             format: KeyFormat::Decimal,
+            once: false,
+        }
+    }
+
+    fn space(generator: KeyGenerator, max: Option<u64>, workers: usize) -> Arc<KeySpace> {
+        Arc::new(KeySpace::new(&config(generator, max), workers))
+    }
+
+    fn once(generator: KeyGenerator, max: u64, workers: usize) -> Arc<KeySpace> {
+        let config = KeysConfig {
+            once: true,
+            ..config(generator, Some(max))
         };
         Arc::new(KeySpace::new(&config, workers))
     }
@@ -235,8 +287,8 @@ mod tests {
             let mut seen = Vec::new();
             for g in &mut gens {
                 let len = g.hi - g.lo;
-                seen.extend((0..len).map(|_| g.next_in_slice()));
-                assert_eq!(g.next_in_slice(), g.lo, "wraps to its slice's start");
+                seen.extend((0..len).filter_map(|_| g.next_in_slice()));
+                assert_eq!(g.next_in_slice(), Some(g.lo), "wraps to its slice's start");
             }
             seen.sort_unstable();
             assert_eq!(
@@ -253,7 +305,7 @@ mod tests {
         let (mut a, mut b) = (KeyGen::new(s.clone(), 0), KeyGen::new(s, 1));
         let mut rng = SmallRng::seed_from_u64(0);
         let got: Vec<_> = (0..6)
-            .map(|i| {
+            .filter_map(|i| {
                 if i % 2 == 0 {
                     a.next_read(&mut rng)
                 } else {
@@ -262,6 +314,47 @@ mod tests {
             })
             .collect();
         assert_eq!(got, [0, 1, 2, 3, 4, 0]);
+    }
+
+    #[test]
+    fn once_hands_out_every_number_exactly_once_then_none() {
+        let mut rng = SmallRng::seed_from_u64(0);
+        for (max, workers) in [(100, 7), (10, 10), (1000, 3), (5, 1)] {
+            let s = once(KeyGenerator::PartitionedSequentialInt, max, workers);
+            let mut gens: Vec<_> = (0..workers).map(|w| KeyGen::new(s.clone(), w)).collect();
+            let mut seen = Vec::new();
+            // Workers take turns, as they would at different speeds.
+            for round in 0..=max {
+                for (w, g) in gens.iter_mut().enumerate() {
+                    if !(round + w as u64).is_multiple_of(3) {
+                        seen.extend(g.next_write(&mut rng));
+                    }
+                }
+            }
+            for g in &mut gens {
+                while let Some(n) = g.next_read(&mut rng) {
+                    seen.push(n);
+                }
+                assert_eq!(g.next_write(&mut rng), None, "stays used up");
+            }
+            seen.sort_unstable();
+            assert_eq!(
+                seen,
+                (0..max).collect::<Vec<_>>(),
+                "max {max}, {workers} workers"
+            );
+        }
+        let s = once(KeyGenerator::SequentialInt, 5, 2);
+        let (mut a, mut b) = (KeyGen::new(s.clone(), 0), KeyGen::new(s, 1));
+        let got: Vec<_> = (0..8)
+            .map(|i| match i % 2 {
+                0 => a.next_read(&mut rng),
+                _ => b.next_write(&mut rng),
+            })
+            .collect();
+        let five = [Some(0), Some(1), Some(2), Some(3), Some(4)];
+        assert_eq!(got[..5], five);
+        assert_eq!(got[5..], [None, None, None]);
     }
 
     #[test]
@@ -296,20 +389,19 @@ mod tests {
     fn unique_puts_never_repeat_and_reads_stay_inserted() {
         for order in [UniqueOrder::KeyOrder, UniqueOrder::SkewOrder] {
             let config = KeysConfig {
-                generator: KeyGenerator::Unique,
-                max: None,
                 order: Some(order),
                 prefix: "k".into(),
                 format: KeyFormat::Binary,
+                ..config(KeyGenerator::Unique, None)
             };
             let s = Arc::new(KeySpace::new(&config, 4));
             let mut rng = SmallRng::seed_from_u64(3);
             let mut gens: Vec<_> = (0..4).map(|w| KeyGen::new(s.clone(), w)).collect();
             let mut keys = HashSet::new();
             for i in 0..20_000 {
-                let n = gens[i % 4].next_write(&mut rng);
+                let n = gens[i % 4].next_write(&mut rng).unwrap();
                 assert!(keys.insert(s.key(n)), "{order:?}: key {n} repeated");
-                let r = gens[(i + 1) % 4].next_read(&mut rng);
+                let r = gens[(i + 1) % 4].next_read(&mut rng).unwrap();
                 assert!(r < s.inserted(), "read {r} not inserted yet");
             }
             let in_order = (0..100).map(|n| s.key(n)).collect::<Vec<_>>().is_sorted();
@@ -320,11 +412,8 @@ mod tests {
     #[test]
     fn keys_encode_with_prefix_and_format() {
         let mut config = KeysConfig {
-            generator: KeyGenerator::UniformInt,
-            max: Some(10),
-            order: None,
             prefix: "c-".into(),
-            format: KeyFormat::Decimal,
+            ..config(KeyGenerator::UniformInt, Some(10))
         };
         assert_eq!(KeySpace::new(&config, 1).key(42), b"c-000000000042");
         config.format = KeyFormat::Binary;
@@ -334,11 +423,8 @@ mod tests {
     #[test]
     fn plain_keys_are_the_numbers_as_written() {
         let config = KeysConfig {
-            generator: KeyGenerator::UniformInt,
-            max: Some(100_000),
-            order: None,
-            prefix: String::new(),
             format: KeyFormat::Plain,
+            ..config(KeyGenerator::UniformInt, Some(100_000))
         };
         let space = KeySpace::new(&config, 1);
         for n in [0, 7, 4711, 99_999, u64::MAX] {
@@ -362,7 +448,7 @@ mod tests {
             ] {
                 let mut g = KeyGen::new(space(generator, Some(max), 16), worker);
                 for _ in 0..50 {
-                    let n = g.next_read(&mut rng);
+                    let n = g.next_read(&mut rng).unwrap();
                     prop_assert!(n < max, "{:?} drew {} >= {}", generator, n, max);
                 }
             }

@@ -4,9 +4,10 @@
 //! A run reads a TOML workload ([`config`]), checks the servers and probes
 //! each weighted operation ([`probe`]), optionally preloads keys
 //! ([`preload`]), measures a loopback echo of the same shape
-//! ([`baseline`]) to read the run against, then lets `concurrent` workers ([`worker`]) issue
-//! operations ([`ops`]) on keys ([`keygen`]) with values ([`valuegen`])
-//! through a PB or HTTP driver ([`driver`]) for the duration, while the
+//! ([`baseline`]) to read the run against, then lets `concurrent` workers
+//! ([`worker`]) issue operations ([`ops`]) on keys ([`keygen`]) with values
+//! ([`valuegen`]) and index entries ([`index`]) through a PB or HTTP driver
+//! ([`driver`]) for the duration (or until `keys.once` uses the keys up), while the
 //! collector ([`collector`]) closes a window ([`window`]) at every report
 //! interval. The results directory ([`report`]) gets CSV rows per
 //! operation, a summary, the config, machine facts and PNG charts;
@@ -25,6 +26,7 @@ pub mod compare;
 pub mod config;
 pub mod driver;
 pub mod error;
+pub mod index;
 pub mod keygen;
 pub mod latency;
 pub mod ops;

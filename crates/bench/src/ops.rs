@@ -62,6 +62,12 @@ impl OpKind {
     pub fn writes(self) -> bool {
         matches!(self, OpKind::Put | OpKind::Update | OpKind::MultiPut)
     }
+
+    /// Whether the operation draws keys from the key space (2i queries
+    /// and MapReduce jobs do not).
+    pub fn draws_keys(self) -> bool {
+        !matches!(self, OpKind::IndexQuery | OpKind::Mapreduce)
+    }
 }
 
 /// A weighted choice among operations.

@@ -103,6 +103,7 @@ pub fn pb(p: &PbPreset) -> BenchConfig {
             order: None,
             prefix: String::new(),
             format: KeyFormat::Plain,
+            once: false,
         },
         values: ValuesConfig {
             generator: ValueGenerator::FixedBin,

@@ -39,7 +39,7 @@ pub async fn set_props(conn: &mut Conn, props: &BucketProps) -> Result<(), Bench
 
 /// Runs each weighted operation once through `conn`.
 pub async fn probe_ops(plan: &Plan, conn: &mut Conn) -> Result<(), BenchError> {
-    let mut state = WorkerState::new(plan, 0);
+    let mut state = WorkerState::probe(plan);
     let endpoint = plan.endpoints[0].clone();
     for op in plan.chooser.ops().collect::<Vec<_>>() {
         let Err(f) = execute(conn, plan, &mut state, op).await else {

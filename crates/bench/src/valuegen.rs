@@ -84,6 +84,12 @@ impl ValueGen {
         self.int_fields.iter().position(|(n, _)| n == name)
     }
 
+    /// The bound of the JSON integer field at `position` (its values are
+    /// uniform in `0..bound`); 1 past the last field.
+    pub fn int_bound(&self, position: usize) -> u64 {
+        self.int_fields.get(position).map_or(1, |(_, b)| *b)
+    }
+
     /// Writes one value for `key` into `out` (cleared first); for `json`,
     /// `ints` receives each integer field's value in [`Self::int_field`]
     /// order.

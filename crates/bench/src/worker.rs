@@ -8,7 +8,9 @@
 //! the answer. A get that finds nothing, or a multi-get missing one of its
 //! keys, is a success (counted as `not_found`), or with
 //! `request.not_found = "error"` the failure `not_found`. A multi-key
-//! request one of whose keys failed is the failure `key_error`.
+//! request one of whose keys failed is the failure `key_error`. With
+//! `keys.once`, a worker stops when its keys are used up (the last
+//! multi-key request of a worker may name fewer keys than its batch size).
 //!
 //! Bound: a worker checks the deadline and the stop signal between
 //! requests, and each request is bounded by the request timeout (an update
@@ -23,7 +25,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::config::{MultiGetVia, NotFound};
-use crate::driver::{Conn, Failure, MultiObject, PutBody};
+use crate::driver::{Conn, Failure, IndexEntry, MultiObject, PutBody};
 use crate::keygen::KeyGen;
 use crate::ops::OpKind;
 use crate::window::Recorder;
@@ -46,11 +48,26 @@ pub struct WorkerState {
 impl WorkerState {
     /// Worker `id`'s state, seeded from the run's seed.
     pub fn new(plan: &Plan, id: usize) -> WorkerState {
+        Self::with_keys(plan, id, KeyGen::new(plan.keys.clone(), id))
+    }
+
+    /// The state of the probe before the run: worker 0's, except that with
+    /// `keys.once` it draws from a detached copy of the key space, so the
+    /// run still hands out every key (the probe's key is written twice).
+    pub fn probe(plan: &Plan) -> WorkerState {
+        let keys = match plan.keys.once() {
+            true => Arc::new(plan.keys.detached()),
+            false => plan.keys.clone(),
+        };
+        Self::with_keys(plan, 0, KeyGen::new(keys, 0))
+    }
+
+    fn with_keys(plan: &Plan, id: usize, keys: KeyGen) -> WorkerState {
         let seed = plan.seed ^ (id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         WorkerState {
             id,
             rng: SmallRng::seed_from_u64(seed),
-            keys: KeyGen::new(plan.keys.clone(), id),
+            keys,
             key: Vec::new(),
             value: Vec::new(),
             ints: Vec::new(),
@@ -58,14 +75,15 @@ impl WorkerState {
     }
 }
 
-/// Runs worker `id` until `deadline` or `stop`.
+/// Runs worker `id` until `deadline` or `stop`, or until its keys are
+/// used up (`keys.once`): then it answers true.
 pub async fn run(
     id: usize,
     plan: Arc<Plan>,
     recorder: Arc<Recorder>,
     mut stop: watch::Receiver<bool>,
     deadline: Instant,
-) {
+) -> bool {
     let mut state = WorkerState::new(&plan, id);
     let mut conn: Option<Conn> = None;
     let mut reconnects = 0;
@@ -77,11 +95,11 @@ pub async fn run(
         });
     loop {
         if *stop.borrow() || Instant::now() >= deadline {
-            break;
+            return false;
         }
         if let Some(p) = pace {
             if !wait_until(next_at.min(deadline), &mut stop).await || Instant::now() >= deadline {
-                break;
+                return false;
             }
             next_at = (next_at + p).max(Instant::now());
         }
@@ -102,7 +120,10 @@ pub async fn run(
         let outcome = execute(c, &plan, &mut state, op).await;
         let latency_us = started.elapsed().as_micros() as u64;
         match outcome {
-            Ok(found_nothing) => record_answer(&recorder, &plan, op, latency_us, found_nothing),
+            Ok(Outcome::Answered { found_nothing }) => {
+                record_answer(&recorder, &plan, op, latency_us, found_nothing)
+            }
+            Ok(Outcome::KeysUsedUp) => return true,
             Err(f) => {
                 recorder.failure(op, f.label());
                 if f.reconnect {
@@ -147,34 +168,58 @@ async fn wait_until(at: Instant, stop: &mut watch::Receiver<bool>) -> bool {
     slept && !*stop.borrow()
 }
 
-/// Runs one `op`; `Ok(true)` when a read found nothing.
+/// What one operation came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The server answered; `found_nothing` when a read found nothing.
+    Answered { found_nothing: bool },
+    /// Nothing was sent: the worker's keys are used up (`keys.once`).
+    KeysUsedUp,
+}
+
+fn answered(found_nothing: bool) -> Outcome {
+    Outcome::Answered { found_nothing }
+}
+
+/// Runs one `op`.
 pub async fn execute(
     conn: &mut Conn,
     plan: &Plan,
     s: &mut WorkerState,
     op: OpKind,
-) -> Result<bool, Failure> {
+) -> Result<Outcome, Failure> {
+    let used_up = Ok(Outcome::KeysUsedUp);
     match op {
         OpKind::Get => {
-            let n = s.keys.next_read(&mut s.rng);
+            let Some(n) = s.keys.next_read(&mut s.rng) else {
+                return used_up;
+            };
             plan.keys.encode(n, &mut s.key);
-            conn.get(&s.key).await.map(|f| !f.found)
+            conn.get(&s.key).await.map(|f| answered(!f.found))
         }
         OpKind::Put => {
-            let n = s.keys.next_write(&mut s.rng);
-            put_number(conn, plan, s, n, None).await.map(|()| false)
+            let Some(n) = s.keys.next_write(&mut s.rng) else {
+                return used_up;
+            };
+            put_number(conn, plan, s, n, None)
+                .await
+                .map(|()| answered(false))
         }
         OpKind::Update => {
-            let n = s.keys.next_read(&mut s.rng);
+            let Some(n) = s.keys.next_read(&mut s.rng) else {
+                return used_up;
+            };
             plan.keys.encode(n, &mut s.key);
             let fetched = conn.get(&s.key).await?;
             put_number(conn, plan, s, n, fetched.vclock.as_deref()).await?;
-            Ok(!fetched.found)
+            Ok(answered(!fetched.found))
         }
         OpKind::Delete => {
-            let n = s.keys.next_read(&mut s.rng);
+            let Some(n) = s.keys.next_read(&mut s.rng) else {
+                return used_up;
+            };
             plan.keys.encode(n, &mut s.key);
-            conn.delete(&s.key).await.map(|()| false)
+            conn.delete(&s.key).await.map(|()| answered(false))
         }
         OpKind::IndexQuery => {
             let index = plan
@@ -182,47 +227,81 @@ pub async fn execute(
                 .as_ref()
                 .expect("validated: index_query has [index]");
             let lookup = index.lookup(&mut s.rng);
-            conn.index_query(&index.field, &lookup).await.map(|_| false)
+            conn.index_query(&index.field, &lookup)
+                .await
+                .map(|_| answered(false))
         }
         OpKind::MultiGet => {
-            let keys: Vec<_> = (0..plan.multi_get_keys)
-                .map(|_| plan.keys.key(s.keys.next_read(&mut s.rng)))
-                .collect();
+            let keys = multi_keys(plan, s);
+            if keys.is_empty() {
+                return used_up;
+            }
             match plan.multi_get_via {
-                MultiGetVia::Native => conn.multi_get(&keys).await.map(|missing| missing > 0),
+                MultiGetVia::Native => conn
+                    .multi_get(&keys)
+                    .await
+                    .map(|missing| answered(missing > 0)),
                 MultiGetVia::Mapreduce => conn
                     .mapreduce(&multi_get_job(&plan.driver.target, &keys))
                     .await
-                    .map(|()| false),
+                    .map(|()| answered(false)),
             }
         }
         OpKind::MultiPut => {
             let objects = multi_objects(plan, s);
-            conn.multi_put(&objects).await.map(|()| false)
+            if objects.is_empty() {
+                return used_up;
+            }
+            conn.multi_put(&objects).await.map(|()| answered(false))
         }
-        OpKind::Mapreduce => conn.mapreduce(&plan.mapreduce_job).await.map(|()| false),
+        OpKind::Mapreduce => conn
+            .mapreduce(&plan.mapreduce_job)
+            .await
+            .map(|()| answered(false)),
     }
 }
 
-/// A multi-put's objects: fresh values (with their index entries) under
-/// keys drawn for writing.
-fn multi_objects<'p>(plan: &'p Plan, s: &mut WorkerState) -> Vec<MultiObject<'p>> {
-    (0..plan.multi_put_keys)
-        .map(|_| {
-            let key = plan.keys.key(s.keys.next_write(&mut s.rng));
-            plan.values
-                .generate(&mut s.rng, &key, &mut s.value, &mut s.ints);
-            let index = plan.index.as_ref().map(|i| i.entry(&mut s.rng, &s.ints));
-            MultiObject {
-                key,
-                value: s.value.clone(),
-                index,
-            }
-        })
+/// A multi-get's keys, drawn as gets draw them: the batch size, or fewer
+/// when the keys run out.
+fn multi_keys(plan: &Plan, s: &mut WorkerState) -> Vec<Vec<u8>> {
+    (0..plan.multi_get_keys)
+        .map_while(|_| s.keys.next_read(&mut s.rng))
+        .map(|n| plan.keys.key(n))
         .collect()
 }
 
-/// Puts a fresh value (with its index entry) under key number `n`.
+/// A multi-put's objects: fresh values (with their index entries) under
+/// keys drawn for writing; fewer than the batch size when the keys run
+/// out.
+fn multi_objects<'p>(plan: &'p Plan, s: &mut WorkerState) -> Vec<MultiObject<'p>> {
+    let mut objects = Vec::with_capacity(plan.multi_put_keys);
+    for _ in 0..plan.multi_put_keys {
+        let Some(n) = s.keys.next_write(&mut s.rng) else {
+            break;
+        };
+        let key = plan.keys.key(n);
+        plan.values
+            .generate(&mut s.rng, &key, &mut s.value, &mut s.ints);
+        let index = index_entries(plan, s);
+        objects.push(MultiObject {
+            key,
+            value: s.value.clone(),
+            index,
+        });
+    }
+    objects
+}
+
+/// The index entries of the value just generated into `s` (none without
+/// `[index]`).
+fn index_entries<'p>(plan: &'p Plan, s: &mut WorkerState) -> Vec<IndexEntry<'p>> {
+    match &plan.index {
+        Some(i) => i.entries(&mut s.rng, &s.ints),
+        None => Vec::new(),
+    }
+}
+
+/// Puts a fresh value (with its index entries) under key number `n`.
 pub async fn put_number(
     conn: &mut Conn,
     plan: &Plan,
@@ -233,10 +312,10 @@ pub async fn put_number(
     plan.keys.encode(n, &mut s.key);
     plan.values
         .generate(&mut s.rng, &s.key, &mut s.value, &mut s.ints);
-    let entry = plan.index.as_ref().map(|i| i.entry(&mut s.rng, &s.ints));
+    let index = index_entries(plan, s);
     let body = PutBody {
         value: &s.value,
-        index: entry.as_ref(),
+        index: &index,
         vclock,
     };
     conn.put(&s.key, body).await

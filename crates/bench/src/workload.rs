@@ -1,15 +1,15 @@
 //! A run's plan: everything workers share, built once from the config,
-//! and the pure pieces of requests (index terms and lookups, MapReduce
-//! jobs) that do not depend on the protocol.
+//! and the pure pieces of requests (MapReduce jobs) that do not depend on
+//! the protocol; index entries and lookups are [`crate::index`]'s.
 
 use std::sync::Arc;
 
-use rand::Rng;
 use serde_json::{Value, json};
 
 use crate::baseline::Trip;
-use crate::config::{BenchConfig, IndexConfig, IndexQuery, Mode, MultiGetVia};
-use crate::driver::{DriverOptions, IndexEntry, IndexLookup, Target};
+use crate::config::{BenchConfig, Mode, MultiGetVia};
+use crate::driver::{DriverOptions, Target};
+use crate::index::IndexPlan;
 use crate::keygen::KeySpace;
 use crate::ops::{OpChooser, OpKind};
 use crate::valuegen::ValueGen;
@@ -129,65 +129,6 @@ pub fn echo_trips(op: OpKind, value: usize, batch: usize) -> Vec<Trip> {
     }
 }
 
-/// How index entries are written and queried.
-#[derive(Clone, Debug)]
-pub struct IndexPlan {
-    pub field: String,
-    terms: u64,
-    query: IndexQuery,
-    range_width: u64,
-    binary: bool,
-    /// The JSON integer field the term copies, if any.
-    json_field: Option<usize>,
-}
-
-impl IndexPlan {
-    /// From the `[index]` section and the run's values.
-    pub fn new(c: &IndexConfig, values: &ValueGen) -> IndexPlan {
-        let stem = &c.field[..c.field.len() - 4];
-        IndexPlan {
-            field: c.field.clone(),
-            terms: c.terms,
-            query: c.query,
-            range_width: c.range_width,
-            binary: c.field.ends_with("_bin"),
-            json_field: values.int_field(stem),
-        }
-    }
-
-    fn term(&self, n: u64) -> String {
-        match self.binary {
-            // Zero-padded so that byte order is number order in ranges.
-            true => format!("{n:010}"),
-            false => n.to_string(),
-        }
-    }
-
-    /// The entry of one put, given the JSON integer fields it drew.
-    pub fn entry(&self, rng: &mut impl Rng, ints: &[u64]) -> IndexEntry<'_> {
-        let n = match self.json_field.and_then(|i| ints.get(i)) {
-            Some(&v) => v,
-            None => rng.random_range(0..self.terms),
-        };
-        IndexEntry {
-            field: &self.field,
-            term: self.term(n),
-        }
-    }
-
-    /// One query: an exact term, or `range_width` terms from a random start.
-    pub fn lookup(&self, rng: &mut impl Rng) -> IndexLookup {
-        let start = rng.random_range(0..self.terms);
-        match self.query {
-            IndexQuery::Eq => IndexLookup::Eq(self.term(start)),
-            IndexQuery::Range => {
-                let end = start.saturating_add(self.range_width - 1);
-                IndexLookup::Range(self.term(start), self.term(end))
-            }
-        }
-    }
-}
-
 /// A job template with `{bucket}` and `{type}` filled in.
 pub fn fill_job(template: &str, bucket: &str, bucket_type: &str) -> String {
     template
@@ -239,8 +180,6 @@ pub fn multi_get_job(t: &Target, keys: &[Vec<u8>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
-    use rand::rngs::SmallRng;
 
     fn target(ty: Option<&str>) -> Target {
         Target {
@@ -311,49 +250,5 @@ mod tests {
             fill_job("{\"inputs\":\"{bucket}\",\"t\":\"{type}\"}", "b", "x"),
             "{\"inputs\":\"b\",\"t\":\"x\"}"
         );
-    }
-
-    #[test]
-    fn index_terms_and_ranges() {
-        let values = ValueGen::new(
-            &crate::config::ValuesConfig {
-                generator: crate::config::ValueGenerator::Json,
-                size: Some(100),
-                size_min: None,
-                size_max: None,
-                compression_ratio: None,
-                int_fields: [("redeemed_count".to_string(), 100)].into(),
-            },
-            1,
-        );
-        let c = IndexConfig {
-            field: "redeemed_count_int".into(),
-            terms: 100,
-            query: IndexQuery::Range,
-            range_width: 50,
-        };
-        let plan = IndexPlan::new(&c, &values);
-        let mut rng = SmallRng::seed_from_u64(1);
-        assert_eq!(
-            plan.entry(&mut rng, &[42]).term,
-            "42",
-            "copies the document's field"
-        );
-        let IndexLookup::Range(a, b) = plan.lookup(&mut rng) else {
-            panic!()
-        };
-        assert_eq!(b.parse::<u64>().unwrap() - a.parse::<u64>().unwrap(), 49);
-        let bin = IndexPlan::new(
-            &IndexConfig {
-                field: "tag_bin".into(),
-                query: IndexQuery::Eq,
-                ..c
-            },
-            &values,
-        );
-        let IndexLookup::Eq(t) = bin.lookup(&mut rng) else {
-            panic!()
-        };
-        assert_eq!(t.len(), 10);
     }
 }

@@ -182,6 +182,11 @@ pub struct KeysConfig {
     pub prefix: String,
     #[serde(default)]
     pub format: KeyFormat,
+    /// Hand out each key number once (`sequential_int`,
+    /// `partitioned_sequential_int`): a worker stops when its keys are
+    /// used up, and the run when every worker has.
+    #[serde(default)]
+    pub once: bool,
 }
 
 /// A key generator's name.
@@ -247,20 +252,47 @@ pub enum ValueGenerator {
 }
 
 /// Secondary-index entries written with each put, and what `index_query`
-/// asks.
+/// asks. Two forms: `field` and `terms` alone (one entry), or
+/// `[[index.entries]]` (one or more), with `field` then naming the entry
+/// `index_query` asks (default: the first).
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct IndexConfig {
-    /// Riak index name, ending in `_int` or `_bin`.
-    pub field: String,
-    /// Each put's term is uniform in `0..terms` (or, for `json` values, the
-    /// document's integer field of the same name without the suffix).
-    pub terms: u64,
+    /// Riak index name, ending in `_int` or `_bin`: the one entry, or the
+    /// entry of `entries` that `index_query` asks.
+    pub field: Option<String>,
+    /// The one entry's term is uniform in `0..terms` (or, for `json`
+    /// values, the document's integer field of the same name without the
+    /// suffix). Not used with `entries`.
+    pub terms: Option<u64>,
+    /// Several entries per put, each with its own term.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entries: Vec<IndexEntryConfig>,
     #[serde(default)]
     pub query: IndexQuery,
     /// Terms a `range` query spans.
     #[serde(default = "default_range_width")]
     pub range_width: u64,
+}
+
+/// One entry of `[[index.entries]]`: its name and where its term comes
+/// from (exactly one of `from` and `terms`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexEntryConfig {
+    /// Riak index name, ending in `_int` or `_bin`.
+    pub field: String,
+    /// The term is the value of this integer field of the `json` document
+    /// (`values.int_fields`), so that index answers can be checked
+    /// against the data.
+    pub from: Option<String>,
+    /// The term is uniform in `0..terms` (a `_bin` term zero-padded to 10
+    /// digits, so that byte order is number order).
+    pub terms: Option<u64>,
+    /// `_bin` only: text before the number (`affiliate-` makes
+    /// `affiliate-17`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prefix: String,
 }
 
 fn default_range_width() -> u64 {

@@ -228,3 +228,168 @@ fn the_baseline_can_be_set_or_skipped() {
     );
     assert_eq!(parse_valid(&short).unwrap().baseline.0.as_millis(), 500);
 }
+
+/// MINIMAL with json values (affiliate_id, redeemed_count), puts and 2i
+/// queries, and `index` as its `[index]` section.
+fn with_index(index: &str) -> String {
+    let text = edited(
+        "generator = \"fixed_bin\"\n    size = 10",
+        "generator = \"json\"\n    size = 200\n    [values.int_fields]\n    affiliate_id = 1000\n    redeemed_count = 100",
+    );
+    let text = text.replace("get = 1", "put = 1\nindex_query = 1");
+    format!("{text}\n[index]\n{index}\n")
+}
+
+#[test]
+fn one_index_field_still_loads_as_before() {
+    let c = parse_valid(&with_index("field = \"redeemed_count_int\"\nterms = 100")).unwrap();
+    let i = c.index.unwrap();
+    assert_eq!(i.field.as_deref(), Some("redeemed_count_int"));
+    assert_eq!((i.terms, i.entries.len()), (Some(100), 0));
+    for (index, named) in [
+        ("terms = 100", "index.field"),
+        ("field = \"redeemed_count_int\"", "index.terms"),
+        ("field = \"redeemed_count_int\"\nterms = 0", "index.terms"),
+        ("field = \"redeemed_count\"\nterms = 5", "index.field"),
+        (
+            "field = \"x_int\"\nterms = 5\nrange_width = 0",
+            "index.range_width",
+        ),
+    ] {
+        let e = error_of(&with_index(index));
+        assert!(e.contains(named), "{index}: expected {named:?} in {e:?}");
+    }
+}
+
+#[test]
+fn several_index_entries_parse_and_name_the_queried_one() {
+    let text = with_index(
+        r#"field = "affiliate_bin"
+        [[index.entries]]
+        field = "redeemed_count_int"
+        from = "redeemed_count"
+        [[index.entries]]
+        field = "affiliate_bin"
+        from = "affiliate_id"
+        prefix = "affiliate-"
+        "#,
+    );
+    let i = parse_valid(&text).unwrap().index.unwrap();
+    assert_eq!(i.entries.len(), 2);
+    assert_eq!(i.entries[1].prefix, "affiliate-");
+    // The shipped coupon load uses this form.
+    let round_trip = toml::to_string(&parse_valid(&text).unwrap()).unwrap();
+    assert!(parse_valid(&round_trip).is_ok(), "{round_trip}");
+}
+
+#[test]
+fn bad_index_entries_are_named() {
+    let entry = |body: &str| with_index(&format!("[[index.entries]]\n{body}"));
+    for (text, named, says) in [
+        (
+            entry("field = \"a_int\"\nfrom = \"redeemed_count\"\nterms = 3"),
+            "index.entries[0]",
+            "exactly one of",
+        ),
+        (
+            entry("field = \"a_int\""),
+            "index.entries[0]",
+            "exactly one of",
+        ),
+        (
+            entry("field = \"a_int\"\nfrom = \"redeemed\""),
+            "index.entries[0].from",
+            "affiliate_id, redeemed_count",
+        ),
+        (
+            entry("field = \"a_int\"\nterms = 0"),
+            "index.entries[0].terms",
+            "at least 1",
+        ),
+        (
+            entry("field = \"a\"\nterms = 3"),
+            "index.entries[0].field",
+            "_int or _bin",
+        ),
+        (
+            entry("field = \"a_int\"\nterms = 3\nprefix = \"x-\""),
+            "index.entries[0].prefix",
+            "only for _bin",
+        ),
+        (
+            entry("field = \"a_bin\"\nterms = 3\nprefix = \"x, y\""),
+            "index.entries[0].prefix",
+            "commas",
+        ),
+        (
+            entry("field = \"a_int\"\nterms = 3\n[[index.entries]]\nfield = \"a_int\"\nterms = 4"),
+            "index.entries[1].field",
+            "already an entry",
+        ),
+        (
+            entry("field = \"a_int\"\nterms = 3\nshape = 1"),
+            "shape",
+            "unknown field",
+        ),
+        (
+            with_index("terms = 3\n[[index.entries]]\nfield = \"a_int\"\nterms = 3"),
+            "index.terms",
+            "each entry its own",
+        ),
+        (
+            with_index("field = \"b_int\"\n[[index.entries]]\nfield = \"a_int\"\nterms = 3"),
+            "index.field",
+            "entries: a_int",
+        ),
+        (
+            with_index(
+                "query = \"range\"\n[[index.entries]]\nfield = \"a_bin\"\nfrom = \"affiliate_id\"",
+            ),
+            "index.query",
+            "compare text",
+        ),
+    ] {
+        let e = error_of(&text);
+        assert!(
+            e.contains(named) && e.contains(says),
+            "expected {named:?} and {says:?} in {e:?}"
+        );
+    }
+    // A range over padded random _bin terms, or an _int entry, is fine.
+    let padded = with_index("query = \"range\"\n[[index.entries]]\nfield = \"a_bin\"\nterms = 9");
+    assert!(parse_valid(&padded).is_ok());
+    // `from` needs json values with that field.
+    let binary = edited(
+        "get = 1",
+        "put = 1\n[index]\n[[index.entries]]\nfield = \"a_int\"\nfrom = \"n\"",
+    );
+    assert!(
+        error_of(&binary).contains("no values.int_fields"),
+        "{}",
+        error_of(&binary)
+    );
+}
+
+#[test]
+fn once_walks_ordered_keys_with_an_operation_that_draws_them() {
+    let once = |generator: &str, ops: &str| {
+        MINIMAL
+            .replace("\"uniform_int\"", generator)
+            .replace("max = 100", "max = 100\nonce = true")
+            .replace("get = 1", ops)
+    };
+    let c = parse_valid(&once("\"partitioned_sequential_int\"", "put = 1")).unwrap();
+    assert!(c.keys.once);
+    assert!(!parse_valid(MINIMAL).unwrap().keys.once, "off by default");
+    assert!(parse_valid(&once("\"sequential_int\"", "get = 1\nmapreduce = 1")).is_ok());
+    let e = error_of(&once("\"uniform_int\"", "put = 1"));
+    assert!(
+        e.contains("keys.once") && e.contains("sequential_int"),
+        "{e}"
+    );
+    let e = error_of(&once("\"sequential_int\"", "mapreduce = 1"));
+    assert!(
+        e.contains("keys.once") && e.contains("never use the keys up"),
+        "{e}"
+    );
+}

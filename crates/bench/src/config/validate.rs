@@ -1,6 +1,9 @@
 //! Checks that a parsed config can run; each error names its setting.
 
-use super::{BenchConfig, IndexConfig, KeyGenerator, Mode, MultiGetVia, ValueGenerator};
+use super::{
+    BenchConfig, IndexConfig, IndexEntryConfig, IndexQuery, KeyGenerator, Mode, MultiGetVia,
+    ValueGenerator,
+};
 use crate::error::BenchError;
 use crate::ops::OpKind;
 
@@ -13,6 +16,10 @@ pub const MULTI_GET_KEYS_MAX: usize = 10_000;
 /// Most keys one of Eddy's multi-key requests may name (its server's
 /// limit, design note 016).
 pub const NATIVE_KEYS_MAX: usize = 1000;
+/// Most index entries each put may carry.
+pub const INDEX_ENTRIES_MAX: usize = 16;
+/// Longest `prefix` of an index entry.
+pub const INDEX_PREFIX_BYTES_MAX: usize = 100;
 
 fn bad(setting: &str, problem: impl Into<String>) -> BenchError {
     BenchError::Setting {
@@ -122,6 +129,29 @@ fn check_keys(c: &BenchConfig) -> Result<(), BenchError> {
     if k.order.is_some() && k.generator != KeyGenerator::Unique {
         return Err(bad("keys.order", "only used by the unique generator"));
     }
+    if k.once {
+        check_once(c)?;
+    }
+    Ok(())
+}
+
+fn check_once(c: &BenchConfig) -> Result<(), BenchError> {
+    if !matches!(
+        c.keys.generator,
+        KeyGenerator::SequentialInt | KeyGenerator::PartitionedSequentialInt
+    ) {
+        return Err(bad(
+            "keys.once",
+            "only with sequential_int or partitioned_sequential_int (the generators that walk the keys in order)",
+        ));
+    }
+    if !c.weighted_ops().iter().any(|(op, _)| op.draws_keys()) {
+        return Err(bad(
+            "keys.once",
+            "needs an operation that draws keys (get, put, update, delete, multi_get, \
+             multi_put): index_query and mapreduce never use the keys up",
+        ));
+    }
     Ok(())
 }
 
@@ -193,7 +223,7 @@ fn size_range(v: &super::ValuesConfig) -> Result<(usize, usize), BenchError> {
 fn check_sections(c: &BenchConfig) -> Result<(), BenchError> {
     let weighted = |op: OpKind| c.weighted_ops().iter().any(|(o, _)| *o == op);
     if let Some(index) = &c.index {
-        check_index(index)?;
+        check_index(c, index)?;
     } else if weighted(OpKind::IndexQuery) {
         return Err(bad(
             "index",
@@ -243,15 +273,126 @@ fn check_sections(c: &BenchConfig) -> Result<(), BenchError> {
     Ok(())
 }
 
-fn check_index(i: &IndexConfig) -> Result<(), BenchError> {
-    if !(i.field.ends_with("_int") || i.field.ends_with("_bin")) || i.field.len() < 5 {
-        return Err(bad("index.field", "must be a name ending in _int or _bin"));
-    }
-    if i.terms == 0 {
-        return Err(bad("index.terms", "must be at least 1"));
-    }
+fn check_index(c: &BenchConfig, i: &IndexConfig) -> Result<(), BenchError> {
     if i.range_width == 0 {
         return Err(bad("index.range_width", "must be at least 1"));
+    }
+    if i.entries.is_empty() {
+        let field = i.field.as_deref().ok_or_else(|| {
+            bad(
+                "index.field",
+                "required (or one [[index.entries]] table per entry)",
+            )
+        })?;
+        check_field_name("index.field", field)?;
+        return match i.terms {
+            None => Err(bad("index.terms", "required with index.field alone")),
+            Some(0) => Err(bad("index.terms", "must be at least 1")),
+            Some(_) => Ok(()),
+        };
+    }
+    if i.terms.is_some() {
+        return Err(bad(
+            "index.terms",
+            "not used with [[index.entries]]: give each entry its own `from` or `terms`",
+        ));
+    }
+    if i.entries.len() > INDEX_ENTRIES_MAX {
+        return Err(bad(
+            "index.entries",
+            format!("at most {INDEX_ENTRIES_MAX} entries"),
+        ));
+    }
+    for (n, e) in i.entries.iter().enumerate() {
+        check_entry(c, n, e)?;
+        if i.entries[..n].iter().any(|o| o.field == e.field) {
+            return Err(bad(
+                &format!("index.entries[{n}].field"),
+                format!("{:?} is already an entry", e.field),
+            ));
+        }
+    }
+    check_queried(i)
+}
+
+/// `index.field` (with entries) names an entry, and a range query asks an
+/// entry whose terms sort as numbers.
+fn check_queried(i: &IndexConfig) -> Result<(), BenchError> {
+    let queried = match &i.field {
+        None => &i.entries[0],
+        Some(f) => i.entries.iter().find(|e| &e.field == f).ok_or_else(|| {
+            let names: Vec<_> = i.entries.iter().map(|e| e.field.as_str()).collect();
+            bad(
+                "index.field",
+                format!(
+                    "{f:?} (the field index_query asks) is not an entry; entries: {}",
+                    names.join(", ")
+                ),
+            )
+        })?,
+    };
+    if i.query == IndexQuery::Range && queried.field.ends_with("_bin") && queried.from.is_some() {
+        return Err(bad(
+            "index.query",
+            format!(
+                "a range over {} would compare text, not numbers (its terms copy a JSON field, \
+                 unpadded); query an _int entry, or a _bin entry with `terms`",
+                queried.field
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_entry(c: &BenchConfig, n: usize, e: &IndexEntryConfig) -> Result<(), BenchError> {
+    let at = |key: &str| format!("index.entries[{n}].{key}");
+    check_field_name(&at("field"), &e.field)?;
+    match (&e.from, e.terms) {
+        (Some(_), Some(_)) | (None, None) => {
+            return Err(bad(
+                &format!("index.entries[{n}]"),
+                "needs exactly one of `from` (a JSON integer field) and `terms`",
+            ));
+        }
+        (None, Some(0)) => return Err(bad(&at("terms"), "must be at least 1")),
+        (None, Some(_)) => {}
+        (Some(name), None) if !c.values.int_fields.contains_key(name) => {
+            let known: Vec<_> = c.values.int_fields.keys().map(String::as_str).collect();
+            let problem = match known.is_empty() {
+                true => format!(
+                    "{name:?}: no values.int_fields (needs json values with [values.int_fields])"
+                ),
+                false => format!(
+                    "{name:?} is not one of values.int_fields ({})",
+                    known.join(", ")
+                ),
+            };
+            return Err(bad(&at("from"), problem));
+        }
+        (Some(_), None) => {}
+    }
+    if !e.prefix.is_empty() && !e.field.ends_with("_bin") {
+        return Err(bad(
+            &at("prefix"),
+            "only for _bin entries (an _int term is a number)",
+        ));
+    }
+    let printable = |b: &u8| b.is_ascii_graphic() && *b != b',';
+    if e.prefix.len() > INDEX_PREFIX_BYTES_MAX || !e.prefix.bytes().all(|b| printable(&b)) {
+        return Err(bad(
+            &at("prefix"),
+            format!(
+                "at most {INDEX_PREFIX_BYTES_MAX} printable ASCII characters, no spaces or commas \
+                 (HTTP sends terms in a comma-separated header)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_field_name(setting: &str, field: &str) -> Result<(), BenchError> {
+    if !(field.ends_with("_int") || field.ends_with("_bin")) || field.len() < 5 {
+        return Err(bad(setting, "must be a name ending in _int or _bin"));
     }
     Ok(())
 }

@@ -128,7 +128,7 @@ impl HttpConn {
         if let Some(v) = body.vclock {
             req = req.header("x-riak-vclock", v);
         }
-        if let Some(i) = body.index {
+        for i in body.index {
             req = req.header(format!("x-riak-index-{}", i.field), &i.term);
         }
         let (status, resp) = self.send(req).await?;

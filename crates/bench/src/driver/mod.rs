@@ -69,7 +69,8 @@ pub enum IndexLookup {
 #[derive(Clone, Copy, Debug)]
 pub struct PutBody<'a> {
     pub value: &'a [u8],
-    pub index: Option<&'a IndexEntry<'a>>,
+    /// Its index entries (none without `[index]`).
+    pub index: &'a [IndexEntry<'a>],
     pub vclock: Option<&'a [u8]>,
 }
 
@@ -78,7 +79,7 @@ pub struct PutBody<'a> {
 pub struct MultiObject<'a> {
     pub key: Vec<u8>,
     pub value: Vec<u8>,
-    pub index: Option<IndexEntry<'a>>,
+    pub index: Vec<IndexEntry<'a>>,
 }
 
 /// Reads a multi-key answer of `expected` results: the number of keys

@@ -75,7 +75,6 @@ impl PbConn {
 
     pub async fn put(&mut self, key: &[u8], body: PutBody<'_>) -> Result<(), Failure> {
         let o = &self.options.request;
-        let indexes = body.index.map(index_pair);
         let req = RpbPutReq {
             bucket: self.bucket(),
             key: Some(key.to_vec()),
@@ -83,7 +82,7 @@ impl PbConn {
             content: RpbContent {
                 value: body.value.to_vec(),
                 content_type: Some(self.options.content_type.as_bytes().to_vec()),
-                indexes: indexes.into_iter().collect(),
+                indexes: body.index.iter().map(index_pair).collect(),
                 ..Default::default()
             },
             w: q(o.w),

@@ -25,6 +25,9 @@ pub enum Ending {
     GaveUp(String),
     /// Interrupted (Ctrl-C).
     Interrupted,
+    /// Every worker used up its keys before the duration (`keys.once`):
+    /// the elapsed time is that of the whole key space.
+    KeysUsedUp,
 }
 
 /// One operation over the whole run.
@@ -155,6 +158,7 @@ fn ending_text(e: &Ending) -> String {
         Ending::Completed => "completed".into(),
         Ending::GaveUp(why) => format!("STOPPED EARLY: {why}"),
         Ending::Interrupted => "interrupted".into(),
+        Ending::KeysUsedUp => "every key used once".into(),
     }
 }
 
