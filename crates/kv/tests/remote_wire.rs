@@ -829,6 +829,27 @@ fn blobs(m: &Message) -> Vec<Bytes> {
             }
             _ => vec![],
         },
+        Message::Batch(env) => env
+            .items
+            .iter()
+            .filter_map(|item| match &item.request {
+                VnodeRequest::Put(PutRequest {
+                    kind: PutKind::Replicate { encoded },
+                    ..
+                }) => Some(encoded.clone()),
+                _ => None,
+            })
+            .collect(),
+        Message::BatchReply(env) => match &env.answer {
+            wire::BatchAnswer::Replies(replies) => replies
+                .iter()
+                .filter_map(|r| match &r.reply {
+                    VnodeReply::Get(Ok(Some(encoded))) => Some(encoded.clone()),
+                    _ => None,
+                })
+                .collect(),
+            wire::BatchAnswer::Refused(_) => vec![],
+        },
     }
 }
 

@@ -41,11 +41,20 @@
 //! table of waiting requests is bounded ([`RemoteConfig::pending_max`]);
 //! a reply is retried for a bounded time only.
 //!
+//! A batch (the gets or replicated puts of many keys for vnodes of one
+//! node, design note 016) is one message with one request id; its entry
+//! in the table holds each item's `ReplyTo`. The receiving node runs its
+//! items one after another on one worker and sends their replies back in
+//! batch replies of at most [`BATCH_REPLY_BYTES`] each, the first as soon
+//! as it fills (`batch`); a message above the transport's frame limit is
+//! split in halves, each sent as a batch (reply) of its own.
+//!
 //! Files: [`wire`] (the format), `pending` (the table), [`executor`]
 //! (where inbound requests run), `inbound` (messages from the transport),
-//! `resend` (replies sent again), this file (the handle, sending requests
-//! and replies).
+//! `batch` (a batch's replies gathered), `resend` (replies sent again),
+//! this file (the handle, sending requests and replies).
 
+mod batch;
 pub mod executor;
 mod inbound;
 mod pending;
@@ -67,10 +76,14 @@ use tokio::sync::watch;
 use crate::error::KvError;
 use crate::node::Node;
 use crate::router::{RemoteVnodes, unanswerable};
-use crate::vnode::msg::{PutKind, VnodeId, VnodeReply, VnodeRequest};
+use crate::vnode::msg::{BatchItem, PutKind, VnodeId, VnodeReply, VnodeRequest};
 use crate::vnode::reply::{Reply, ReplyRoute, ReplyTo};
 pub use executor::{Executor, Inline, Work, WorkerPool};
-use pending::{Due, Entry, Pending};
+use pending::{Due, Entry, Pending, Slot};
+
+/// The item replies of one batch reply message stop growing at this
+/// many bytes (an item's reply larger than it travels alone).
+pub const BATCH_REPLY_BYTES: usize = 4 << 20;
 
 /// Hands a request from another node to this node's vnode `to`; its
 /// replies go to the `ReplyTo` (which routes them back over the network).
@@ -280,6 +293,43 @@ impl NetRemote {
         }
     }
 
+    /// Sends replies to some items of batch `request_id` from `to`'s
+    /// request, as [`NetRemote::send_reply`] sends one: halves above the
+    /// frame limit go as replies of their own; an item's reply that cannot
+    /// be sent is replaced by a `TooLarge` error of the same kind.
+    fn send_batch_replies(
+        &self,
+        to: &NodeName,
+        request_id: u64,
+        mut replies: Vec<wire::BatchReply>,
+    ) {
+        let _entered = self.enter_runtime();
+        let frame_max = self.transport.config().frame_body_bytes_max;
+        let sent = match wire::encode_batch_replies(request_id, &replies) {
+            Ok(body) if body.len() > frame_max && replies.len() > 1 => {
+                let rest = replies.split_off(replies.len() / 2);
+                self.send_batch_replies(to, request_id, replies);
+                return self.send_batch_replies(to, request_id, rest);
+            }
+            Ok(body) => self.try_send_reply(to, body),
+            Err(e) => Err(too_large(e)),
+        };
+        let Err(e) = sent else { return };
+        let refusals: Vec<wire::BatchReply> = replies
+            .into_iter()
+            .map(|r| wire::BatchReply {
+                reply: match r.reply {
+                    VnodeReply::Get(_) => VnodeReply::Get(Err(wire::copy_error(&e))),
+                    _ => VnodeReply::Put(Err(wire::copy_error(&e))),
+                },
+                ..r
+            })
+            .collect();
+        if let Ok(body) = wire::encode_batch_replies(request_id, &refusals) {
+            let _ = self.try_send_reply(to, body);
+        }
+    }
+
     /// Sends an encoded reply; only a body above the frame limit is an
     /// error (as `TooLarge`).
     fn try_send_reply(&self, to: &NodeName, body: Bytes) -> Result<(), KvError> {
@@ -374,6 +424,65 @@ impl RemoteVnodes for NetRemote {
             tracing::debug!(to = %to.node, partition = to.partition.0, "request not sent: {e}");
             if let Some(entry) = self.pending.remove(id) {
                 entry.fail(send_error(e, &to.node));
+            }
+        }
+    }
+
+    fn send_batch(&self, node: &NodeName, items: Vec<(BatchItem, ReplyTo)>) {
+        let mut requests = Vec::with_capacity(items.len());
+        let mut slots = Vec::with_capacity(items.len());
+        for (item, reply) in items {
+            let due = match item.request {
+                VnodeRequest::Get { .. } => Due::Get,
+                _ => Due::Put,
+            };
+            slots.push(Slot {
+                partition: item.partition,
+                reply,
+                due,
+            });
+            requests.push(item);
+        }
+        self.send_one_batch(node, requests, slots);
+    }
+}
+
+impl NetRemote {
+    /// Sends one batch (split in halves while above the frame limit),
+    /// registering its items' slots under one request id.
+    fn send_one_batch(&self, node: &NodeName, items: Vec<BatchItem>, mut slots: Vec<Slot>) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = match wire::encode_batch(id, &items) {
+            Ok(body) => body,
+            Err(e) => {
+                let e = too_large(e);
+                return slots.into_iter().for_each(|s| s.fail(wire::copy_error(&e)));
+            }
+        };
+        if body.len() > self.transport.config().frame_body_bytes_max && items.len() > 1 {
+            let mut items = items;
+            let (rest_items, rest_slots) = (
+                items.split_off(items.len() / 2),
+                slots.split_off(slots.len() / 2),
+            );
+            self.send_one_batch(node, items, slots);
+            return self.send_one_batch(node, rest_items, rest_slots);
+        }
+        match self.pending.insert(id, Entry::batch(node.clone(), slots)) {
+            Ok(aged) => aged.into_iter().for_each(|e| e.fail(KvError::Timeout)),
+            Err(full) => {
+                let why = format!("{node} (too many requests in flight)");
+                return full.0.fail(KvError::Unreachable(why));
+            }
+        }
+        let sent = {
+            let _entered = self.enter_runtime();
+            self.transport.try_send(node, Lane::Control, body)
+        };
+        if let Err(e) = sent {
+            tracing::debug!(to = %node, items = items.len(), "batch not sent: {e}");
+            if let Some(entry) = self.pending.remove(id) {
+                entry.fail(send_error(e, node));
             }
         }
     }
