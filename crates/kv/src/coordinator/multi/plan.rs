@@ -75,7 +75,14 @@ impl<R> Outbox<R> {
     pub fn push(&mut self, node: &NodeName, item: BatchItem, reply: R) {
         let bytes = item_bytes(&item);
         let caps = self.caps;
-        let (packer, items) = self.open.entry(node.clone()).or_default();
+        if !self.open.contains_key(node) {
+            self.open.insert(node.clone(), Default::default());
+        }
+        let Some((packer, items)) = self.open.get_mut(node) else {
+            // Not reached (inserted above); the item still goes.
+            self.ready.push((node.clone(), vec![(item, reply)]));
+            return;
+        };
         if packer.add(bytes, caps) {
             self.ready.push((node.clone(), std::mem::take(items)));
         }
@@ -136,7 +143,12 @@ impl Admission {
             return false;
         }
         for (node, packer) in trial {
-            self.nodes.insert(node.clone(), packer);
+            match self.nodes.get_mut(node) {
+                Some(kept) => *kept = packer,
+                None => {
+                    self.nodes.insert(node.clone(), packer);
+                }
+            }
         }
         self.keys += 1;
         true
