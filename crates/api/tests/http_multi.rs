@@ -288,3 +288,34 @@ async fn a_body_over_the_limit_is_413() {
     let got = results(&s, "/buckets/b/multi/get", &json!({"keys": ["k0"]})).await;
     assert_eq!(statuses(&got), ["not_found"], "nothing was written");
 }
+
+#[tokio::test]
+async fn stats_count_multi_key_requests_and_their_keys() {
+    let s = start().await;
+    let objects = json!({"objects": [{"key": "a", "value": "1"}, {"key": "b", "value": "2"}]});
+    results(&s, "/buckets/b/multi/put", &objects).await;
+    results(
+        &s,
+        "/buckets/b/multi/get",
+        &json!({"keys": ["a", "b", "c"]}),
+    )
+    .await;
+    results(&s, "/buckets/b/multi/delete", &json!({"keys": ["a"]})).await;
+    let r = s.client.get(s.url("/stats")).send().await.unwrap();
+    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    for (name, count) in [
+        ("node_multi_puts", 1),
+        ("node_multi_put_keys", 2),
+        ("node_multi_gets", 1),
+        ("node_multi_get_keys", 3),
+        ("node_multi_deletes", 1),
+        ("node_multi_delete_keys", 1),
+        ("vnode_batches", 0),
+    ] {
+        assert_eq!(v[format!("{name}_total")], count, "{name}_total");
+        assert_eq!(v[name], count, "{name} (the last minute)");
+    }
+    // Each key counts as its single operation too.
+    assert_eq!(v["node_gets_total"], 3 + 1);
+    assert_eq!(v["node_puts_total"], 2 + 1);
+}

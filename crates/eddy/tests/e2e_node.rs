@@ -316,3 +316,49 @@ fn stats_name_the_configured_storage_backend() {
         assert!(status.lines().any(|l| l == line), "{status}");
     }
 }
+
+/// `multi.*` settings reach the node: a lowered key limit refuses a
+/// larger request whole, a lowered answer budget cuts a multi-get's
+/// answer, and `/stats` counts the multi-key requests.
+#[test]
+fn multi_settings_take_effect() {
+    let node = TestNode::start(&[
+        ("EDDY_MULTI_KEYS_MAX", "2"),
+        ("EDDY_MULTI_ANSWER_BYTES_MAX", "15"),
+        ("EDDY_MULTI_CONCURRENCY", "1"),
+    ]);
+    let json = [("Content-Type", "application/json")];
+    let multi_get = |keys: &str| {
+        let body = format!(r#"{{"keys":{keys}}}"#);
+        node.http("POST", "/buckets/b/multi/get", &json, body.as_bytes())
+    };
+    assert_eq!(put(&node, "/buckets/b/keys/a", "ten bytes!"), 204);
+    assert_eq!(put(&node, "/buckets/b/keys/c", "ten bytes!"), 204);
+    let refused = multi_get(r#"["a","b","c"]"#);
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused
+            .text()
+            .contains("too many keys: 3 exceeds the limit of 2"),
+        "{}",
+        refused.text()
+    );
+    let answer = multi_get(r#"["a","c"]"#);
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let results: serde_json::Value = serde_json::from_str(&answer.text()).unwrap();
+    let statuses: Vec<&str> = results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["ok", "error"], "{results}");
+    assert_eq!(results["results"][1]["http_status"], 413);
+    let stats = node.http("GET", "/stats", &[], b"");
+    let stats: serde_json::Value = serde_json::from_str(&stats.text()).unwrap();
+    assert_eq!(
+        stats["node_multi_gets_total"], 1,
+        "the refused one is not counted"
+    );
+    assert_eq!(stats["node_multi_get_keys_total"], 2);
+}

@@ -66,13 +66,22 @@ impl MetaLimits {
 /// Bounds on one multi-key request (design note 016).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MultiLimits {
-    /// Most keys or objects one request may name.
+    /// Most keys or objects one request may name (`multi.keys_max`).
     pub keys_max: usize,
-    /// Keys of one request coordinated at once.
+    /// Batched vnode messages one request has in flight to each node at
+    /// once (`multi.concurrency`): a wave of keys takes as many keys as
+    /// need at most this many batches to each node.
     pub concurrency: usize,
-    /// Object bytes (values, usermeta, index entries) one answer may hold;
-    /// found objects past it are answered [`KvError::AnswerTooLarge`].
+    /// Object bytes (values, usermeta, index entries) one answer may hold
+    /// (`multi.answer_bytes_max`); found objects past it are answered
+    /// [`KvError::AnswerTooLarge`].
     pub answer_bytes_max: usize,
+    /// Most vnode requests in one batched message (at most
+    /// `remote::wire::BATCH_ITEMS_MAX`).
+    pub batch_items_max: usize,
+    /// Bytes after which a batched message takes no further request (one
+    /// larger request travels alone).
+    pub batch_bytes_max: usize,
 }
 
 /// Most keys or objects a multi-key request may name by default.
@@ -84,6 +93,8 @@ impl Default for MultiLimits {
             keys_max: MULTI_KEYS_MAX,
             concurrency: 16,
             answer_bytes_max: 64 * 1024 * 1024,
+            batch_items_max: 256,
+            batch_bytes_max: 4 * 1024 * 1024,
         }
     }
 }

@@ -111,6 +111,17 @@ pub struct NodeCounters {
     pub vnode_gets: AtomicU64,
     /// Requests sent to vnodes: puts (coordinated, replicated, repairs).
     pub vnode_puts: AtomicU64,
+    /// Multi-key requests taken, by operation (design note 016).
+    pub multi_gets: AtomicU64,
+    pub multi_puts: AtomicU64,
+    pub multi_deletes: AtomicU64,
+    /// Keys (or objects) named by the multi-key requests taken.
+    pub multi_get_keys: AtomicU64,
+    pub multi_put_keys: AtomicU64,
+    pub multi_delete_keys: AtomicU64,
+    /// Batched vnode messages sent to other nodes (each carrying the
+    /// gets or replicated puts of many keys for vnodes of one node).
+    pub vnode_batches: AtomicU64,
 }
 
 impl NodeCounters {

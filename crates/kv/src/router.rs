@@ -15,17 +15,24 @@
 //! registry before its vnode sees it ([`Node::receive`]); a vnode of the
 //! coordinator's own node shares its registry and is not checked.
 //!
+//! A batch (several gets and replicated puts for vnodes of one node, a
+//! multi-key request's; design note 016) goes to the other node as one
+//! message ([`RemoteVnodes::send_batch`]); there each item is received as
+//! if it had come alone ([`Node::receive_batch`]).
+//!
 //! Invariant: every delivered put or get is answered exactly once on its
-//! `ReplyTo`, by the vnode or, when it cannot be reached, here.
+//! `ReplyTo`, by the vnode or, when it cannot be reached, here; so is
+//! every item of a batch.
 
-use eddy_ring::Partition;
+use eddy_ring::{NodeName, Partition};
 
 use crate::error::KvError;
 use crate::metadata::entries::PropsEntries;
 use crate::node::Node;
+use crate::node::NodeCounters;
 use crate::request::BucketRef;
 use crate::vnode::Vnode;
-use crate::vnode::msg::{FoldKind, StorageKey, VnodeId, VnodeReply, VnodeRequest};
+use crate::vnode::msg::{BatchItem, FoldKind, StorageKey, VnodeId, VnodeReply, VnodeRequest};
 use crate::vnode::reply::{LocalHint, ReplyTo};
 
 /// Sends vnode requests to other nodes.
@@ -33,6 +40,19 @@ pub trait RemoteVnodes: Send + Sync + std::fmt::Debug {
     /// Delivers `req` to the vnode `to` on another node; its replies go to
     /// `reply`. Unreachable vnodes must still be answered (with an error).
     fn send(&self, to: &VnodeId, req: VnodeRequest, reply: ReplyTo);
+
+    /// Delivers a batch to vnodes of `node` (another node), each item's
+    /// replies going to its `ReplyTo`; every item must be answered. The
+    /// default sends each item as a request of its own.
+    fn send_batch(&self, node: &NodeName, items: Vec<(BatchItem, ReplyTo)>) {
+        for (item, reply) in items {
+            let to = VnodeId {
+                partition: item.partition,
+                node: node.clone(),
+            };
+            self.send(&to, item.request, reply);
+        }
+    }
 }
 
 impl Node {
@@ -50,6 +70,43 @@ impl Node {
                 let e = KvError::Unreachable(to.node.to_string());
                 unanswerable(to.partition, &req, &reply, e)
             }
+        }
+    }
+
+    /// Delivers a batch to vnodes of `node` as one message (counted in
+    /// [`NodeCounters::vnode_batches`]); a batch for this node is
+    /// delivered item by item.
+    pub(crate) fn deliver_batch(&self, node: &NodeName, items: Vec<(BatchItem, ReplyTo)>) {
+        if items.is_empty() {
+            return;
+        }
+        if *node == self.config.node_name {
+            for (item, reply) in items {
+                let to = VnodeId {
+                    partition: item.partition,
+                    node: node.clone(),
+                };
+                self.deliver(&to, item.request, reply, LocalHint::default());
+            }
+            return;
+        }
+        NodeCounters::bump(&self.counters.vnode_batches);
+        match self.remote.get() {
+            Some(remote) => remote.send_batch(node, items),
+            None => {
+                for (item, reply) in items {
+                    let e = KvError::Unreachable(node.to_string());
+                    unanswerable(item.partition, &item.request, &reply, e);
+                }
+            }
+        }
+    }
+
+    /// Takes a batch another node sent to this node's vnodes: each item
+    /// as [`Node::receive`] takes a request.
+    pub fn receive_batch(&self, items: Vec<(BatchItem, ReplyTo)>) {
+        for (item, reply) in items {
+            self.receive(item.partition, item.request, reply);
         }
     }
 

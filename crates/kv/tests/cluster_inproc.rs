@@ -1,15 +1,18 @@
 //! Three nodes in one process, their coordinators and vnodes connected
 //! directly (no transport): the cluster's quorum rules, fallbacks and
-//! node_confirms, with a failure detector the test controls.
+//! node_confirms, with a failure detector the test controls; multi-key
+//! requests, whose batched vnode messages the connection counts.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use eddy_kv::core::put::PutFailure;
+use eddy_kv::limits::MultiLimits;
 use eddy_kv::props::BucketProps;
 use eddy_kv::router::{RemoteVnodes, unanswerable};
 use eddy_kv::types::BucketRegistry;
-use eddy_kv::vnode::msg::{VnodeId, VnodeRequest};
+use eddy_kv::vnode::msg::{BatchItem, VnodeId, VnodeRequest};
 use eddy_kv::vnode::reply::ReplyTo;
 use eddy_kv::*;
 use eddy_object::{Actor, Content};
@@ -25,15 +28,41 @@ const RING_SIZE: u32 = 16;
 struct Wires {
     nodes: Mutex<BTreeMap<NodeName, Weak<Node>>>,
     down: Mutex<BTreeSet<NodeName>>,
+    /// Each batched message sent: its node and its items.
+    batches: Mutex<Vec<(NodeName, usize)>>,
+}
+
+impl Wires {
+    /// The node `node` if it is up.
+    fn up(&self, node: &NodeName) -> Option<Arc<Node>> {
+        match self.down.lock().contains(node) {
+            true => None,
+            false => self.nodes.lock().get(node).and_then(Weak::upgrade),
+        }
+    }
+
+    /// The batched messages sent since the last call.
+    fn take_batches(&self) -> Vec<(NodeName, usize)> {
+        std::mem::take(&mut *self.batches.lock())
+    }
 }
 
 impl RemoteVnodes for Wires {
+    fn send_batch(&self, node: &NodeName, items: Vec<(BatchItem, ReplyTo)>) {
+        self.batches.lock().push((node.clone(), items.len()));
+        match self.up(node) {
+            Some(target) => target.receive_batch(items),
+            None => {
+                for (item, reply) in items {
+                    let e = KvError::Unreachable(node.to_string());
+                    unanswerable(item.partition, &item.request, &reply, e);
+                }
+            }
+        }
+    }
+
     fn send(&self, to: &VnodeId, req: VnodeRequest, reply: ReplyTo) {
-        let target = match self.down.lock().contains(&to.node) {
-            true => None,
-            false => self.nodes.lock().get(&to.node).and_then(Weak::upgrade),
-        };
-        match target {
+        match self.up(&to.node) {
             Some(node) => node.receive(to.partition, req, reply),
             None => unanswerable(
                 to.partition,
@@ -72,6 +101,10 @@ fn name(i: usize) -> NodeName {
 }
 
 fn cluster(size: usize) -> Cluster {
+    cluster_with(size, MultiLimits::default())
+}
+
+fn cluster_with(size: usize, multi: MultiLimits) -> Cluster {
     let members: Vec<NodeName> = (0..size).map(name).collect();
     let single = Ring::single(RING_SIZE, members[0].clone()).unwrap();
     let plan = claim(&single, &members, &ClaimParams::default()).unwrap();
@@ -84,6 +117,7 @@ fn cluster(size: usize) -> Cluster {
             let config = NodeConfig {
                 node_name: me.clone(),
                 ring_size: RING_SIZE,
+                multi,
                 ..NodeConfig::default()
             };
             let owned = ring.owned_by(me);
@@ -712,4 +746,262 @@ async fn maps_at_the_vnodes_see_every_live_key_once_across_nodes() {
     c.wires.down.lock().extend([name(1), name(3)]);
     let err = mapped(&c, 0, None).await.unwrap_err();
     assert!(matches!(err, KvError::InsufficientVnodes(_)), "{err}");
+}
+
+/// A bucket of a type that keeps siblings.
+fn siblings_bucket(c: &Cluster) -> BucketRef {
+    let registry = c.nodes[0].registry();
+    if registry.bucket_props("sibs", b"b").is_err() {
+        let patch = serde_json::json!({"allow_mult": true});
+        registry
+            .create_type("sibs", patch.as_object().unwrap())
+            .unwrap();
+        registry.activate_type("sibs").unwrap();
+    }
+    BucketRef::typed("sibs", b"b".to_vec())
+}
+
+/// Writes `k0`..`k29` to `bucket` from all three nodes, every fifth key
+/// twice without a context (two siblings), and returns the keys to read:
+/// those, two that were never written, an empty one and one too long.
+async fn thirty_keys(c: &Cluster, bucket: &BucketRef) -> Vec<Vec<u8>> {
+    let mut keys = Vec::new();
+    for k in 0..30 {
+        let key = format!("k{k}").into_bytes();
+        let writes = if k % 5 == 0 { 2 } else { 1 };
+        for w in 0..writes {
+            let req = PutRequest {
+                bucket: bucket.clone(),
+                key: Some(key.clone()),
+                context: None,
+                content: Content::new(format!("v{k}.{w}").into_bytes()),
+                options: PutOptions {
+                    w: Some(Quorum::All),
+                    ..PutOptions::default()
+                },
+            };
+            c.nodes[(k + w) % 3].put(req).await.unwrap();
+        }
+        keys.push(key);
+    }
+    keys.push(b"missing-1".to_vec());
+    keys.push(b"missing-2".to_vec());
+    keys.push(Vec::new());
+    keys.push(vec![b'x'; eddy_storage::limits::KEY_BYTES_MAX + 1]);
+    keys
+}
+
+/// Whether a multi-get's result for a key says what the single get said:
+/// the same siblings and context, the same not found, the same error (for
+/// an unmet `r` or `pr`, the same quorum: how many replicas had answered
+/// when it could no longer be met depends on the order replies came in,
+/// and on whether a fallback vnode had started yet).
+fn same_answer(multi: &Result<GetResponse, KvError>, single: &Result<GetResponse, KvError>) {
+    let sorted = |o: &eddy_object::RiakObject| {
+        let mut v: Vec<Vec<u8>> = o.contents().map(|c| c.value.clone()).collect();
+        v.sort();
+        v
+    };
+    match (multi, single) {
+        (Ok(GetResponse::Found(m)), Ok(GetResponse::Found(s))) => {
+            assert_eq!(sorted(m), sorted(s));
+            assert_eq!(m.vv, s.vv, "the same context");
+        }
+        (Ok(GetResponse::NotFound { .. }), Ok(GetResponse::NotFound { .. })) => {}
+        (
+            Err(KvError::ReadQuorum { which, needed, .. }),
+            Err(KvError::ReadQuorum {
+                which: w,
+                needed: n,
+                ..
+            }),
+        ) => assert_eq!((which, needed), (w, n)),
+        (Err(m), Err(s)) => assert_eq!(m.to_string(), s.to_string()),
+        _ => panic!("multi: {multi:?}\nsingle: {single:?}"),
+    }
+}
+
+/// Reads `keys` from node `i` as one multi-get and as single gets, and
+/// checks that each key answers alike; returns the multi-get's results.
+async fn multi_as_single(
+    c: &Cluster,
+    i: usize,
+    bucket: &BucketRef,
+    keys: &[Vec<u8>],
+    options: GetOptions,
+) -> Vec<Result<GetResponse, KvError>> {
+    let req = MultiGetRequest {
+        bucket: bucket.clone(),
+        keys: keys.to_vec(),
+        options: options.clone(),
+    };
+    let multi = c.nodes[i].multi_get(req).await.unwrap();
+    assert_eq!(multi.len(), keys.len());
+    for (key, m) in keys.iter().zip(&multi) {
+        let single = GetRequest {
+            bucket: bucket.clone(),
+            key: key.clone(),
+            options: options.clone(),
+        };
+        same_answer(m, &c.nodes[i].get(single).await);
+    }
+    multi
+}
+
+/// A multi-get of keys spread over every node sends one batched message
+/// to each other node, and each key answers as its single get does:
+/// siblings and their context, not found, per-key errors; with a node
+/// down, fallbacks and `pr` alike.
+#[tokio::test]
+async fn a_multi_get_sends_one_batch_per_other_node_and_answers_as_single_gets() {
+    let c = cluster(3);
+    let bucket = siblings_bucket(&c);
+    let keys = thirty_keys(&c, &bucket).await;
+    c.wires.take_batches();
+    let before = c.nodes[0].counters.vnode_batches.load(Ordering::Relaxed);
+    let req = MultiGetRequest {
+        bucket: bucket.clone(),
+        keys: keys.clone(),
+        options: GetOptions::default(),
+    };
+    let got = c.nodes[0].multi_get(req).await.unwrap();
+    let mut sent = c.wires.take_batches();
+    sent.sort();
+    let to: Vec<&NodeName> = sent.iter().map(|(n, _)| n).collect();
+    assert_eq!(to, [&name(1), &name(2)], "one batch to each other node");
+    let after = c.nodes[0].counters.vnode_batches.load(Ordering::Relaxed);
+    assert_eq!(after - before, 2);
+    // Each batch carries a get for every replica its node holds.
+    for (node, items) in &sent {
+        let held: usize = keys[..32]
+            .iter()
+            .map(|k| {
+                let hash = Node::key_hash(&bucket, k);
+                c.ring
+                    .preflist(hash, 3)
+                    .iter()
+                    .filter(|(_, n)| *n == node)
+                    .count()
+            })
+            .sum();
+        assert_eq!(*items, held, "{node}");
+    }
+    let siblings = |r: &Result<GetResponse, KvError>| match r {
+        Ok(GetResponse::Found(o)) => o.siblings.len(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(siblings(&got[0]), 2);
+    assert_eq!(siblings(&got[1]), 1);
+    assert!(matches!(got[30], Ok(GetResponse::NotFound { .. })));
+    assert!(matches!(got[32], Err(KvError::Empty("key"))));
+    assert!(matches!(
+        got[33],
+        Err(KvError::TooLarge { what: "key", .. })
+    ));
+    for i in 0..3 {
+        multi_as_single(&c, i, &bucket, &keys, GetOptions::default()).await;
+    }
+    // One node down: no batch goes to it, fallbacks answer for it.
+    c.wires.down.lock().insert(name(2));
+    c.wires.take_batches();
+    let got = multi_as_single(&c, 0, &bucket, &keys, GetOptions::default()).await;
+    assert!(got[..30].iter().all(Result::is_ok), "{got:?}");
+    let sent = c.wires.take_batches();
+    let to: Vec<&NodeName> = sent.iter().map(|(n, _)| n).collect();
+    assert_eq!(to, [&name(1)], "one batch, to the node up");
+    let pr_all = GetOptions {
+        pr: Some(Quorum::All),
+        ..GetOptions::default()
+    };
+    let got = multi_as_single(&c, 1, &bucket, &keys, pr_all).await;
+    assert!(
+        got[..30]
+            .iter()
+            .any(|r| matches!(r, Err(KvError::ReadQuorum { which: "pr", .. })))
+    );
+}
+
+/// A multi-put's replicated objects go to each other node in one batch;
+/// every write lands on every replica.
+#[tokio::test]
+async fn a_multi_put_replicates_in_one_batch_per_other_node() {
+    let c = cluster(3);
+    let keys: Vec<Vec<u8>> = (0..40).map(|k| format!("p{k}").into_bytes()).collect();
+    let objects = keys
+        .iter()
+        .map(|k| MultiPutObject {
+            key: k.clone(),
+            context: None,
+            content: Content::new(k.clone()),
+        })
+        .collect();
+    let req = MultiPutRequest {
+        bucket: bucket(),
+        objects,
+        options: PutOptions {
+            w: Some(Quorum::All),
+            dw: Some(Quorum::All),
+            return_body: true,
+            ..PutOptions::default()
+        },
+    };
+    c.wires.take_batches();
+    let written = c.nodes[0].multi_put(req).await.unwrap();
+    for (key, result) in keys.iter().zip(&written) {
+        let object = result.as_ref().unwrap().object.as_ref().unwrap();
+        assert_eq!(object.contents().next().unwrap().value, *key);
+    }
+    let mut sent = c.wires.take_batches();
+    sent.sort();
+    let to: Vec<&NodeName> = sent.iter().map(|(n, _)| n).collect();
+    assert_eq!(to, [&name(1), &name(2)], "one batch to each other node");
+    for key in &keys {
+        let hash = Node::key_hash(&bucket(), key);
+        for (p, owner) in c.ring.preflist(hash, 3) {
+            let i = index_of(&c, owner);
+            let k = std::str::from_utf8(key).unwrap();
+            assert!(stored(&c, i, p, k).is_some(), "{k} missing at {p}");
+        }
+    }
+}
+
+/// Batches above their item cap are split, and a request needing more
+/// batches to a node than `multi.concurrency` runs in waves: the answers
+/// stay those of single gets and puts.
+#[tokio::test]
+async fn small_batches_and_waves_answer_alike() {
+    let limits = MultiLimits {
+        batch_items_max: 4,
+        concurrency: 2,
+        ..MultiLimits::default()
+    };
+    let c = cluster_with(3, limits);
+    let bucket = siblings_bucket(&c);
+    let keys: Vec<Vec<u8>> = (0..40).map(|k| format!("w{k}").into_bytes()).collect();
+    let objects = keys
+        .iter()
+        .map(|k| MultiPutObject {
+            key: k.clone(),
+            context: None,
+            content: Content::new(k.clone()),
+        })
+        .collect();
+    let req = MultiPutRequest {
+        bucket: bucket.clone(),
+        objects,
+        options: PutOptions::default(),
+    };
+    let written = c.nodes[1].multi_put(req).await.unwrap();
+    assert!(written.iter().all(Result::is_ok), "{written:?}");
+    let sent = c.wires.take_batches();
+    assert!(
+        sent.len() > 4 && sent.iter().all(|(_, n)| *n <= 4),
+        "{sent:?}"
+    );
+    let got = multi_as_single(&c, 2, &bucket, &keys, GetOptions::default()).await;
+    for (key, result) in keys.iter().zip(got) {
+        assert_eq!(values(&result.unwrap()), vec![key.clone()]);
+    }
+    let sent = c.wires.take_batches();
+    assert!(sent.iter().all(|(_, n)| *n <= 4), "{sent:?}");
 }

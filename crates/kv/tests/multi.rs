@@ -315,3 +315,47 @@ async fn many_keys_run_concurrently_and_keep_their_places() {
         assert_eq!(values(result), vec![key.as_bytes().to_vec()]);
     }
 }
+
+#[tokio::test]
+async fn counters_count_requests_and_keys_and_one_node_sends_no_batch() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let node = node();
+    let objects = vec![object("a", b"1"), object("b", b"2"), object("", b"x")];
+    node.multi_put(multi_put(plain(), objects)).await.unwrap();
+    node.multi_get(multi_get(plain(), &["a", "b", "c", "d"]))
+        .await
+        .unwrap();
+    let req = MultiDeleteRequest {
+        bucket: plain(),
+        keys: vec![MultiDeleteKey {
+            key: b"a".to_vec(),
+            context: None,
+        }],
+        options: DeleteOptions::default(),
+    };
+    node.multi_delete(req).await.unwrap();
+    let c = &node.counters;
+    let read = |a: &std::sync::atomic::AtomicU64| a.load(Relaxed);
+    assert_eq!(
+        (
+            read(&c.multi_puts),
+            read(&c.multi_gets),
+            read(&c.multi_deletes)
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        (
+            read(&c.multi_put_keys),
+            read(&c.multi_get_keys),
+            read(&c.multi_delete_keys)
+        ),
+        (3, 4, 1)
+    );
+    // Each key counts as its single operation: the delete's read and
+    // tombstone too.
+    assert_eq!(read(&c.puts), 3 + 1);
+    assert_eq!(read(&c.gets), 4 + 1);
+    assert_eq!(read(&c.deletes), 1);
+    assert_eq!(read(&c.vnode_batches), 0, "every vnode is local");
+}

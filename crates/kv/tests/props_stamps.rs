@@ -6,9 +6,10 @@
 //! with them; a put coordinated on the up-to-date node brings a stale
 //! replica's registry up to date; an older entry never replaces a newer
 //! one; a put whose coordinator cannot take the newer entry fails after a
-//! few tries with the refusal; a put coordinated on a node that has not
-//! heard of a drop (design note 018) starts again from the client's write
-//! under the new generation, keeping none of the dropped siblings.
+//! few tries with the refusal. A multi-put's keys do the same. A put
+//! coordinated on a node that has not heard of a drop (design note 018)
+//! starts again from the client's write under the new generation, keeping
+//! none of the dropped siblings.
 
 use std::sync::Arc;
 
@@ -346,4 +347,71 @@ async fn a_put_coordinated_before_the_drop_reached_it_keeps_no_dropped_sibling()
         panic!("{got:?}")
     };
     assert_eq!(object.siblings.len(), 1);
+}
+
+/// A multi-put of `keys`, each written `value`, with w = all.
+fn multi_put(keys: &[&str], value: &str) -> MultiPutRequest {
+    MultiPutRequest {
+        bucket: bucket(),
+        objects: keys
+            .iter()
+            .map(|k| MultiPutObject {
+                key: k.as_bytes().to_vec(),
+                context: None,
+                content: Content::new(value.as_bytes().to_vec()),
+            })
+            .collect(),
+        options: PutOptions {
+            w: Some(Quorum::All),
+            ..PutOptions::default()
+        },
+    }
+}
+
+/// A multi-put on the stale node: the replica refuses its keys' batched
+/// replication with its newer props, and each key runs again under them
+/// as a single put does; a coordinator that cannot take them fails each
+/// key with the refusal.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_multi_put_on_a_stale_node_runs_its_keys_again_under_the_newest_props() {
+    let p = pair();
+    let (stale, fresh) = (&p.nodes[0], &p.nodes[1]);
+    fresh
+        .registry()
+        .apply_shared(&shared(json!({"allow_mult": true}), 20))
+        .unwrap();
+    let keys = ["k1", "k2", "k3", "k4"];
+    let written = stale.multi_put(multi_put(&keys, "x")).await.unwrap();
+    assert!(written.iter().all(Result::is_ok), "{written:?}");
+    assert_eq!(version(stale), version(fresh));
+    assert!(stale.bucket_props(&bucket()).unwrap().allow_mult);
+    let written = stale.multi_put(multi_put(&keys, "y")).await.unwrap();
+    assert!(written.iter().all(Result::is_ok), "{written:?}");
+    for key in keys {
+        let copies = copies(&p, key);
+        assert_eq!(copies.len(), 3, "{key}: {copies:?}");
+        for values in &copies {
+            assert_eq!(values, &["x", "y"], "{key}: {copies:?}");
+        }
+    }
+
+    let p = pair();
+    let (behind, ahead) = (&p.nodes[0], &p.nodes[1]);
+    ahead
+        .registry()
+        .apply_shared(&shared(json!({"allow_mult": true}), 50))
+        .unwrap();
+    behind.registry().on_change(Arc::new(|_| {}));
+    let patch = json!({"last_write_wins": false})
+        .as_object()
+        .cloned()
+        .unwrap();
+    behind
+        .registry()
+        .set_bucket_props(TYPE, BUCKET, &patch)
+        .unwrap();
+    let written = behind.multi_put(multi_put(&keys, "x")).await.unwrap();
+    for result in written {
+        assert!(matches!(result, Err(KvError::PropsNewer(_))), "{result:?}");
+    }
 }

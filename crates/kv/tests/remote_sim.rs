@@ -11,8 +11,8 @@ use bytes::Bytes;
 use eddy_kv::KvError;
 use eddy_kv::remote::{Executor, Inline, NetRemote, RemoteConfig, Work, wire};
 use eddy_kv::router::RemoteVnodes;
-use eddy_kv::vnode::msg::{PutAck, VnodeId, VnodeReply, VnodeRequest};
-use eddy_kv::vnode::reply::{Reply, ReplyTo};
+use eddy_kv::vnode::msg::{BatchItem, PutAck, VnodeId, VnodeReply, VnodeRequest};
+use eddy_kv::vnode::reply::{KeyedReply, Reply, ReplyTo};
 use eddy_net::Lane;
 use eddy_net::sim::{LinkFaults, SimNetwork};
 use eddy_object::Content;
@@ -519,4 +519,183 @@ async fn lossy_links_lose_replies_but_never_misroute_them() {
         s.a.sweep();
         assert_eq!(s.a.pending(), 0, "seed {seed}");
     }
+}
+
+/// Sends `items` (partition, request) to `b` as one batch; item `i`'s
+/// reply comes tagged `i`.
+fn send_batch(from: &NetRemote, items: Vec<(u32, VnodeRequest)>) -> UnboundedReceiver<KeyedReply> {
+    let (tx, rx) = unbounded_channel();
+    let items = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, (p, request))| {
+            let item = BatchItem {
+                partition: Partition(p),
+                request,
+            };
+            let reply = ReplyTo::Keyed {
+                tx: tx.clone(),
+                key: i as u32,
+            };
+            (item, reply)
+        })
+        .collect();
+    from.send_batch(&node("b"), items);
+    rx
+}
+
+/// The replies of a batch of `n` items, by item.
+async fn batch_replies(rx: &mut UnboundedReceiver<KeyedReply>, n: usize) -> Vec<VnodeReply> {
+    let mut got: Vec<Option<VnodeReply>> = (0..n).map(|_| None).collect();
+    for _ in 0..n {
+        let keyed = tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .expect("a reply before the deadline")
+            .expect("the channel open");
+        let slot = &mut got[keyed.key as usize];
+        assert!(slot.is_none(), "item {} answered twice", keyed.key);
+        *slot = Some(keyed.reply.reply);
+    }
+    got.into_iter().map(Option::unwrap).collect()
+}
+
+/// The vnode messages delivered from `from` to `to` so far.
+fn messages(s: &Sim, from: &str, to: &str) -> usize {
+    s.net
+        .trace()
+        .iter()
+        .filter(|e| e.from == node(from) && e.to == node(to))
+        .filter(|e| e.fate == eddy_net::sim::Fate::Delivered)
+        .count()
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_batch_is_one_message_each_way_and_each_item_gets_its_own_reply() {
+    let s = two_nodes();
+    let one = write(&s, 1, "one", b"v1").await;
+    write(&s, 2, "two", b"v2").await;
+    let (to_b, to_a) = (messages(&s, "a", "b"), messages(&s, "b", "a"));
+    let mut rx = send_batch(
+        &s.a,
+        vec![
+            (1, get("one")),
+            (2, get("two")),
+            (3, get("one")),
+            (3, replicate("one", one.clone())),
+            (9, get("one")),
+        ],
+    );
+    assert_eq!(s.a.pending(), 1, "one request id for the batch");
+    let replies = batch_replies(&mut rx, 5).await;
+    assert!(matches!(&replies[0], VnodeReply::Get(Ok(Some(o))) if *o == one));
+    assert!(matches!(&replies[1], VnodeReply::Get(Ok(Some(o))) if values(o) == [b"v2".to_vec()]));
+    // Items run in order: the get of partition 3 before its write.
+    assert!(matches!(&replies[2], VnodeReply::Get(Ok(None))));
+    assert!(matches!(&replies[3], VnodeReply::Put(Ok(_))));
+    assert!(matches!(
+        &replies[4],
+        VnodeReply::Get(Err(KvError::NotHosted(9)))
+    ));
+    assert_eq!(read(&s, 3, "one").await, Some(one));
+    assert_eq!(messages(&s, "a", "b"), to_b + 2, "the batch and the get");
+    assert_eq!(
+        messages(&s, "b", "a"),
+        to_a + 2,
+        "one batch reply, one reply"
+    );
+    assert_eq!((s.a.pending(), s.b.pending()), (0, 0));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn batch_replies_above_the_frame_limit_are_split_and_an_item_too_large_fails_alone() {
+    let config = eddy_net::NetConfig {
+        frame_body_bytes_max: 4096,
+        ..eddy_net::NetConfig::default()
+    };
+    let net = SimNetwork::with_config(5, config);
+    let a = NetRemote::new(net.add_node(node("a")).unwrap(), fixed());
+    let b = NetRemote::new(net.add_node(node("b")).unwrap(), fixed());
+    a.install().unwrap();
+    b.install().unwrap();
+    b.serve(inbound(vnodes(4)), Arc::new(Inline)).unwrap();
+    let s = Sim { net, a, b };
+    for p in 0..3 {
+        write(&s, p, "k", &[b'a' + p as u8; 1500]).await;
+    }
+    write(&s, 3, "k", &[b'x'; 3000]).await;
+    // A second write without context makes two siblings: 6 KB.
+    let mut rx = send(&s.a, 3, coordinate("k", &[b'y'; 3000], false));
+    reply(&mut rx).await;
+    let before = messages(&s, "b", "a");
+    let mut rx = send_batch(&s.a, (0..4).map(|p| (p, get("k"))).collect());
+    let replies = batch_replies(&mut rx, 4).await;
+    for (p, r) in replies[..3].iter().enumerate() {
+        let VnodeReply::Get(Ok(Some(o))) = r else {
+            panic!("item {p}: {r:?}");
+        };
+        assert_eq!(values(o), [vec![b'a' + p as u8; 1500]]);
+    }
+    assert!(
+        matches!(&replies[3], VnodeReply::Get(Err(KvError::TooLarge { .. }))),
+        "{:?}",
+        replies[3]
+    );
+    assert!(messages(&s, "b", "a") - before >= 3, "split into replies");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(s.a.pending(), 0);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_refused_batch_fails_every_item() {
+    // Overloaded: every item is answered with the refusal.
+    let s = sim(1, fixed(), Arc::new(Full));
+    let mut rx = send_batch(&s.a, vec![(0, get("k")), (1, replicate("k", Bytes::new()))]);
+    for r in batch_replies(&mut rx, 2).await {
+        let (VnodeReply::Get(Err(KvError::Unreachable(why)))
+        | VnodeReply::Put(Err(KvError::Unreachable(why)))) = r
+        else {
+            panic!("{r:?}");
+        };
+        assert_eq!(why, "b (overloaded)");
+    }
+    assert_eq!(s.a.pending(), 0);
+    // A batch b cannot decode is refused whole.
+    let s = two_nodes();
+    let raw = s.net.add_node(node("raw")).unwrap();
+    let (got_tx, mut got) = unbounded_channel();
+    raw.set_handler(Arc::new(move |m: eddy_net::Incoming| {
+        let _ = got_tx.send(m.body);
+    }))
+    .unwrap();
+    let item = BatchItem {
+        partition: Partition(0),
+        request: get("k"),
+    };
+    let whole = wire::encode_batch(42, &[item.clone(), item]).unwrap();
+    raw.send(&node("b"), Lane::Control, whole.slice(..whole.len() - 1))
+        .await
+        .unwrap();
+    let body = tokio::time::timeout(WAIT, got.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let Ok(wire::Message::BatchReply(env)) = wire::decode(&body) else {
+        panic!("no batch reply");
+    };
+    assert_eq!(env.request_id, 42);
+    assert!(
+        matches!(env.answer, wire::BatchAnswer::Refused(_)),
+        "{:?}",
+        env.answer
+    );
+    // A crashed peer: every item fails at once, and the entry goes.
+    s.net.crash(&node("b")).unwrap();
+    let mut rx = send_batch(&s.a, vec![(0, get("k")), (1, get("k"))]);
+    for r in batch_replies(&mut rx, 2).await {
+        assert!(
+            matches!(r, VnodeReply::Get(Err(KvError::Unreachable(_)))),
+            "{r:?}"
+        );
+    }
+    assert_eq!(s.a.pending(), 0);
 }

@@ -1,8 +1,8 @@
 //! The vnode message format (docs/formats/vnode-messages.md): fixture
 //! bytes written from the format page decode to known values and
-//! re-encode byte for byte; any message round-trips; every truncation and
-//! any garbage is an error, never a panic; objects' bytes are slices of
-//! the received frame.
+//! re-encode byte for byte; any message (batches and batch replies too)
+//! round-trips; every truncation and any garbage is an error, never a
+//! panic; objects' bytes are slices of the received frame.
 
 use bytes::Bytes;
 use std::sync::Arc;
@@ -11,11 +11,12 @@ use eddy_kv::KvError;
 use eddy_kv::keyfilter::KeyFilter;
 use eddy_kv::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
 use eddy_kv::remote::wire::{
-    self, Message, OTHER_ENGINE, RequestEnvelope, STORAGE_ENGINE, WireError,
+    self, BatchAnswer, BatchEnvelope, BatchReply, Message, OTHER_ENGINE, RequestEnvelope,
+    STORAGE_ENGINE, WireError,
 };
 use eddy_kv::vnode::msg::{
-    Conditions, Coordinate, FoldChunk, FoldKind, FoldRequest, MapFold, PutAck, PutKind, PutRequest,
-    StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
+    BatchItem, Conditions, Coordinate, FoldChunk, FoldKind, FoldRequest, MapFold, PutAck, PutKind,
+    PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
 };
 use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
 use eddy_ring::Partition;
@@ -316,6 +317,172 @@ fn map_fold(filtered: bool) -> FoldRequest {
         ring_size: 64,
         ranges: filtered.then(|| vec![Partition(3), Partition(9)]),
     }
+}
+
+/// The batch batch.bin carries: a get, a replicated put with props and
+/// one without.
+fn pinned_batch() -> BatchEnvelope {
+    let replicate = |k: &str, allow_mult, sync, props: Option<PropsEntries>| {
+        VnodeRequest::Put(PutRequest {
+            key: key(k),
+            kind: PutKind::Replicate { encoded: stored() },
+            policy: WritePolicy {
+                allow_mult,
+                last_write_wins: !allow_mult,
+                max_siblings: 100,
+                write_once: false,
+            },
+            sync,
+            props: props.map(Arc::new),
+        })
+    };
+    let item = |p, request| BatchItem {
+        partition: Partition(p),
+        request,
+    };
+    BatchEnvelope {
+        request_id: 17,
+        items: vec![
+            item(5, VnodeRequest::Get { key: key("bob") }),
+            item(
+                4,
+                replicate("alice", false, SyncLevel::Durable, Some(reset_entry())),
+            ),
+            item(6, replicate("carol", true, SyncLevel::Written, None)),
+        ],
+    }
+}
+
+/// The replies reply-batch.bin carries, to items 0 to 4.
+fn pinned_batch_replies() -> Vec<BatchReply> {
+    let r = |index, p, reply| BatchReply {
+        index,
+        partition: Partition(p),
+        reply,
+    };
+    vec![
+        r(0, 5, VnodeReply::Get(Ok(Some(stored())))),
+        r(2, 6, VnodeReply::Put(Ok(PutAck { durable: true }))),
+        r(
+            1,
+            4,
+            VnodeReply::Put(Err(KvError::SyncFailed("fdatasync: EIO".into()))),
+        ),
+        r(3, 5, VnodeReply::Get(Ok(None))),
+        r(4, 7, VnodeReply::Get(Err(KvError::Damaged(7)))),
+    ]
+}
+
+#[test]
+fn pinned_batches_decode_to_their_values_and_encode_to_their_bytes() {
+    let bytes = fixture("batch.bin");
+    let batch = pinned_batch();
+    match wire::decode(&bytes) {
+        Ok(Message::Batch(got)) => assert_eq!(got, batch),
+        other => panic!("batch.bin: {other:?}"),
+    }
+    assert_eq!(wire::encode_batch(17, &batch.items).unwrap(), bytes);
+    let head = wire::request_head(&bytes).unwrap();
+    assert!(head.op.is_some_and(wire::is_batch_op));
+
+    let bytes = fixture("reply-batch.bin");
+    let replies = pinned_batch_replies();
+    let Ok(Message::BatchReply(got)) = wire::decode(&bytes) else {
+        panic!("reply-batch.bin does not decode to a batch reply");
+    };
+    assert_eq!(got.request_id, 17);
+    let BatchAnswer::Replies(got) = got.answer else {
+        panic!("{:?}", got.answer);
+    };
+    assert_eq!(format!("{got:?}"), format!("{replies:?}"));
+    assert_eq!(wire::encode_batch_replies(17, &got).unwrap(), bytes);
+    assert_eq!(wire::encode_batch_replies(17, &replies).unwrap(), bytes);
+
+    let bytes = fixture("reply-batch-refused.bin");
+    let refusal = KvError::Unreachable("dev2@127.0.0.1 (overloaded)".into());
+    let Ok(Message::BatchReply(got)) = wire::decode(&bytes) else {
+        panic!("reply-batch-refused.bin does not decode to a batch reply");
+    };
+    assert_eq!(got.request_id, 18);
+    assert_eq!(
+        format!("{:?}", got.answer),
+        format!("{:?}", BatchAnswer::Refused(refusal))
+    );
+    let refusal = KvError::Unreachable("dev2@127.0.0.1 (overloaded)".into());
+    assert_eq!(wire::encode_batch_refusal(18, &refusal).unwrap(), bytes);
+}
+
+#[test]
+fn a_batch_carries_gets_and_replicated_puts_only_and_a_bounded_count() {
+    // Encoding refuses a coordinated put, a fold or a reap.
+    let coordinate = fixture("coordinate.bin");
+    let Ok(Message::Request(env)) = wire::decode(&coordinate) else {
+        panic!()
+    };
+    let item = BatchItem {
+        partition: Partition(1),
+        request: env.request,
+    };
+    let err = wire::encode_batch(1, &[item]).unwrap_err();
+    assert!(matches!(err, WireError::Malformed(_)), "{err:?}");
+    // Decoding too: a batch whose one item is coordinate.bin's request.
+    let mut bytes = fixture("batch.bin")[..15].to_vec();
+    bytes.extend_from_slice(&[8, 0, 0, 0, 1, 0, 0, 0, 1]);
+    bytes.extend_from_slice(&coordinate[15..]);
+    let err = wire::decode(&bytes.into()).unwrap_err();
+    assert!(matches!(err, WireError::Malformed(_)), "{err:?}");
+    // A batch reply answering with a coordinated object.
+    let coordinated = fixture("reply-coordinated.bin");
+    let mut bytes = fixture("reply-batch.bin")[..15].to_vec();
+    bytes.extend_from_slice(&[9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3]);
+    bytes.extend_from_slice(&coordinated[15..]);
+    let err = wire::decode(&bytes.into()).unwrap_err();
+    assert!(matches!(err, WireError::Malformed(_)), "{err:?}");
+    let reply = BatchReply {
+        index: 0,
+        partition: Partition(3),
+        reply: VnodeReply::Fold(Ok(FoldChunk {
+            seq: 0,
+            last: true,
+            items: vec![],
+        })),
+    };
+    let err = wire::encode_batch_replies(1, &[reply]).unwrap_err();
+    assert!(matches!(err, WireError::Malformed(_)), "{err:?}");
+    // A batch names no vnode in its header.
+    let mut bytes = fixture("batch.bin").to_vec();
+    bytes[14] = 1;
+    let err = wire::decode(&bytes.into()).unwrap_err();
+    assert!(matches!(err, WireError::Malformed(_)), "{err:?}");
+    // More items than the limit: refused from the count, both ways.
+    let mut bytes = fixture("batch.bin").to_vec();
+    let count = (wire::BATCH_ITEMS_MAX as u32 + 1).to_be_bytes();
+    bytes[16..20].copy_from_slice(&count);
+    let err = wire::decode(&bytes.into()).unwrap_err();
+    assert!(
+        matches!(err, WireError::TooLong { what: "batch", .. }),
+        "{err:?}"
+    );
+    let get = BatchItem {
+        partition: Partition(0),
+        request: VnodeRequest::Get { key: key("k") },
+    };
+    let many = vec![get; wire::BATCH_ITEMS_MAX + 1];
+    let err = wire::encode_batch(1, &many).unwrap_err();
+    assert!(
+        matches!(err, WireError::TooLong { what: "batch", .. }),
+        "{err:?}"
+    );
+    // A count above the items present is a truncation.
+    let mut bytes = fixture("batch.bin").to_vec();
+    bytes[16..20].copy_from_slice(&4u32.to_be_bytes());
+    let err = wire::decode(&bytes.into()).unwrap_err();
+    assert_eq!(err, WireError::Truncated);
+    // Replies name a request.
+    assert_eq!(
+        wire::encode_batch_replies(0, &[]).unwrap_err(),
+        WireError::ZeroReplyId
+    );
 }
 
 #[test]
@@ -803,9 +970,39 @@ fn reply() -> impl Strategy<Value = VnodeReply> {
     ]
 }
 
+/// A batch item: a get or a replicated put.
+fn batch_item() -> impl Strategy<Value = BatchItem> {
+    (any::<u32>(), request())
+        .prop_filter("a batch carries gets and replicated puts", |(_, r)| {
+            BatchItem::allowed(r)
+        })
+        .prop_map(|(p, request)| BatchItem {
+            partition: Partition(p),
+            request,
+        })
+}
+
+/// A batch item's reply: a get's or a put's.
+fn batch_reply() -> impl Strategy<Value = BatchReply> {
+    (any::<u32>(), any::<u32>(), reply())
+        .prop_filter("a put's or a get's reply", |(_, _, r)| {
+            wire::reply_allowed(r)
+        })
+        .prop_map(|(index, p, reply)| BatchReply {
+            index,
+            partition: Partition(p),
+            reply,
+        })
+}
+
 /// Every message kind, encoded.
 fn message() -> impl Strategy<Value = Bytes> {
     prop_oneof![
+        (any::<u64>(), prop::collection::vec(batch_item(), 0..6))
+            .prop_map(|(id, items)| wire::encode_batch(id, &items).unwrap()),
+        (1..u64::MAX, prop::collection::vec(batch_reply(), 0..6))
+            .prop_map(|(id, replies)| wire::encode_batch_replies(id, &replies).unwrap()),
+        (1..u64::MAX, error()).prop_map(|(id, e)| wire::encode_batch_refusal(id, &e).unwrap()),
         (any::<u64>(), any::<u32>(), request()).prop_map(|(id, p, r)| wire::encode_request(
             id,
             Partition(p),
@@ -837,6 +1034,27 @@ fn blobs(m: &Message) -> Vec<Bytes> {
             }
             _ => vec![],
         },
+        Message::Batch(env) => env
+            .items
+            .iter()
+            .filter_map(|item| match &item.request {
+                VnodeRequest::Put(PutRequest {
+                    kind: PutKind::Replicate { encoded },
+                    ..
+                }) => Some(encoded.clone()),
+                _ => None,
+            })
+            .collect(),
+        Message::BatchReply(env) => match &env.answer {
+            wire::BatchAnswer::Replies(replies) => replies
+                .iter()
+                .filter_map(|r| match &r.reply {
+                    VnodeReply::Get(Ok(Some(encoded))) => Some(encoded.clone()),
+                    _ => None,
+                })
+                .collect(),
+            wire::BatchAnswer::Refused(_) => vec![],
+        },
     }
 }
 
@@ -860,6 +1078,33 @@ proptest! {
                 prop_assert_eq!((env.request_id, env.partition), (id, Partition(p)));
                 prop_assert_eq!(format!("{:?}", env.reply), format!("{reply:?}"));
                 prop_assert_eq!(wire::encode_reply(id, Partition(p), &env.reply).unwrap(), bytes);
+            }
+            other => prop_assert!(false, "{:?}", other),
+        }
+    }
+
+    #[test]
+    fn batches_round_trip(id in any::<u64>(), items in prop::collection::vec(batch_item(), 0..6)) {
+        let bytes = wire::encode_batch(id, &items).unwrap();
+        match wire::decode(&bytes) {
+            Ok(Message::Batch(env)) => {
+                prop_assert_eq!(env, BatchEnvelope { request_id: id, items });
+            }
+            other => prop_assert!(false, "{:?}", other),
+        }
+    }
+
+    #[test]
+    fn batch_replies_round_trip(id in 1..u64::MAX, replies in prop::collection::vec(batch_reply(), 0..6)) {
+        let bytes = wire::encode_batch_replies(id, &replies).unwrap();
+        match wire::decode(&bytes) {
+            Ok(Message::BatchReply(env)) => {
+                prop_assert_eq!(env.request_id, id);
+                let BatchAnswer::Replies(got) = env.answer else {
+                    return Err(TestCaseError::fail("not replies"));
+                };
+                prop_assert_eq!(format!("{got:?}"), format!("{replies:?}"));
+                prop_assert_eq!(wire::encode_batch_replies(id, &got).unwrap(), bytes);
             }
             other => prop_assert!(false, "{:?}", other),
         }

@@ -166,3 +166,97 @@ async fn a_get_that_needs_a_replica_whose_link_is_lost_fails_at_once() {
     assert_eq!(values(&got), vec![b"v".to_vec()]);
     assert!(start.elapsed() < PROMPT, "took {:?}", start.elapsed());
 }
+
+/// The messages delivered from node `from` to node `to` so far.
+fn delivered(c: &SimCluster, from: usize, to: usize) -> usize {
+    c.net
+        .trace()
+        .iter()
+        .filter(|e| e.from == name(from) && e.to == name(to))
+        .filter(|e| e.fate == eddy_net::sim::Fate::Delivered)
+        .count()
+}
+
+/// Multi-key requests over the simulated network: each node gets one
+/// batched message per request (a multi-put's replication included, its
+/// keys coordinated here or on another node), and a link lost while a
+/// batch is in flight fails that batch's items at once, so each key
+/// answers long before the deadline: from its other replicas at r =
+/// quorum, and as unmet at r = all if it has a replica on that node.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn multi_key_requests_send_one_batch_per_node_and_survive_a_lost_link() {
+    let c = SimCluster::new(3, 4).await;
+    let keys: Vec<Vec<u8>> = (0..60).map(|k| format!("m{k}").into_bytes()).collect();
+    let objects = keys
+        .iter()
+        .map(|k| MultiPutObject {
+            key: k.clone(),
+            context: None,
+            content: Content::new(k.clone()),
+        })
+        .collect();
+    let req = MultiPutRequest {
+        bucket: bucket(),
+        objects,
+        options: PutOptions {
+            w: Some(Quorum::All),
+            timeout_ms: Some(DEADLINE_MS),
+            ..PutOptions::default()
+        },
+    };
+    let written = c.node(0).multi_put(req).await.unwrap();
+    assert!(written.iter().all(Result::is_ok), "{written:?}");
+    let get = MultiGetRequest {
+        bucket: bucket(),
+        keys: keys.clone(),
+        options: GetOptions {
+            r: Some(Quorum::All),
+            timeout_ms: Some(DEADLINE_MS),
+            ..GetOptions::default()
+        },
+    };
+    let before: Vec<usize> = (1..4).map(|i| delivered(&c, 0, i)).collect();
+    let got = c.node(0).multi_get(get.clone()).await.unwrap();
+    for (key, result) in keys.iter().zip(&got) {
+        assert_eq!(values(result.as_ref().unwrap()), vec![key.clone()]);
+    }
+    let after: Vec<usize> = (1..4).map(|i| delivered(&c, 0, i)).collect();
+    let sent: Vec<usize> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    assert_eq!(sent, [1, 1, 1], "one batch to each other node");
+    // Node 1's batch is in flight when node 0's link to it goes.
+    slow(&c, 0, 1);
+    let start = Instant::now();
+    let node = c.node(0);
+    let (got, ()) = tokio::join!(
+        node.multi_get(get.clone()),
+        disconnect_after(&c, 0, 1, Duration::from_millis(100)),
+    );
+    assert!(start.elapsed() < PROMPT, "took {:?}", start.elapsed());
+    let mut unmet = 0;
+    for (key, result) in keys.iter().zip(got.unwrap()) {
+        let k = std::str::from_utf8(key).unwrap();
+        match owners(&c, k).contains(&name(1)) {
+            true => {
+                unmet += 1;
+                assert!(
+                    matches!(result, Err(KvError::ReadQuorum { which: "r", .. })),
+                    "{k}: {result:?}"
+                );
+            }
+            false => assert_eq!(values(&result.unwrap()), vec![key.clone()]),
+        }
+    }
+    assert!(unmet > 0, "some keys have a replica on node 1");
+    let quorum = MultiGetRequest {
+        options: GetOptions {
+            timeout_ms: Some(DEADLINE_MS),
+            ..GetOptions::default()
+        },
+        ..get
+    };
+    let got = c.node(0).multi_get(quorum).await.unwrap();
+    assert!(start.elapsed() < PROMPT, "took {:?}", start.elapsed());
+    for (key, result) in keys.iter().zip(got) {
+        assert_eq!(values(&result.unwrap()), vec![key.clone()]);
+    }
+}

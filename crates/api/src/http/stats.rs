@@ -69,26 +69,45 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new(3).unwrap_or_else(|_| unreachable!("3 significant figures is valid"))
 }
 
-/// The counters sampled each second.
+/// The node's counters `/stats` shows, each by its name (counted over the
+/// last minute) and with `_total` (since the node started): Riak's for
+/// single-key operations, Eddy's for multi-key requests (design note
+/// 016: requests and the keys they named, per operation, and the batched
+/// vnode messages sent to other nodes).
+const COUNTERS: [(&str, Counter); 12] = [
+    ("node_gets", |c| &c.gets),
+    ("node_puts", |c| &c.puts),
+    ("vnode_gets", |c| &c.vnode_gets),
+    ("vnode_puts", |c| &c.vnode_puts),
+    ("read_repairs", |c| &c.read_repairs),
+    ("node_multi_gets", |c| &c.multi_gets),
+    ("node_multi_get_keys", |c| &c.multi_get_keys),
+    ("node_multi_puts", |c| &c.multi_puts),
+    ("node_multi_put_keys", |c| &c.multi_put_keys),
+    ("node_multi_deletes", |c| &c.multi_deletes),
+    ("node_multi_delete_keys", |c| &c.multi_delete_keys),
+    ("vnode_batches", |c| &c.vnode_batches),
+];
+
+/// Where one of [`COUNTERS`] is among the node's counters.
+type Counter = fn(&NodeCounters) -> &AtomicU64;
+
+/// The counters sampled each second, in [`COUNTERS`]' order.
 #[derive(Clone, Copy, Debug, Default)]
-struct Totals {
-    gets: u64,
-    puts: u64,
-    read_repairs: u64,
-    vnode_gets: u64,
-    vnode_puts: u64,
-}
+struct Totals([u64; COUNTERS.len()]);
 
 impl Totals {
     fn read(c: &NodeCounters) -> Totals {
-        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        Totals {
-            gets: r(&c.gets),
-            puts: r(&c.puts),
-            read_repairs: r(&c.read_repairs),
-            vnode_gets: r(&c.vnode_gets),
-            vnode_puts: r(&c.vnode_puts),
+        Totals(COUNTERS.map(|(_, counter)| counter(c).load(Ordering::Relaxed)))
+    }
+
+    /// What each counter counted since `base`.
+    fn since(self, base: Totals) -> Totals {
+        let mut out = self;
+        for (n, b) in out.0.iter_mut().zip(base.0) {
+            *n = n.saturating_sub(b);
         }
+        out
     }
 }
 
@@ -154,13 +173,7 @@ impl HttpStats {
     /// Counts over the last minute: now minus the oldest kept sample.
     fn last_minute(&self, now: Totals) -> Totals {
         let base = self.samples.lock().front().map(|s| s.1).unwrap_or_default();
-        Totals {
-            gets: now.gets.saturating_sub(base.gets),
-            puts: now.puts.saturating_sub(base.puts),
-            read_repairs: now.read_repairs.saturating_sub(base.read_repairs),
-            vnode_gets: now.vnode_gets.saturating_sub(base.vnode_gets),
-            vnode_puts: now.vnode_puts.saturating_sub(base.vnode_puts),
-        }
+        now.since(base)
     }
 
     /// Runs a coordinated get, recording its time, siblings and size.
@@ -211,16 +224,10 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
     let mut put = |k: &str, v: Value| {
         m.insert(k.to_string(), v);
     };
-    put("node_gets", json!(minute.gets));
-    put("node_gets_total", json!(totals.gets));
-    put("node_puts", json!(minute.puts));
-    put("node_puts_total", json!(totals.puts));
-    put("vnode_gets", json!(minute.vnode_gets));
-    put("vnode_gets_total", json!(totals.vnode_gets));
-    put("vnode_puts", json!(minute.vnode_puts));
-    put("vnode_puts_total", json!(totals.vnode_puts));
-    put("read_repairs", json!(minute.read_repairs));
-    put("read_repairs_total", json!(totals.read_repairs));
+    for (i, (name, _)) in COUNTERS.iter().enumerate() {
+        put(name, json!(minute.0[i]));
+        put(&format!("{name}_total"), json!(totals.0[i]));
+    }
     for (prefix, w) in [
         ("node_get_fsm_time", &stats.get_time_us),
         ("node_put_fsm_time", &stats.put_time_us),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use eddy_bitcask::{BitcaskConfig, MergeWindow};
 use eddy_kv::commitlog::{LogOptions, SyncStrategy};
-use eddy_kv::limits::{Limit, MetaLimits};
+use eddy_kv::limits::{Limit, MetaLimits, MultiLimits};
 use eddy_kv::props::BucketProps;
 use eddy_kv::{DeleteMode, Quorum};
 use eddy_lsm::LsmConfig;
@@ -39,6 +39,7 @@ impl Settings {
             commit_log: commit_log(raw)?,
             bucket_defaults: bucket_defaults(raw)?,
             objects: objects(raw)?,
+            multi: multi(raw)?,
             http: http(raw)?,
             protobuf: protobuf(raw)?,
             request_budget: RequestBudget {
@@ -249,6 +250,15 @@ fn objects(raw: &Raw) -> Result<ObjectLimits, ConfigError> {
     })
 }
 
+fn multi(raw: &Raw) -> Result<MultiLimits, ConfigError> {
+    Ok(MultiLimits {
+        keys_max: usize_of(raw.int("multi.keys_max")?),
+        concurrency: usize_of(raw.int("multi.concurrency")?).max(1),
+        answer_bytes_max: usize_of(raw.bytes("multi.answer_bytes_max")?),
+        ..MultiLimits::default()
+    })
+}
+
 fn http(raw: &Raw) -> Result<HttpSettings, ConfigError> {
     Ok(HttpSettings {
         body_bytes_max: usize_of(raw.bytes("http.body_size_maximum")?),
@@ -371,6 +381,22 @@ mod tests {
             Some(std::time::Duration::from_secs(600))
         );
         assert_eq!(s.objects.meta.usermeta.bytes, 64 << 10);
+        assert_eq!(s.multi, eddy_kv::limits::MultiLimits::default());
+    }
+
+    #[test]
+    fn multi_settings_reach_their_limits() {
+        let env = [
+            ("multi.keys_max", "2"),
+            ("multi.concurrency", "0"),
+            ("multi.answer_bytes_max", "1KB"),
+        ];
+        let env = env.iter().map(|(k, v)| (env_name(k), v.to_string()));
+        let config = Config::load(None, env).unwrap();
+        let multi = config.settings().multi;
+        assert_eq!(multi.keys_max, 2);
+        assert_eq!(multi.concurrency, 1, "at least one batch in flight");
+        assert_eq!(multi.answer_bytes_max, 1024);
     }
 
     #[test]

@@ -380,6 +380,24 @@ pub const SETTINGS: &[Setting] = &[
         "Time to live of every object.",
     ),
     s(
+        "multi.keys_max",
+        "1000",
+        Kind::Int,
+        "Most keys or objects one multi-key request may name; a request naming more is refused.",
+    ),
+    s(
+        "multi.concurrency",
+        "16",
+        Kind::Int,
+        "Batched vnode messages one multi-key request has in flight to each node at once: its keys run in waves that need at most this many (at least 1).",
+    ),
+    s(
+        "multi.answer_bytes_max",
+        "64MB",
+        Kind::Bytes,
+        "Object bytes one multi-key answer may hold; further found objects are answered answer_too_large.",
+    ),
+    s(
         "protobuf.frame_size_maximum",
         "64MB",
         Kind::Bytes,

@@ -14,7 +14,7 @@ use std::time::Duration;
 use eddy_bitcask::BitcaskConfig;
 use eddy_kv::DeleteMode;
 use eddy_kv::commitlog::LogOptions;
-use eddy_kv::limits::MetaLimits;
+use eddy_kv::limits::{MetaLimits, MultiLimits};
 use eddy_kv::props::BucketProps;
 use eddy_lsm::LsmConfig;
 use eddy_query::js::JsLimits;
@@ -33,6 +33,9 @@ pub struct Settings {
     /// `buckets.default.*`: the default bucket type's properties.
     pub bucket_defaults: BucketProps,
     pub objects: ObjectLimits,
+    /// `multi.*`: the bounds of multi-key requests (design note 016); the
+    /// batch sizes are not settings and keep their defaults.
+    pub multi: MultiLimits,
     pub http: HttpSettings,
     pub protobuf: PbSettings,
     pub request_budget: RequestBudget,

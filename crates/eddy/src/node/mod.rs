@@ -266,6 +266,7 @@ fn node_config(s: &Settings, root: &Path) -> NodeConfig {
         object_size_warn_bytes: s.objects.size_warn_bytes,
         object_size_max_bytes: s.objects.size_max_bytes,
         meta_limits: s.objects.meta,
+        multi: s.multi,
         commit_log_dir: Some(root.join("commit_log")),
         partitions_dir: Some(root.join("partitions")),
         commit_log: s.commit_log.clone(),

@@ -81,7 +81,7 @@ impl Node {
     /// history reads as a failure (design note 009). Returns whether every
     /// replica is local and marked. With no replica marked (the usual
     /// case) replies go straight through.
-    fn read_local_replicas(
+    pub(super) fn read_local_replicas(
         &self,
         preflist: &[PreflistEntry],
         key: &StorageKey,
@@ -130,17 +130,17 @@ impl Node {
 }
 
 /// One replica's answer to a read.
-type ReplicaReply = (Partition, Result<Option<RiakObject>, KvError>);
+pub(super) type ReplicaReply = (Partition, Result<Option<RiakObject>, KvError>);
 
 /// One coordinated get.
-struct GetFsm {
-    tally: Tally,
-    key: StorageKey,
-    policy: WritePolicy,
-    deadline: Instant,
-    preflist: Arc<[PreflistEntry]>,
+pub(super) struct GetFsm {
+    pub(super) tally: Tally,
+    pub(super) key: StorageKey,
+    pub(super) policy: WritePolicy,
+    pub(super) deadline: Instant,
+    pub(super) preflist: Arc<[PreflistEntry]>,
     /// Every replica is local and marked damaged.
-    all_marked: bool,
+    pub(super) all_marked: bool,
 }
 
 impl GetFsm {
@@ -165,7 +165,7 @@ impl GetFsm {
         Some(rx)
     }
 
-    fn record_remote(&mut self, reply: Reply) {
+    pub(super) fn record_remote(&mut self, reply: Reply) {
         if let VnodeReply::Get(got) = reply.reply {
             let got = (reply.partition, decode_reply(got));
             self.tally.record(&self.preflist, got);
@@ -187,7 +187,7 @@ impl GetFsm {
     /// it. Fire and forget: the answer does not wait for repairs. With
     /// every replica damaged, the merge may hold what the damage brought
     /// back: it is answered, but not spread.
-    fn repair(&self, node: &Node) {
+    pub(super) fn repair(&self, node: &Node) {
         let Some(merged) = self.tally.core.merged().filter(|_| !self.all_marked) else {
             return;
         };
@@ -225,14 +225,14 @@ impl GetFsm {
 }
 
 /// The replies so far.
-struct Tally {
-    core: GetCore,
+pub(super) struct Tally {
+    pub(super) core: GetCore,
     /// Each replica that answered, and what it holds.
-    seen: Vec<(Partition, Option<RiakObject>)>,
+    pub(super) seen: Vec<(Partition, Option<RiakObject>)>,
 }
 
 impl Tally {
-    fn record(&mut self, preflist: &[PreflistEntry], (p, result): ReplicaReply) {
+    pub(super) fn record(&mut self, preflist: &[PreflistEntry], (p, result): ReplicaReply) {
         let primary = preflist
             .iter()
             .find(|e| e.id.partition == p)
@@ -270,7 +270,7 @@ fn decode_reply(got: Result<Option<Bytes>, KvError>) -> Result<Option<RiakObject
 
 /// Maps the core's outcome to the API's answer. Tombstone siblings are
 /// hidden when a live sibling exists (the context still covers them).
-fn answer(outcome: GetOutcome, policy: WritePolicy) -> Result<GetResponse, KvError> {
+pub(super) fn answer(outcome: GetOutcome, policy: WritePolicy) -> Result<GetResponse, KvError> {
     match outcome {
         GetOutcome::Found(obj) if policy.write_once => Ok(GetResponse::Found(one_version(obj))),
         GetOutcome::Found(mut obj) => {

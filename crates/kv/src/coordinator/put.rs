@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use eddy_object::codec;
+use eddy_object::{Content, VersionVector, codec};
 use rand::Rng;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, timeout_at};
@@ -48,23 +48,7 @@ impl Node {
         let resolved = self.props_entries(&req.bucket)?;
         let key = req.key.clone().unwrap_or_else(generate_key);
         self.check_key(&key)?;
-        self.check_content(&req.content)?;
-        let mut content = req.content;
-        content.meta.last_modified_us = self.config.clock.now_us();
-        content.meta.vtag = generate_vtag();
-        content.normalise_indexes();
-        let conditions = Conditions {
-            if_none_match: req.options.if_none_match,
-            if_not_modified: req
-                .options
-                .if_not_modified
-                .then(|| req.context.clone().unwrap_or_default()),
-        };
-        let coordinate = Coordinate {
-            context: req.context.unwrap_or_default(),
-            content,
-            conditions,
-        };
+        let coordinate = self.client_write(req.context, req.content, &req.options)?;
         let target = Target {
             bucket: &req.bucket,
             key: &key,
@@ -76,10 +60,46 @@ impl Node {
             coordinated: None,
             spare: None,
         };
-        let coordinated = self.put_under_props(&target, resolved, write).await?;
+        let coordinated = self.put_under_props(&target, resolved, write, 0).await?;
+        self.put_response(key, coordinated, &req.options)
+    }
+
+    /// The client's write of `content` over `context` as the coordinating
+    /// vnode applies it: checked against the object limits, stamped with
+    /// this node's time and a fresh vtag, with the options' conditions.
+    pub(super) fn client_write(
+        &self,
+        context: Option<VersionVector>,
+        mut content: Content,
+        options: &PutOptions,
+    ) -> Result<Coordinate, KvError> {
+        self.check_content(&content)?;
+        content.meta.last_modified_us = self.config.clock.now_us();
+        content.meta.vtag = generate_vtag();
+        content.normalise_indexes();
+        let conditions = Conditions {
+            if_none_match: options.if_none_match,
+            if_not_modified: options
+                .if_not_modified
+                .then(|| context.clone().unwrap_or_default()),
+        };
+        Ok(Coordinate {
+            context: context.unwrap_or_default(),
+            content,
+            conditions,
+        })
+    }
+
+    /// A put's answer once the coordinating vnode's object met every
+    /// quorum: that object if the options ask for it.
+    pub(super) fn put_response(
+        &self,
+        key: Vec<u8>,
+        coordinated: Coordinated,
+        options: &PutOptions,
+    ) -> Result<PutResponse, KvError> {
         self.warn_siblings(coordinated.siblings);
-        let wants_object = req.options.return_body || req.options.return_head;
-        let object = match wants_object {
+        let object = match options.return_body || options.return_head {
             true => Some(codec::decode(&coordinated.encoded)?),
             false => None,
         };
@@ -90,13 +110,14 @@ impl Node {
     /// newer ones (design note 010 §2), applies them and runs it again
     /// under them: from the start if nothing was written, else by sending
     /// the coordinated object to every replica of the new preflist.
-    async fn put_under_props(
+    /// `restarts`: how many times the put started again already.
+    pub(super) async fn put_under_props(
         self: &Arc<Self>,
         target: &Target<'_>,
         mut resolved: (Arc<BucketProps>, Arc<PropsEntries>),
         mut write: Write,
+        mut restarts: u32,
     ) -> Result<Coordinated, KvError> {
-        let mut restarts = 0;
         loop {
             let (props, entries) = resolved;
             let (mut fsm, core) = self.put_fsm(target, &props, entries)?;
@@ -124,7 +145,7 @@ impl Node {
 
     /// The coordinator of one run of a put under `props`, and its quorum
     /// core.
-    fn put_fsm<'a>(
+    pub(super) fn put_fsm<'a>(
         self: &'a Arc<Self>,
         target: &'a Target<'a>,
         props: &BucketProps,
@@ -190,30 +211,30 @@ impl Node {
 }
 
 /// The coordinating vnode's object.
-struct Coordinated {
-    encoded: Bytes,
-    siblings: usize,
+pub(super) struct Coordinated {
+    pub(super) encoded: Bytes,
+    pub(super) siblings: usize,
 }
 
 /// What a put writes and when it must answer, whatever the props.
-struct Target<'a> {
-    bucket: &'a BucketRef,
+pub(super) struct Target<'a> {
+    pub(super) bucket: &'a BucketRef,
     /// The client's key: its storage key depends on the bucket's
     /// generation, which a run under newer props may change.
-    key: &'a [u8],
-    options: &'a PutOptions,
-    deadline: Instant,
+    pub(super) key: &'a [u8],
+    pub(super) options: &'a PutOptions,
+    pub(super) deadline: Instant,
 }
 
 /// A put's write: the client's until a vnode coordinated it, then the
 /// object that vnode stored (which a run under newer props sends to
 /// every replica).
-struct Write {
-    client: Option<Coordinate>,
-    coordinated: Option<Written>,
+pub(super) struct Write {
+    pub(super) client: Option<Coordinate>,
+    pub(super) coordinated: Option<Written>,
     /// The client's write kept after a vnode coordinated it, when the
     /// put has remote replicas (only those can refuse under newer props).
-    spare: Option<Coordinate>,
+    pub(super) spare: Option<Coordinate>,
 }
 
 impl Write {
@@ -228,11 +249,11 @@ impl Write {
 
 /// One run of a put: its preflist, the coordinating vnode's place in it,
 /// key, policy and deadline.
-struct PutFsm<'a> {
+pub(super) struct PutFsm<'a> {
     node: &'a Arc<Node>,
-    preflist: Arc<[PreflistEntry]>,
+    pub(super) preflist: Arc<[PreflistEntry]>,
     /// The coordinating vnode's place in `preflist`.
-    first: usize,
+    pub(super) first: usize,
     key: StorageKey,
     policy: WritePolicy,
     sync: Syncs,
@@ -424,7 +445,7 @@ impl PutFsm<'_> {
 
     /// Counts one replica's reply; returns a refusal under newer bucket
     /// props, which ends the run.
-    fn record(
+    pub(super) fn record(
         &self,
         core: &mut PutCore,
         reply: Reply,
@@ -458,7 +479,7 @@ impl PutFsm<'_> {
     /// The node a reply's vnode runs on (as the index of its first entry
     /// in the preflist, so that two vnodes of one node count once for
     /// `node_confirms`) and whether it is a primary.
-    fn replier(&self, p: eddy_ring::Partition) -> (NodeIndex, bool) {
+    pub(super) fn replier(&self, p: eddy_ring::Partition) -> (NodeIndex, bool) {
         let Some(entry) = self.preflist.iter().find(|e| e.id.partition == p) else {
             return (NodeIndex::MAX, false);
         };
@@ -471,7 +492,7 @@ impl PutFsm<'_> {
     }
 
     /// The put to the replica at `i` in the preflist.
-    fn request(&self, kind: PutKind, i: usize) -> VnodeRequest {
+    pub(super) fn request(&self, kind: PutKind, i: usize) -> VnodeRequest {
         let entry = &self.preflist[i];
         VnodeRequest::Put(VnodePut {
             key: self.key.clone(),
@@ -487,15 +508,15 @@ impl PutFsm<'_> {
 }
 
 /// The coordinating vnode's reply, with what it knows locally.
-struct Written {
-    encoded: Bytes,
-    siblings: usize,
-    hint: LocalHint,
+pub(super) struct Written {
+    pub(super) encoded: Bytes,
+    pub(super) siblings: usize,
+    pub(super) hint: LocalHint,
 }
 
 /// A coordinating vnode that did not apply the write because it is being
 /// handed off, closing, or out of reach: another replica may.
-fn moving(e: &KvError) -> bool {
+pub(super) fn moving(e: &KvError) -> bool {
     matches!(
         e,
         KvError::Storage(eddy_storage::StorageError::Closed)
@@ -508,7 +529,7 @@ fn moving(e: &KvError) -> bool {
 /// A replica refused for want of a resource (disk, descriptors, memory)
 /// or of room in its term index: the put's answer, if it fails, says so
 /// rather than only that too few replicas wrote.
-fn is_exhaustion(e: &KvError) -> bool {
+pub(super) fn is_exhaustion(e: &KvError) -> bool {
     matches!(
         e,
         KvError::Storage(

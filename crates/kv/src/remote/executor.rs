@@ -14,41 +14,69 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use parking_lot::Mutex;
 
 use super::Inbound;
-use crate::vnode::msg::{VnodeId, VnodeRequest};
+use crate::vnode::msg::{BatchItem, VnodeId, VnodeRequest};
 use crate::vnode::reply::ReplyTo;
+use eddy_net::NodeName;
 
-/// One request from another node, ready to hand to a local vnode.
+/// A request (or a batch of them) from another node, ready to hand to
+/// local vnodes.
 pub struct Work {
-    pub(super) to: VnodeId,
-    pub(super) req: VnodeRequest,
-    pub(super) reply: ReplyTo,
+    pub(super) job: Job,
     pub(super) inbound: Inbound,
 }
 
+/// What a [`Work`] delivers. (A `Work` travels boxed whole, so the size
+/// of a single request's variant costs nothing; boxing the request too
+/// would cost each single request an allocation.)
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Job {
+    /// One request to one vnode.
+    One {
+        to: VnodeId,
+        req: VnodeRequest,
+        reply: ReplyTo,
+    },
+    /// A batch's items, to vnodes of this node (`node`), in order.
+    Batch {
+        node: NodeName,
+        items: Vec<(BatchItem, ReplyTo)>,
+    },
+}
+
 impl Work {
-    /// Delivers the request to the vnode. A panic is caught and logged
-    /// (the request goes unanswered, and its coordinator times out), so a
-    /// worker thread survives it.
+    /// Delivers the request (or each of the batch's, in order) to its
+    /// vnode. A panic is caught and logged (the request goes unanswered,
+    /// and its coordinator times out), so a worker thread survives it.
     pub fn run(self) {
-        let Work {
-            to,
-            req,
-            reply,
-            inbound,
-        } = self;
-        let partition = to.partition.0;
-        let run = std::panic::AssertUnwindSafe(move || inbound(to, req, reply));
-        if std::panic::catch_unwind(run).is_err() {
-            tracing::error!(partition, "a request from another node panicked its vnode");
+        let Work { job, inbound } = self;
+        match job {
+            Job::One { to, req, reply } => deliver(&inbound, to, req, reply),
+            Job::Batch { node, items } => {
+                for (item, reply) in items {
+                    let to = VnodeId {
+                        partition: item.partition,
+                        node: node.clone(),
+                    };
+                    deliver(&inbound, to, item.request, reply);
+                }
+            }
         }
+    }
+}
+
+fn deliver(inbound: &Inbound, to: VnodeId, req: VnodeRequest, reply: ReplyTo) {
+    let partition = to.partition.0;
+    let run = std::panic::AssertUnwindSafe(move || inbound(to, req, reply));
+    if std::panic::catch_unwind(run).is_err() {
+        tracing::error!(partition, "a request from another node panicked its vnode");
     }
 }
 
 impl fmt::Debug for Work {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Work")
-            .field("to", &self.to)
-            .field("req", &self.req)
+            .field("job", &self.job)
             .finish_non_exhaustive()
     }
 }
@@ -136,17 +164,19 @@ mod tests {
 
     fn work(inbound: Inbound) -> Box<Work> {
         Box::new(Work {
-            to: VnodeId {
-                partition: Partition(1),
-                node: NodeName("a".into()),
-            },
-            req: VnodeRequest::Get {
-                key: StorageKey {
-                    bucket: b"b".to_vec(),
-                    key: b"k".to_vec(),
+            job: Job::One {
+                to: VnodeId {
+                    partition: Partition(1),
+                    node: NodeName("a".into()),
                 },
+                req: VnodeRequest::Get {
+                    key: StorageKey {
+                        bucket: b"b".to_vec(),
+                        key: b"k".to_vec(),
+                    },
+                },
+                reply: ReplyTo::Nobody,
             },
-            reply: ReplyTo::Nobody,
             inbound,
         })
     }

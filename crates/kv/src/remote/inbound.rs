@@ -8,6 +8,8 @@ use bytes::Bytes;
 use eddy_net::{Incoming, NodeName};
 use eddy_ring::Partition;
 
+use super::batch::Collector;
+use super::executor::Job;
 use super::{NetRemote, Work, wire};
 use crate::error::KvError;
 use crate::router::unanswerable;
@@ -23,6 +25,8 @@ impl NetRemote {
         match wire::decode(&incoming.body) {
             Ok(wire::Message::Reply(env)) => self.on_reply(&incoming.from, env),
             Ok(wire::Message::Request(env)) => self.on_request(incoming.from, env),
+            Ok(wire::Message::Batch(env)) => self.on_batch(incoming.from, env),
+            Ok(wire::Message::BatchReply(env)) => self.on_batch_reply(&incoming.from, env),
             Err(e) => self.on_undecodable(incoming.from, &incoming.body, &e),
         }
     }
@@ -51,13 +55,77 @@ impl NetRemote {
             return self.refuse(env.partition, &env.request, &reply, "not serving yet");
         };
         let work = Box::new(Work {
-            to,
-            req: env.request,
-            reply,
+            job: Job::One {
+                to,
+                req: env.request,
+                reply,
+            },
             inbound: serving.inbound.clone(),
         });
         if let Err(work) = serving.executor.try_execute(work) {
-            self.refuse(work.to.partition, &work.req, &work.reply, "overloaded");
+            self.refuse_work(work.job, "overloaded");
+        }
+    }
+
+    /// Hands a batch to the executor as one piece of work: its items run
+    /// one after another, their replies gathered into batch replies.
+    fn on_batch(self: &Arc<Self>, from: NodeName, env: wire::BatchEnvelope) {
+        let replies = match env.request_id {
+            0 => vec![ReplyTo::Nobody; env.items.len()],
+            id => Collector::reply_tos(self, from, id, env.items.len()),
+        };
+        let job = Job::Batch {
+            node: self.transport.local().clone(),
+            items: env.items.into_iter().zip(replies).collect(),
+        };
+        let Some(serving) = self.serving.get() else {
+            return self.refuse_work(job, "not serving yet");
+        };
+        let work = Box::new(Work {
+            job,
+            inbound: serving.inbound.clone(),
+        });
+        if let Err(work) = serving.executor.try_execute(work) {
+            self.refuse_work(work.job, "overloaded");
+        }
+    }
+
+    /// Hands each item's reply of a batch reply to its waiting
+    /// coordinator; a refusal fails every item still waiting.
+    fn on_batch_reply(&self, from: &NodeName, env: wire::BatchReplyEnvelope) {
+        let replies = match env.answer {
+            wire::BatchAnswer::Replies(replies) => replies,
+            wire::BatchAnswer::Refused(e) => {
+                if let Some(entry) = self.pending.remove_from(env.request_id, from) {
+                    entry.fail(e);
+                }
+                return;
+            }
+        };
+        let slots = self
+            .pending
+            .route_batch(env.request_id, from, replies.iter().map(|r| r.index));
+        for (reply, slot) in replies.into_iter().zip(slots) {
+            match slot {
+                Some(slot) => slot
+                    .reply
+                    .send(reply.partition, reply.reply, Default::default()),
+                None => {
+                    tracing::debug!(%from, id = env.request_id, "reply to no waiting batch item")
+                }
+            }
+        }
+    }
+
+    /// Answers work this node will not run.
+    fn refuse_work(&self, job: Job, why: &str) {
+        match job {
+            Job::One { to, req, reply } => self.refuse(to.partition, &req, &reply, why),
+            Job::Batch { items, .. } => {
+                for (item, reply) in items {
+                    self.refuse(item.partition, &item.request, &reply, why);
+                }
+            }
         }
     }
 
@@ -78,6 +146,13 @@ impl NetRemote {
             engine: wire::OTHER_ENGINE,
             source: format!("undecodable request: {e}").into(),
         });
+        if head.op.is_some_and(wire::is_batch_op) {
+            let _entered = self.enter_runtime();
+            if let Ok(body) = wire::encode_batch_refusal(head.request_id, &err) {
+                let _ = self.try_send_reply(&from, body);
+            }
+            return;
+        }
         let answer = match head.op {
             Some(op) if wire::is_put_op(op) => VnodeReply::Put(Err(err)),
             Some(op) if wire::is_get_op(op) => VnodeReply::Get(Err(err)),

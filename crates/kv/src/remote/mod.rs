@@ -41,11 +41,20 @@
 //! table of waiting requests is bounded ([`RemoteConfig::pending_max`]);
 //! a reply is retried for a bounded time only.
 //!
+//! A batch (the gets or replicated puts of many keys for vnodes of one
+//! node, design note 016) is one message with one request id; its entry
+//! in the table holds each item's `ReplyTo`. The receiving node runs its
+//! items one after another on one worker and sends their replies back in
+//! batch replies of at most [`BATCH_REPLY_BYTES`] each, the first as soon
+//! as it fills (`batch`); a message above the transport's frame limit is
+//! split in halves, each sent as a batch (reply) of its own.
+//!
 //! Files: [`wire`] (the format), `pending` (the table), [`executor`]
 //! (where inbound requests run), `inbound` (messages from the transport),
-//! `resend` (replies sent again), this file (the handle, sending requests
-//! and replies).
+//! `batch` (batches sent, and their replies gathered), `resend` (replies
+//! sent again), this file (the handle, sending requests and replies).
 
+mod batch;
 pub mod executor;
 mod inbound;
 mod pending;
@@ -67,10 +76,14 @@ use tokio::sync::watch;
 use crate::error::KvError;
 use crate::node::Node;
 use crate::router::{RemoteVnodes, unanswerable};
-use crate::vnode::msg::{PutKind, VnodeId, VnodeReply, VnodeRequest};
+use crate::vnode::msg::{BatchItem, PutKind, VnodeId, VnodeReply, VnodeRequest};
 use crate::vnode::reply::{Reply, ReplyRoute, ReplyTo};
 pub use executor::{Executor, Inline, Work, WorkerPool};
-use pending::{Due, Entry, Pending};
+use pending::{Due, Entry, Pending, Slot};
+
+/// The item replies of one batch reply message stop growing at this
+/// many bytes (an item's reply larger than it travels alone).
+pub const BATCH_REPLY_BYTES: usize = 4 << 20;
 
 /// Hands a request from another node to this node's vnode `to`; its
 /// replies go to the `ReplyTo` (which routes them back over the network).
@@ -376,6 +389,24 @@ impl RemoteVnodes for NetRemote {
                 entry.fail(send_error(e, &to.node));
             }
         }
+    }
+
+    fn send_batch(&self, node: &NodeName, items: Vec<(BatchItem, ReplyTo)>) {
+        let mut requests = Vec::with_capacity(items.len());
+        let mut slots = Vec::with_capacity(items.len());
+        for (item, reply) in items {
+            let due = match item.request {
+                VnodeRequest::Get { .. } => Due::Get,
+                _ => Due::Put,
+            };
+            slots.push(Slot {
+                partition: item.partition,
+                reply,
+                due,
+            });
+            requests.push(item);
+        }
+        self.send_one_batch(node, requests, slots);
     }
 }
 

@@ -5,7 +5,9 @@
 //! ends with its one reply; a coordinated put with both `Coordinated` and
 //! `Put` (in either order, as a network may reorder them), or with a
 //! `Put` error that is not a sync failure, which a vnode sends only when
-//! it refused before writing.
+//! it refused before writing. A batch's entry holds each item's `ReplyTo`
+//! and ends once every item got its one reply (replies come in one or
+//! more batch replies, in any order) or the batch was refused.
 //!
 //! Invariants: the table never holds more than its limit; an entry leaves
 //! with its last expected reply, when its peer is lost, or at a sweep once
@@ -45,23 +47,28 @@ pub(super) enum Due {
 #[derive(Debug)]
 pub(super) struct Entry {
     pub(super) peer: NodeName,
-    pub(super) partition: Partition,
-    pub(super) reply: ReplyTo,
-    pub(super) due: Due,
+    waiting: Waiting,
     sent_at: Instant,
 }
 
-impl Entry {
-    pub(super) fn new(peer: NodeName, partition: Partition, reply: ReplyTo, due: Due) -> Entry {
-        Entry {
-            peer,
-            partition,
-            reply,
-            due,
-            sent_at: Instant::now(),
-        }
-    }
+/// Who waits for an entry's replies.
+#[derive(Debug)]
+enum Waiting {
+    /// A request to one vnode.
+    One(Slot),
+    /// A batch: each item's slot, emptied by its reply.
+    Batch(Vec<Option<Slot>>),
+}
 
+/// Where one request's replies go, and which are still due.
+#[derive(Debug)]
+pub(super) struct Slot {
+    pub(super) partition: Partition,
+    pub(super) reply: ReplyTo,
+    pub(super) due: Due,
+}
+
+impl Slot {
     /// Answers the request with `e`, as the vnode would have.
     pub(super) fn fail(self, e: KvError) {
         let answer = match self.due {
@@ -71,19 +78,59 @@ impl Entry {
         };
         self.reply.send(self.partition, answer, Default::default());
     }
+}
 
-    /// True once nobody listens for the replies.
-    fn abandoned(&self) -> bool {
-        match &self.reply {
-            ReplyTo::Local(tx) => tx.is_closed(),
-            ReplyTo::Remote { .. } => false,
-            ReplyTo::Nobody => true,
+impl Entry {
+    pub(super) fn new(peer: NodeName, partition: Partition, reply: ReplyTo, due: Due) -> Entry {
+        let slot = Slot {
+            partition,
+            reply,
+            due,
+        };
+        Entry {
+            peer,
+            waiting: Waiting::One(slot),
+            sent_at: Instant::now(),
         }
     }
 
-    /// Notes `reply`; true when it was the last one due.
+    /// A batch's entry: one slot per item, in the batch's order.
+    pub(super) fn batch(peer: NodeName, slots: Vec<Slot>) -> Entry {
+        Entry {
+            peer,
+            waiting: Waiting::Batch(slots.into_iter().map(Some).collect()),
+            sent_at: Instant::now(),
+        }
+    }
+
+    /// Answers every request still waiting with `e`, as the vnodes would
+    /// have.
+    pub(super) fn fail(self, e: KvError) {
+        match self.waiting {
+            Waiting::One(slot) => slot.fail(e),
+            Waiting::Batch(slots) => {
+                for slot in slots.into_iter().flatten() {
+                    slot.fail(super::wire::copy_error(&e));
+                }
+            }
+        }
+    }
+
+    /// True once nobody listens for the replies.
+    fn abandoned(&self) -> bool {
+        match &self.waiting {
+            Waiting::One(slot) => slot.reply.abandoned(),
+            Waiting::Batch(slots) => slots.iter().flatten().all(|s| s.reply.abandoned()),
+        }
+    }
+
+    /// Notes `reply` to a request to one vnode; true when it was the last
+    /// one due (and always for a batch, which takes no such reply).
     fn note(&mut self, reply: &VnodeReply) -> bool {
-        match (&mut self.due, reply) {
+        let Waiting::One(slot) = &mut self.waiting else {
+            return true;
+        };
+        match (&mut slot.due, reply) {
             (Due::Get, _) | (Due::Put, _) => true,
             (Due::Fold { received, total }, VnodeReply::Fold(Ok(chunk))) => {
                 *received += 1;
@@ -168,13 +215,56 @@ impl Pending {
     pub(super) fn route(&self, id: u64, from: &NodeName, reply: &VnodeReply) -> Option<ReplyTo> {
         let mut table = self.table.lock();
         let entry = table.entries.get_mut(&id)?;
-        if entry.peer != *from {
+        if entry.peer != *from || matches!(entry.waiting, Waiting::Batch(_)) {
             return None;
         }
         if entry.note(reply) {
-            return table.entries.remove(&id).map(|e| e.reply);
+            return match table.entries.remove(&id)?.waiting {
+                Waiting::One(slot) => Some(slot.reply),
+                Waiting::Batch(_) => None,
+            };
         }
-        Some(entry.reply.clone())
+        match &entry.waiting {
+            Waiting::One(slot) => Some(slot.reply.clone()),
+            Waiting::Batch(_) => None,
+        }
+    }
+
+    /// Where the replies to items `indexes` of batch `id` from `from` go:
+    /// each item's slot, once (an item answered already, or not in the
+    /// batch, gives `None`). The entry leaves with its last item's reply.
+    pub(super) fn route_batch(
+        &self,
+        id: u64,
+        from: &NodeName,
+        indexes: impl Iterator<Item = u32>,
+    ) -> Vec<Option<Slot>> {
+        let mut table = self.table.lock();
+        let Some(entry) = table.entries.get_mut(&id) else {
+            return indexes.map(|_| None).collect();
+        };
+        let Waiting::Batch(slots) = &mut entry.waiting else {
+            return indexes.map(|_| None).collect();
+        };
+        if entry.peer != *from {
+            return indexes.map(|_| None).collect();
+        }
+        let taken = indexes
+            .map(|i| slots.get_mut(i as usize).and_then(Option::take))
+            .collect();
+        if slots.iter().all(Option::is_none) {
+            table.entries.remove(&id);
+        }
+        taken
+    }
+
+    /// Removes batch `id` from `from`, if it is still waiting.
+    pub(super) fn remove_from(&self, id: u64, from: &NodeName) -> Option<Entry> {
+        let mut table = self.table.lock();
+        match table.entries.get(&id) {
+            Some(e) if e.peer == *from => table.entries.remove(&id),
+            _ => None,
+        }
     }
 
     /// Removes and returns every entry waiting on `peer`, in the order

@@ -115,6 +115,32 @@ pub enum VnodeRequest {
     Fold(FoldRequest),
 }
 
+/// One request of a batch: several requests to vnodes of one node, sent
+/// as one message (multi-key requests, design note 016). A batch carries
+/// only requests answered by exactly one reply: gets and replicated
+/// puts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchItem {
+    /// The vnode's partition on the batch's node.
+    pub partition: Partition,
+    pub request: VnodeRequest,
+}
+
+impl BatchItem {
+    /// Whether `request` may travel in a batch: a get, or a replicated
+    /// put.
+    pub fn allowed(request: &VnodeRequest) -> bool {
+        matches!(
+            request,
+            VnodeRequest::Get { .. }
+                | VnodeRequest::Put(PutRequest {
+                    kind: PutKind::Replicate { .. },
+                    ..
+                })
+        )
+    }
+}
+
 /// A fold of one vnode for a coverage plan: the live keys of one bucket
 /// (all of them, or those a key filter matches), the buckets of one type
 /// that hold a live key, a 2i scan, or a map phase's outputs.

@@ -44,11 +44,25 @@ pub trait ReplyRoute: Send + Sync + std::fmt::Debug {
     fn reply(&self, node: &eddy_ring::NodeName, request_id: u64, reply: Reply);
 }
 
+/// A reply to one key of a multi-key request, named by the key's place
+/// in the coordinator's list.
+#[derive(Debug)]
+pub struct KeyedReply {
+    pub key: u32,
+    pub reply: Reply,
+}
+
 /// Where a request's replies go.
 #[derive(Clone, Debug)]
 pub enum ReplyTo {
     /// A coordinator on this node.
     Local(UnboundedSender<Reply>),
+    /// A coordinator of many keys on this node, on one channel: the
+    /// reply is tagged with `key`, the key's place in its list.
+    Keyed {
+        tx: UnboundedSender<KeyedReply>,
+        key: u32,
+    },
     /// A coordinator on `node`, waiting on `request_id`.
     Remote {
         node: eddy_ring::NodeName,
@@ -60,6 +74,16 @@ pub enum ReplyTo {
 }
 
 impl ReplyTo {
+    /// True once nobody listens for the replies.
+    pub fn abandoned(&self) -> bool {
+        match self {
+            ReplyTo::Local(tx) => tx.is_closed(),
+            ReplyTo::Keyed { tx, .. } => tx.is_closed(),
+            ReplyTo::Remote { .. } => false,
+            ReplyTo::Nobody => true,
+        }
+    }
+
     /// Sends one reply; a coordinator that stopped listening is no error.
     pub fn send(&self, partition: Partition, reply: VnodeReply, hint: LocalHint) {
         let reply = Reply {
@@ -70,6 +94,9 @@ impl ReplyTo {
         match self {
             ReplyTo::Local(tx) => {
                 let _ = tx.send(reply);
+            }
+            ReplyTo::Keyed { tx, key } => {
+                let _ = tx.send(KeyedReply { key: *key, reply });
             }
             ReplyTo::Remote {
                 node,

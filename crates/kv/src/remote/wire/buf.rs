@@ -93,8 +93,16 @@ impl<'a> Reader<'a> {
         Reader { frame, pos: 0 }
     }
 
-    fn remaining(&self) -> usize {
+    pub(super) fn remaining(&self) -> usize {
         self.frame.len() - self.pos
+    }
+
+    /// The next byte, without reading it.
+    pub(super) fn peek_u8(&self) -> Result<u8, WireError> {
+        self.frame
+            .get(self.pos)
+            .copied()
+            .ok_or(WireError::Truncated)
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {

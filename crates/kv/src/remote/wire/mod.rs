@@ -3,9 +3,10 @@
 //!
 //! Every message is one transport frame body: a 15-byte header (service
 //! byte `K`, version, kind, request id, partition), then a request
-//! ([`VnodeRequest`]) or a reply ([`VnodeReply`]). The header's layout is
-//! the same in every version, so a node can always tell whose message it
-//! is and which request it answers.
+//! ([`VnodeRequest`]) or a reply ([`VnodeReply`]), or a batch of requests
+//! for vnodes of one node and its replies (`batch`, design note 016). The
+//! header's layout is the same in every version, so a node can always
+//! tell whose message it is and which request it answers.
 //!
 //! Invariants:
 //! - an object's encoded bytes travel as one length-prefixed blob, copied
@@ -15,6 +16,7 @@
 //!   against the bytes that remain, and a bad message is a [`WireError`];
 //! - whatever decodes re-encodes to the same bytes.
 
+mod batch;
 mod buf;
 mod error;
 mod props;
@@ -24,7 +26,9 @@ mod request;
 use bytes::Bytes;
 use eddy_ring::Partition;
 
-use crate::vnode::msg::{VnodeReply, VnodeRequest};
+use crate::error::KvError;
+use crate::vnode::msg::{BatchItem, VnodeReply, VnodeRequest};
+pub use batch::{BatchAnswer, BatchReply, reply_allowed};
 use buf::{Reader, Writer};
 pub use error::{OTHER_ENGINE, STORAGE_ENGINE};
 
@@ -53,6 +57,9 @@ pub const FOLD_ITEM_BYTES_MAX: usize = {
     let b = 4 + INDEX_TERM_BYTES_MAX + KEY_BYTES_MAX;
     if a > b { a } else { b }
 };
+
+/// Most items in one batch, and most item replies in one batch reply.
+pub const BATCH_ITEMS_MAX: usize = 1024;
 
 const KIND_REQUEST: u8 = 1;
 const KIND_REPLY: u8 = 2;
@@ -124,11 +131,28 @@ pub struct ReplyEnvelope {
     pub reply: VnodeReply,
 }
 
+/// A batch of requests for vnodes of the receiving node, with its id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchEnvelope {
+    /// The id its replies name; 0 when the sender wants no reply.
+    pub request_id: u64,
+    pub items: Vec<BatchItem>,
+}
+
+/// A reply to a batch: some of its items' replies, or its refusal.
+#[derive(Debug)]
+pub struct BatchReplyEnvelope {
+    pub request_id: u64,
+    pub answer: BatchAnswer,
+}
+
 /// One decoded message.
 #[derive(Debug)]
 pub enum Message {
     Request(RequestEnvelope),
     Reply(ReplyEnvelope),
+    Batch(BatchEnvelope),
+    BatchReply(BatchReplyEnvelope),
 }
 
 /// What a request expects back: the header and its operation, readable
@@ -170,17 +194,96 @@ pub fn encode_reply(
     Ok(w.finish())
 }
 
+/// Encodes a batch of requests for vnodes of one node; `request_id` 0
+/// asks for no reply. Fails for a field above its limit, more than
+/// [`BATCH_ITEMS_MAX`] items, or an item a batch may not carry
+/// ([`BatchItem::allowed`]).
+pub fn encode_batch(request_id: u64, items: &[BatchItem]) -> Result<Bytes, WireError> {
+    let mut w = Writer::with_capacity(HEADER_BYTES + batch::size_hint(items));
+    header(&mut w, KIND_REQUEST, request_id, Partition(0));
+    batch::encode(&mut w, items)?;
+    Ok(w.finish())
+}
+
+/// Encodes replies to some items of batch `request_id` (not 0). Fails for
+/// a field above its limit, more than [`BATCH_ITEMS_MAX`] replies, or a
+/// reply that does not answer a batch item ([`reply_allowed`]).
+pub fn encode_batch_replies(request_id: u64, replies: &[BatchReply]) -> Result<Bytes, WireError> {
+    if request_id == 0 {
+        return Err(WireError::ZeroReplyId);
+    }
+    let size = HEADER_BYTES + batch::replies_size_hint(replies);
+    let mut w = Writer::with_capacity(size);
+    header(&mut w, KIND_REPLY, request_id, Partition(0));
+    batch::encode_replies(&mut w, replies)?;
+    Ok(w.finish())
+}
+
+/// Encodes the refusal of a whole batch `request_id` (not 0).
+pub fn encode_batch_refusal(request_id: u64, e: &KvError) -> Result<Bytes, WireError> {
+    if request_id == 0 {
+        return Err(WireError::ZeroReplyId);
+    }
+    let mut w = Writer::with_capacity(HEADER_BYTES + 64);
+    header(&mut w, KIND_REPLY, request_id, Partition(0));
+    batch::encode_refusal(&mut w, e);
+    Ok(w.finish())
+}
+
+/// Roughly a reply's encoded size.
+pub fn reply_size_hint(reply: &VnodeReply) -> usize {
+    reply::size_hint(reply)
+}
+
+/// A copy of `e` as another node would receive it ([`KvError`] is not
+/// `Clone`): an error failing every item of a batch is given to each.
+pub fn copy_error(e: &KvError) -> KvError {
+    let mut w = Writer::with_capacity(64);
+    error::encode(&mut w, e);
+    let bytes = w.finish();
+    let mut r = Reader::new(&bytes);
+    error::decode(&mut r).unwrap_or_else(|_| KvError::Unreachable(e.to_string()))
+}
+
+/// A batch's header names no vnode: its partition is 0.
+fn batch_partition(p: Partition) -> Result<(), WireError> {
+    match p.0 {
+        0 => Ok(()),
+        _ => Err(WireError::Malformed("a batch's header names partition 0")),
+    }
+}
+
+fn is_batch_reply_op(op: u8) -> bool {
+    op == batch::OP_BATCH_REPLIES || op == batch::OP_BATCH_REFUSED
+}
+
 /// Decodes a message. Objects' bytes in it are slices of `frame`.
 pub fn decode(frame: &Bytes) -> Result<Message, WireError> {
     let mut r = Reader::new(frame);
     let (kind, request_id, partition) = read_header(&mut r)?;
     let message = match kind {
+        KIND_REQUEST if r.peek_u8()? == batch::OP_BATCH => {
+            batch_partition(partition)?;
+            r.u8()?;
+            Message::Batch(BatchEnvelope {
+                request_id,
+                items: batch::decode(&mut r)?,
+            })
+        }
         KIND_REQUEST => Message::Request(RequestEnvelope {
             request_id,
             partition,
             request: request::decode(&mut r)?,
         }),
         KIND_REPLY if request_id == 0 => return Err(WireError::ZeroReplyId),
+        KIND_REPLY if is_batch_reply_op(r.peek_u8()?) => {
+            batch_partition(partition)?;
+            let op = r.u8()?;
+            Message::BatchReply(BatchReplyEnvelope {
+                request_id,
+                answer: batch::decode_answer(&mut r, op)?,
+            })
+        }
         KIND_REPLY => Message::Reply(ReplyEnvelope {
             request_id,
             partition,
@@ -224,6 +327,11 @@ pub fn is_get_op(op: u8) -> bool {
 /// True for a request op whose replies are fold chunks.
 pub fn is_fold_op(op: u8) -> bool {
     request::is_fold_op(op)
+}
+
+/// True for the op of a batch, which is answered by a batch reply.
+pub fn is_batch_op(op: u8) -> bool {
+    op == batch::OP_BATCH
 }
 
 fn header(w: &mut Writer, kind: u8, request_id: u64, partition: Partition) {

@@ -1,0 +1,338 @@
+//! A multi-get's waves: each key read as [`Node::get`] reads it, its
+//! remote replicas asked in batches.
+//!
+//! A wave sends its batches first, so remote vnodes read while the local
+//! ones are read on the caller's thread (key by key, in request order);
+//! every reply feeds its key's [`GetFsm`] (the single get's: quorum core,
+//! damaged replicas, read repair). A key is answered as soon as its core
+//! has enough; a key whose replicas all replied is repaired at once, the
+//! others by a task that collects the rest of the wave's replies until
+//! the deadline, as a single get's does.
+
+use std::sync::Arc;
+
+use eddy_ring::NodeName;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::time::{Instant, timeout_at};
+
+use super::Run;
+use super::plan::{Admission, Outbox};
+use crate::coordinator::get::{GetFsm, Tally, answer};
+use crate::coordinator::{PreflistEntry, quorum};
+use crate::vnode::msg::StorageKey;
+use crate::core::get::GetCore;
+use crate::error::KvError;
+use crate::node::{Node, NodeCounters};
+use crate::props::BucketProps;
+use crate::request::{BucketRef, GetOptions, GetResponse};
+use crate::vnode::msg::{BatchItem, VnodeRequest, WritePolicy};
+use crate::vnode::reply::{KeyedReply, ReplyTo};
+
+/// Local reads between two yields to the runtime.
+const READS_PER_YIELD: usize = 64;
+
+/// One key of a multi-get, at `index` in the request.
+pub(super) struct GetJob {
+    pub(super) index: usize,
+    pub(super) key: Vec<u8>,
+}
+
+/// What every key of one multi-get is read with.
+struct GetSpec {
+    n_val: u32,
+    r: u32,
+    pr: u32,
+    notfound_ok: bool,
+    basic_quorum: bool,
+    policy: WritePolicy,
+    /// The bucket's generation, which names its storage (design note 018).
+    generation: u64,
+}
+
+/// One key of a wave.
+struct Slot {
+    /// The key's place in the request.
+    index: usize,
+    fsm: GetFsm,
+    state: State,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Not answered yet.
+    Waiting,
+    /// Answered; replies still due before read repair.
+    Answered,
+    /// Answered and repaired, or never to be (timed out, shed).
+    Done,
+}
+
+impl Node {
+    /// Reads each job's key, in waves, placing each result in `run`.
+    pub(super) async fn run_gets(
+        self: &Arc<Self>,
+        bucket: &BucketRef,
+        props: &BucketProps,
+        options: &GetOptions,
+        jobs: Vec<GetJob>,
+        run: &mut Run<GetResponse>,
+    ) -> Result<(), KvError> {
+        let n = props.n_val;
+        let spec = GetSpec {
+            n_val: n,
+            r: quorum("r", options.r, props.r, n)?,
+            pr: quorum("pr", options.pr, props.pr, n)?,
+            notfound_ok: options.notfound_ok.unwrap_or(props.notfound_ok),
+            basic_quorum: options.basic_quorum.unwrap_or(props.basic_quorum),
+            policy: self.write_policy(props),
+            generation: props.generation,
+        };
+        let mut jobs = jobs.into_iter().peekable();
+        while jobs.peek().is_some() {
+            if run.budget.spent || run.expired() {
+                let max = run.budget.max;
+                for job in jobs.by_ref() {
+                    let e = match run.budget.spent {
+                        true => KvError::AnswerTooLarge { max },
+                        false => KvError::Timeout,
+                    };
+                    run.place(job.index, Err(e));
+                }
+                break;
+            }
+            let wave = self.get_wave_of(&mut jobs, bucket, &spec, run);
+            self.get_wave(bucket, &spec, wave, run).await;
+        }
+        Ok(())
+    }
+
+    /// The next wave's keys, with their preflists; a key refused before
+    /// any vnode is asked is answered here.
+    fn get_wave_of(
+        &self,
+        jobs: &mut std::iter::Peekable<std::vec::IntoIter<GetJob>>,
+        bucket: &BucketRef,
+        spec: &GetSpec,
+        run: &mut Run<GetResponse>,
+    ) -> Vec<(GetJob, Arc<[PreflistEntry]>)> {
+        let mut admission = Admission::new(run.caps(), run.limits.concurrency);
+        let bucket_bytes = bucket.storage_bucket().len();
+        let mut wave = Vec::new();
+        while let Some(job) = jobs.peek() {
+            if let Err(e) = self.check_key(&job.key) {
+                NodeCounters::bump(&self.counters.gets);
+                run.place(job.index, Err(e));
+                jobs.next();
+                continue;
+            }
+            let preflist = self.preflist_entries(Node::key_hash(bucket, &job.key), spec.n_val);
+            let bytes = 9 + bucket_bytes + job.key.len();
+            let remote: Vec<(&NodeName, usize)> = preflist
+                .iter()
+                .filter(|e| !e.local)
+                .map(|e| (&e.id.node, bytes))
+                .collect();
+            if !admission.admit(&remote) {
+                break;
+            }
+            NodeCounters::bump(&self.counters.gets);
+            if let Some(job) = jobs.next() {
+                wave.push((job, preflist));
+            }
+        }
+        wave
+    }
+
+    /// Runs one wave to the answer of each of its keys.
+    async fn get_wave(
+        self: &Arc<Self>,
+        bucket: &BucketRef,
+        spec: &GetSpec,
+        wave: Vec<(GetJob, Arc<[PreflistEntry]>)>,
+        run: &mut Run<GetResponse>,
+    ) {
+        let (tx, mut rx) = unbounded_channel::<KeyedReply>();
+        let mut outbox = Outbox::new(run.caps());
+        let mut slots = Vec::with_capacity(wave.len());
+        for (s, (job, preflist)) in wave.into_iter().enumerate() {
+            let key = StorageKey {
+                bucket: bucket.storage_bucket_at(spec.generation),
+                key: job.key.clone(),
+            };
+            for entry in preflist.iter().filter(|e| !e.local) {
+                NodeCounters::bump(&self.counters.vnode_gets);
+                let item = BatchItem {
+                    partition: entry.id.partition,
+                    request: VnodeRequest::Get { key: key.clone() },
+                };
+                let reply = ReplyTo::Keyed {
+                    tx: tx.clone(),
+                    key: s as u32,
+                };
+                outbox.push(&entry.id.node, item, reply);
+            }
+            for (node, items) in outbox.take_full() {
+                self.deliver_batch(&node, items);
+            }
+            let core = GetCore::new(
+                preflist.len() as u32,
+                spec.r,
+                spec.pr,
+                spec.notfound_ok,
+                spec.basic_quorum,
+            );
+            let fsm = GetFsm {
+                tally: Tally {
+                    core,
+                    seen: Vec::with_capacity(preflist.len()),
+                },
+                key,
+                policy: spec.policy,
+                deadline: run.deadline,
+                preflist,
+                all_marked: false,
+            };
+            slots.push(Slot {
+                index: job.index,
+                fsm,
+                state: State::Waiting,
+            });
+        }
+        for (node, items) in outbox.take_all() {
+            self.deliver_batch(&node, items);
+        }
+        // The vnodes hold the other senders: the channel closes once
+        // every reply came.
+        drop(tx);
+        self.read_wave_locally(&mut slots, run).await;
+        let closed = self.await_wave(&mut slots, &mut rx, run).await;
+        let late: Vec<Option<GetFsm>> = slots
+            .into_iter()
+            .map(|s| (s.state == State::Answered).then_some(s.fsm))
+            .collect();
+        if !late.iter().any(Option::is_some) {
+            return;
+        }
+        match closed {
+            true => late.iter().flatten().for_each(|fsm| fsm.repair(self)),
+            false => {
+                let (node, deadline) = (self.clone(), run.deadline);
+                tokio::spawn(async move { finish_late(&node, late, rx, deadline).await });
+            }
+        }
+    }
+
+    /// Reads each key's local replicas, in order, and answers the keys
+    /// that have enough; keys not read once the answer budget is spent
+    /// are shed unread.
+    async fn read_wave_locally(&self, slots: &mut [Slot], run: &mut Run<GetResponse>) {
+        for (n, slot) in slots.iter_mut().enumerate() {
+            if n % READS_PER_YIELD == READS_PER_YIELD - 1 {
+                tokio::task::yield_now().await;
+            }
+            if run.budget.spent {
+                let max = run.budget.max;
+                run.place(slot.index, Err(KvError::AnswerTooLarge { max }));
+                slot.state = State::Done;
+                continue;
+            }
+            let fsm = &mut slot.fsm;
+            fsm.all_marked = self.read_local_replicas(&fsm.preflist, &fsm.key, |reply| {
+                fsm.tally.record(&fsm.preflist, reply);
+            });
+            self.settle_get(slot, run);
+        }
+    }
+
+    /// Feeds remote replies to their keys until every key is answered;
+    /// at the deadline the keys still waiting time out. Returns whether
+    /// every reply came (the channel closed).
+    async fn await_wave(
+        &self,
+        slots: &mut [Slot],
+        rx: &mut UnboundedReceiver<KeyedReply>,
+        run: &mut Run<GetResponse>,
+    ) -> bool {
+        let mut waiting = slots.iter().filter(|s| s.state == State::Waiting).count();
+        while waiting > 0 {
+            let keyed = match timeout_at(run.deadline, rx.recv()).await {
+                Ok(Some(keyed)) => keyed,
+                Ok(None) => {
+                    // Every reply came: the cores answer with what they have.
+                    for slot in slots.iter_mut().filter(|s| s.state == State::Waiting) {
+                        self.answer_get(slot, run);
+                    }
+                    return true;
+                }
+                Err(_) => {
+                    for slot in slots.iter_mut().filter(|s| s.state == State::Waiting) {
+                        run.place(slot.index, Err(KvError::Timeout));
+                        slot.state = State::Done;
+                    }
+                    return false;
+                }
+            };
+            let Some(slot) = slots.get_mut(keyed.key as usize) else {
+                continue;
+            };
+            if slot.state == State::Done {
+                continue;
+            }
+            slot.fsm.record_remote(keyed.reply);
+            let before = slot.state;
+            self.settle_get(slot, run);
+            if before == State::Waiting && slot.state != State::Waiting {
+                waiting -= 1;
+            }
+        }
+        false
+    }
+
+    /// Answers a waiting key whose core has enough, and repairs an
+    /// answered one whose replicas all replied.
+    fn settle_get(&self, slot: &mut Slot, run: &mut Run<GetResponse>) {
+        if slot.state == State::Waiting && slot.fsm.tally.core.enough() {
+            self.answer_get(slot, run);
+        }
+        if slot.state == State::Answered && slot.fsm.tally.core.all_replied() {
+            slot.fsm.repair(self);
+            slot.state = State::Done;
+        }
+    }
+
+    fn answer_get(&self, slot: &mut Slot, run: &mut Run<GetResponse>) {
+        let outcome = slot.fsm.tally.core.response();
+        run.answer(slot.index, answer(outcome, slot.fsm.policy));
+        slot.state = State::Answered;
+    }
+}
+
+/// Collects the replies still due to answered keys (until the deadline),
+/// then repairs each key, as a single get's late task does.
+async fn finish_late(
+    node: &Node,
+    mut late: Vec<Option<GetFsm>>,
+    mut rx: UnboundedReceiver<KeyedReply>,
+    deadline: Instant,
+) {
+    let mut left = late.iter().flatten().count();
+    while left > 0 {
+        let keyed = match timeout_at(deadline, rx.recv()).await {
+            Ok(Some(keyed)) => keyed,
+            _ => break,
+        };
+        let Some(slot) = late.get_mut(keyed.key as usize) else {
+            continue;
+        };
+        let Some(fsm) = slot else { continue };
+        fsm.record_remote(keyed.reply);
+        if fsm.tally.core.all_replied() {
+            fsm.repair(node);
+            *slot = None;
+            left -= 1;
+        }
+    }
+    for fsm in late.into_iter().flatten() {
+        fsm.repair(node);
+    }
+}
