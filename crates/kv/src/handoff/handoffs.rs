@@ -119,7 +119,16 @@ impl Handoffs {
             };
         }
         let incarnation = vnode.incarnation();
-        let t = Arc::new(Outgoing::new(p, kind, to, incarnation, vnode, watched));
+        let owned = node.owns_or_will_own(p);
+        let t = Arc::new(Outgoing::new(
+            p,
+            kind,
+            to,
+            incarnation,
+            vnode,
+            watched,
+            owned,
+        ));
         outgoing.insert(p.0, t.clone());
         let me = self.me.upgrade().ok_or(HandoffError::ShuttingDown)?;
         tokio::spawn(super::sender::run(me, t));

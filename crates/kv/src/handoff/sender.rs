@@ -49,6 +49,10 @@ pub(crate) struct Outgoing {
     pub vnode: VnodeHandle,
     pub watched: Arc<Watched>,
     pub status: Tracked,
+    /// Whether the node's ring gave it the partition (now or next) when
+    /// the transfer started: a hinted handoff of a vnode its node has
+    /// come to own or receive since keeps the vnode.
+    pub owned_at_start: bool,
     /// Keys up to here may have changed unrecorded since the receiver's
     /// checkpoint: their digests are owed.
     catch_up: Mutex<Option<Position>>,
@@ -64,6 +68,7 @@ impl Outgoing {
         sender_incarnation: u64,
         vnode: VnodeHandle,
         watched: Arc<Watched>,
+        owned_at_start: bool,
     ) -> Outgoing {
         Outgoing {
             partition,
@@ -78,6 +83,7 @@ impl Outgoing {
             to,
             vnode,
             watched,
+            owned_at_start,
             catch_up: Mutex::new(None),
             rounds: tokio::sync::Mutex::new(()),
         }
@@ -326,7 +332,7 @@ async fn seal_and_drop(h: &Arc<Handoffs>, t: &Outgoing) -> Step {
         }
         finish_call(h, t, &s).await?;
         let node = h.node.upgrade().ok_or("the node is shutting down")?;
-        if t.kind == Kind::Hinted && node.owns_or_will_own(t.partition) {
+        if t.kind == Kind::Hinted && !t.owned_at_start && node.owns_or_will_own(t.partition) {
             // The ring changed while the fallback's data went back: this
             // node now owns the partition, or is receiving it, into this
             // very vnode. Its data stays.

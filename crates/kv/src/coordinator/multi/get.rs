@@ -19,12 +19,12 @@ use super::Run;
 use super::plan::{Admission, Outbox};
 use crate::coordinator::get::{GetFsm, Tally, answer};
 use crate::coordinator::{PreflistEntry, quorum};
-use crate::vnode::msg::StorageKey;
 use crate::core::get::GetCore;
 use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
 use crate::props::BucketProps;
 use crate::request::{BucketRef, GetOptions, GetResponse};
+use crate::vnode::msg::StorageKey;
 use crate::vnode::msg::{BatchItem, VnodeRequest, WritePolicy};
 use crate::vnode::reply::{KeyedReply, ReplyTo};
 

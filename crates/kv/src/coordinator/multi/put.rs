@@ -25,8 +25,8 @@ use tokio::time::timeout_at;
 
 use super::Run;
 use super::plan::{Admission, Outbox};
-use crate::coordinator::put::{Coordinated, PutFsm, Target, Write, Written, moving};
 use crate::coordinator::content_bytes;
+use crate::coordinator::put::{Coordinated, PutFsm, Target, Write, Written, moving};
 use crate::core::put::{PutCore, PutReply};
 use crate::error::KvError;
 use crate::metadata::entries::PropsEntries;
