@@ -19,6 +19,16 @@ pub enum SortBy {
     Attr(String),
 }
 
+impl SortBy {
+    /// `"key"` sorts by key, any other name by that attribute.
+    pub fn of(name: &str) -> SortBy {
+        match name {
+            "key" => SortBy::Key,
+            attr => SortBy::Attr(attr.to_owned()),
+        }
+    }
+}
+
 /// The kind of value `union` and `countby` collect.
 #[derive(Clone, Copy, Debug)]
 pub enum ValueKind {
@@ -84,18 +94,18 @@ pub fn sort(values: Vec<Value>, by: &SortBy) -> Vec<Value> {
 }
 
 /// `reduce_index_max`: the `count` entries with the highest values of
-/// `attr`, highest first, ties to the higher key.
+/// `attr` (or keys, for `"key"`), highest first, ties to the higher key.
 pub fn max(values: Vec<Value>, attr: &str, count: usize) -> Vec<Value> {
-    let mut v = sort(values, &SortBy::Attr(attr.to_owned()));
+    let mut v = sort(values, &SortBy::of(attr));
     v.reverse();
     v.truncate(count);
     v
 }
 
 /// `reduce_index_min`: the `count` entries with the lowest values of
-/// `attr`, lowest first, ties to the lower key.
+/// `attr` (or keys, for `"key"`), lowest first, ties to the lower key.
 pub fn min(values: Vec<Value>, attr: &str, count: usize) -> Vec<Value> {
-    let mut v = sort(values, &SortBy::Attr(attr.to_owned()));
+    let mut v = sort(values, &SortBy::of(attr));
     v.truncate(count);
     v
 }

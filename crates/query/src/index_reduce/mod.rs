@@ -189,10 +189,7 @@ impl Reducer {
         let a = Args::parse(f.name(), f.params(), arg)?;
         let op = match f {
             IndexFn::Identity => Op::Identity(a.opt_attr(0)?),
-            IndexFn::Sort => Op::Sort(match a.attr(0)?.as_str() {
-                "key" => SortBy::Key,
-                other => SortBy::Attr(other.to_owned()),
-            }),
+            IndexFn::Sort => Op::Sort(SortBy::of(&a.attr(0)?)),
             IndexFn::Max => Op::Max(a.attr(0)?, a.count(1, 1, COUNT_MAX)? as usize),
             IndexFn::Min => Op::Min(a.attr(0)?, a.count(1, 1, COUNT_MAX)? as usize),
             IndexFn::Union => Op::Union(a.attr(0)?, kind(&a)?),
