@@ -336,8 +336,10 @@ fn max_keeps_the_highest_highest_first() {
     );
     assert_eq!(
         check(IndexFn::Max, json!(["int", 2]), [&a, &b, &c, &d]),
-        vec![c, b]
+        vec![c.clone(), b.clone()]
     );
+    let by_key = check(IndexFn::Max, json!(["key", 2]), [&a, &b, &c, &d]);
+    assert_eq!(by_key, vec![d, c], "\"key\" sorts by key");
 }
 
 #[test]
