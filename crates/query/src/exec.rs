@@ -21,6 +21,7 @@
 use std::time::Instant;
 
 use eddy_kv::BucketRef;
+use eddy_kv::index::term::{self, FieldKind};
 use eddy_object::RiakObject;
 use serde_json::Value;
 
@@ -497,28 +498,16 @@ fn check_input_count(n: usize) -> Result<(), MapRedError> {
 
 /// A 2i input's names; with `return_terms`, each carries its term as Riak's
 /// index keydata does (`{{Bucket, Key}, [{term, Term}]}`): keydata
-/// `{"term": T}`, T an integer for an `_int` field, a binary
-/// ([`crate::index_reduce::item`]) otherwise (the key itself for `$key`
-/// and `$bucket`).
+/// `{"term": T}`.
 fn index_inputs(ix: &IndexInput, entries: Vec<IndexEntry>) -> Result<Vec<BKey>, MapRedError> {
     check_input_count(entries.len())?;
-    let field = ix.field.to_ascii_lowercase();
-    let is_int =
-        eddy_kv::index::term::kind_of(&field) == Some(eddy_kv::index::term::FieldKind::Int);
-    let has_terms = eddy_kv::index::term::kind_of(&field).is_some();
+    let kind = term::kind_of(&ix.field.to_ascii_lowercase());
     Ok(entries
         .into_iter()
         .map(|(term, key)| {
-            let keydata = match (ix.return_terms, has_terms) {
-                (false, _) => Value::Null,
-                (true, false) => serde_json::json!({ "term": item::binary(&key) }),
-                (true, true) => {
-                    let number = is_int
-                        .then(|| std::str::from_utf8(&term).ok()?.parse::<i64>().ok())
-                        .flatten();
-                    let t = number.map_or_else(|| item::binary(&term), Value::from);
-                    serde_json::json!({ "term": t })
-                }
+            let keydata = match ix.return_terms {
+                true => serde_json::json!({ "term": term_json(kind, &term, &key) }),
+                false => Value::Null,
             };
             BKey {
                 bucket: ix.bucket.clone(),
@@ -527,6 +516,18 @@ fn index_inputs(ix: &IndexInput, entries: Vec<IndexEntry>) -> Result<Vec<BKey>, 
             }
         })
         .collect())
+}
+
+/// A returned term as the index functions read it: an integer for an
+/// `_int` field, a binary ([`item`]) for `_bin`, the key itself for
+/// `$key` and `$bucket` (`kind` `None`).
+fn term_json(kind: Option<FieldKind>, term: &[u8], key: &[u8]) -> Value {
+    let number = || std::str::from_utf8(term).ok()?.parse::<i64>().ok();
+    match (kind, number()) {
+        (None, _) => item::binary(key),
+        (Some(FieldKind::Int), Some(n)) => Value::from(n),
+        (Some(_), _) => item::binary(term),
+    }
 }
 
 fn stored_source(

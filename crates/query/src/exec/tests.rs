@@ -388,6 +388,17 @@ fn index_terms_feed_the_index_reduces() {
 }
 
 #[test]
+fn returned_terms_are_integers_binaries_or_keys() {
+    assert_eq!(term_json(Some(FieldKind::Int), b"-42", b"k"), json!(-42));
+    assert_eq!(term_json(Some(FieldKind::Bin), b"42", b"k"), json!("42"));
+    assert_eq!(
+        term_json(Some(FieldKind::Bin), &[0xff], b"k"),
+        json!({"base64": "/w=="})
+    );
+    assert_eq!(term_json(None, b"", b"k"), json!("k"));
+}
+
+#[test]
 fn a_bad_index_arg_fails_its_phase_before_anything_runs() {
     let m = numbers();
     let job = json!({"inputs": [["b", "foo"]], "query": [
