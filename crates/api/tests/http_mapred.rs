@@ -154,3 +154,72 @@ async fn key_filter_inputs_pass_only_matching_keys() {
     assert_eq!(r.status(), 400);
     assert!(r.text().await.unwrap().contains("no_such_filter"));
 }
+
+fn index_fn(function: &str, arg: Value) -> Value {
+    json!({"reduce": {"language": "erlang", "module": "riak_kv_mapreduce",
+        "function": function, "arg": arg}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_terms_feed_the_index_reduces() {
+    let s = start().await;
+    for (k, term) in [
+        ("p1", "1982|SMITH"),
+        ("p2", "1975|JONES"),
+        ("p3", "1990|SMITH"),
+    ] {
+        let r = s
+            .client
+            .put(s.url(&format!("/buckets/people/keys/{k}")))
+            .header("content-type", "text/plain")
+            .header("x-riak-index-person_bin", term)
+            .body(k)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success());
+    }
+    let input = json!({"bucket": "people", "index": "person_bin", "start": "0", "end": "9",
+        "return_terms": true});
+    let bare = json!({"inputs": input, "query": []});
+    let got = body_json(post(&s, "/mapred", bare.to_string()).await).await;
+    assert_eq!(
+        got,
+        json!([["people", "p2", {"term": "1975|JONES"}], ["people", "p1", {"term": "1982|SMITH"}],
+            ["people", "p3", {"term": "1990|SMITH"}]])
+    );
+    let extract = index_fn(
+        "reduce_index_extractregex",
+        json!([
+            "term",
+            ["year", "name"],
+            "this",
+            "^(?<year>[0-9]+)\\|(?<name>.*)$"
+        ]),
+    );
+    let count = index_fn(
+        "reduce_index_countby",
+        json!({"attribute": "name", "type": "binary"}),
+    );
+    let j = json!({"inputs": input, "query": [extract, count]});
+    let got = body_json(post(&s, "/mapred", j.to_string()).await).await;
+    assert_eq!(got, json!([["JONES", 1], ["SMITH", 2]]));
+    let newest = index_fn("reduce_index_max", json!(["year", 1]));
+    let j = json!({"inputs": input, "query": [extract, newest]});
+    let got = body_json(post(&s, "/mapred", j.to_string()).await).await;
+    assert_eq!(
+        got,
+        json!([["people", "p3", {"name": "SMITH", "year": "1990"}]])
+    );
+    let bad = index_fn("reduce_index_countby", json!(["name", "text"]));
+    let j = json!({"inputs": input, "query": [extract, bad]});
+    let r = post(&s, "/mapred", j.to_string()).await;
+    assert_eq!(r.status(), 500);
+    let report = body_json(r).await;
+    assert_eq!(report["phase"], 1);
+    let error = report["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("reduce_index_countby: bad arg \"type\""),
+        "{error}"
+    );
+}

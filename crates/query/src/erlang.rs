@@ -2,7 +2,8 @@
 //! over JSON values: map_identity, map_object_value,
 //! map_object_value_list, reduce_identity, reduce_set_union, reduce_sort,
 //! reduce_string_to_integer, reduce_sum, reduce_plist_sum and
-//! reduce_count_inputs. They are looked up by module and function name
+//! reduce_count_inputs here, and Riak 3's `reduce_index_*` functions in
+//! [`crate::index_reduce`]. They are looked up by module and function name
 //! when a job is read, so an unknown one is refused before anything runs.
 //!
 //! Riak's functions see Erlang terms; here they see what JSON decodes to,
@@ -16,6 +17,7 @@
 use eddy_object::RiakObject;
 use serde_json::{Number, Value, json};
 
+use crate::index_reduce::IndexFn;
 use crate::job::BKey;
 use crate::object_view::{first_value, is_not_found, not_found_json, object_json, text};
 use crate::term_order::compare;
@@ -40,6 +42,9 @@ pub enum ReduceFn {
     Sum,
     PlistSum,
     CountInputs,
+    /// A `reduce_index_*` function: run through
+    /// [`crate::index_reduce::Reducer`], which reads its arg.
+    Index(IndexFn),
 }
 
 /// The map built-in `module:function` names, or why there is none.
@@ -64,7 +69,10 @@ pub fn reduce_fn(module: &str, function: &str) -> Result<ReduceFn, String> {
         "reduce_sum" => ReduceFn::Sum,
         "reduce_plist_sum" => ReduceFn::PlistSum,
         "reduce_count_inputs" => ReduceFn::CountInputs,
-        other => return Err(unknown(module, other, 2)),
+        other => match IndexFn::named(other) {
+            Some(f) => ReduceFn::Index(f),
+            None => return Err(unknown(module, other, 2)),
+        },
     })
 }
 
@@ -137,6 +145,7 @@ pub fn reduce(f: ReduceFn, values: Vec<Value>) -> Result<Vec<Value>, String> {
         ReduceFn::Sum => sum(data(values)).map(|n| vec![n]),
         ReduceFn::PlistSum => plist_sum(values),
         ReduceFn::CountInputs => Ok(vec![json!(values.iter().map(count_of).sum::<u64>())]),
+        ReduceFn::Index(f) => Err(format!("{}: runs only with its arg read", f.name())),
     }
 }
 
@@ -236,6 +245,15 @@ mod tests {
         assert_eq!(map_fn(MODULE, "map_object_value"), Ok(MapFn::ObjectValue));
         assert_eq!(reduce_fn(MODULE, "reduce_sum"), Ok(ReduceFn::Sum));
         assert!(map_fn(MODULE, "reduce_sum").unwrap_err().contains("undef"));
+        assert_eq!(
+            reduce_fn(MODULE, "reduce_index_countby"),
+            Ok(ReduceFn::Index(IndexFn::CountBy))
+        );
+        assert!(
+            reduce_fn(MODULE, "reduce_index_applybloom")
+                .unwrap_err()
+                .contains("undef")
+        );
         assert!(reduce_fn("os", "cmd").unwrap_err().contains("badfun"));
     }
 

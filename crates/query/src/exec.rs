@@ -7,9 +7,10 @@
 //!   with the object or, for a missing one, the not-found marker.
 //!   JavaScript calls go to the pool in batches, several at once.
 //! - A **reduce** phase calls its function over its inputs in batches of
-//!   [`REDUCE_BATCH`], each call given the previous call's output followed
-//!   by the next batch (Riak's re-reduce), and at least once (so a reduce
-//!   over nothing still answers, e.g. `[0]` for a sum).
+//!   [`REDUCE_BATCH`] (or the `reduce_phase_batch_size` an index
+//!   function's arg gives), each call given the previous call's output
+//!   followed by the next batch (Riak's re-reduce), and at least once (so
+//!   a reduce over nothing still answers, e.g. `[0]` for a sum).
 //! - A **link** phase reads each object and passes on `[bucket, key, tag]`
 //!   for each of its links matching the phase's bucket and tag.
 //! - A job with no phases answers its inputs as `[bucket, key]` lists.
@@ -20,11 +21,13 @@
 use std::time::Instant;
 
 use eddy_kv::BucketRef;
+use eddy_kv::index::term::{self, FieldKind};
 use eddy_object::RiakObject;
 use serde_json::Value;
 
 use crate::erlang::{self, MapFn, ReduceFn};
 use crate::error::MapRedError;
+use crate::index_reduce::{Reducer, item};
 use crate::job::{BKey, FnPhase, Func, IndexInput, Inputs, LinkPhase, MapRedJob, Phase, bkey};
 use crate::js::{JsBatch, JsCall, JsPool};
 use crate::object_view::{bkey_json, first_value, not_found_json, object_json, text};
@@ -38,6 +41,9 @@ const JS_BATCH: usize = 250;
 /// The most keys a bucket or query input may name.
 pub const INPUT_KEYS_MAX: usize = 10_000_000;
 
+/// One 2i result: `(term, key)`.
+pub type IndexEntry = (Vec<u8>, Vec<u8>);
+
 /// Where a job's inputs and objects come from.
 pub trait Source: Sync {
     /// Every live key of a bucket.
@@ -49,8 +55,10 @@ pub trait Source: Sync {
         filter: &Value,
         deadline: Instant,
     ) -> Result<Vec<Vec<u8>>, MapRedError>;
-    /// The keys a 2i query matches, in the query's order.
-    fn index_keys(&self, input: &IndexInput) -> Result<Vec<Vec<u8>>, MapRedError>;
+    /// The `(term, key)` entries a 2i query matches, in the query's order;
+    /// the term (as a 2i query shows it) is empty unless
+    /// `input.return_terms` asks for it and the field has terms.
+    fn index_entries(&self, input: &IndexInput) -> Result<Vec<IndexEntry>, MapRedError>;
     /// The objects named, in order; `None` for a missing one.
     fn fetch(
         &self,
@@ -86,6 +94,7 @@ pub struct Executor {
 enum Ready {
     ErlangMap(MapFn, Value),
     ErlangReduce(ReduceFn),
+    IndexReduce(Reducer),
     JsMap(String, Value),
     JsReduce(String, Value),
     Link(LinkPhase),
@@ -102,7 +111,8 @@ impl Executor {
         let ready = job
             .phases
             .iter()
-            .map(|p| self.resolve(p, source, deadline))
+            .enumerate()
+            .map(|(i, p)| self.resolve(i, p, source, deadline))
             .collect::<Result<Vec<_>, _>>()?;
         let mut out = MapRedOutput::default();
         let mapped = match at_vnodes(job, ready.first(), deadline) {
@@ -131,7 +141,7 @@ impl Executor {
         let phases = ready.iter().zip(&job.phases).enumerate().skip(first);
         for (i, (phase, spec)) in phases {
             let values = match phase {
-                Ready::ErlangReduce(_) | Ready::JsReduce(..) => {
+                Ready::ErlangReduce(_) | Ready::IndexReduce(_) | Ready::JsReduce(..) => {
                     self.reduce(i, phase, items.into_values(), deadline)?
                 }
                 _ => self.map_or_link(i, phase, items.into_keys(i)?, job.r, source, deadline)?,
@@ -144,8 +154,11 @@ impl Executor {
         Ok(out)
     }
 
+    /// The phase's function, ready to run; an index function's arg is
+    /// read here, and a bad one fails phase `index` before anything runs.
     fn resolve(
         &self,
+        index: usize,
         phase: &Phase,
         source: &dyn Source,
         deadline: Instant,
@@ -158,13 +171,19 @@ impl Executor {
         let FnPhase { func, arg, .. } = p;
         let js_source = match func {
             Func::Erlang { module, function } => {
-                return match is_map {
+                let ready = match is_map {
                     true => {
                         erlang::map_fn(module, function).map(|f| Ready::ErlangMap(f, arg.clone()))
                     }
                     false => erlang::reduce_fn(module, function).map(Ready::ErlangReduce),
                 }
-                .map_err(MapRedError::BadJob);
+                .map_err(MapRedError::BadJob)?;
+                return match ready {
+                    Ready::ErlangReduce(ReduceFn::Index(f)) => Reducer::new(f, arg)
+                        .map(Ready::IndexReduce)
+                        .map_err(|m| MapRedError::phase(index, "erlang", m, arg.clone())),
+                    other => Ok(other),
+                };
             }
             Func::JsSource(s) | Func::JsNamed(s) => s.clone(),
             Func::JsStored { bucket, key } => stored_source(source, bucket, key, deadline)?,
@@ -220,7 +239,7 @@ impl Executor {
                 out.extend(self.js_map(phase, f, arg, keys, objects, deadline)?)
             }
             Ready::Link(l) => out.extend(objects.iter().flat_map(|o| links(l, o))),
-            Ready::ErlangReduce(_) | Ready::JsReduce(..) => {
+            Ready::ErlangReduce(_) | Ready::IndexReduce(_) | Ready::JsReduce(..) => {
                 unreachable!("reduce phases do not read objects")
             }
         }
@@ -318,14 +337,21 @@ impl Executor {
         values: Vec<Value>,
         deadline: Instant,
     ) -> Result<Vec<Value>, MapRedError> {
+        let batch = match ready {
+            Ready::IndexReduce(r) => r.batch.unwrap_or(REDUCE_BATCH),
+            _ => REDUCE_BATCH,
+        };
         let mut acc: Vec<Value> = Vec::new();
         let mut rest = values.into_iter().peekable();
         loop {
             past(deadline)?;
             let mut input = std::mem::take(&mut acc);
-            input.extend(rest.by_ref().take(REDUCE_BATCH));
+            input.extend(rest.by_ref().take(batch));
             acc = match ready {
                 Ready::ErlangReduce(f) => erlang::reduce(*f, input)
+                    .map_err(|m| MapRedError::phase(phase, "erlang", m, Value::Null))?,
+                Ready::IndexReduce(r) => r
+                    .reduce(input)
                     .map_err(|m| MapRedError::phase(phase, "erlang", m, Value::Null))?,
                 Ready::JsReduce(function, arg) => {
                     self.js_reduce(phase, function, arg, input, deadline)?
@@ -448,14 +474,9 @@ fn input_keys(
         Inputs::KeyFilter { bucket, filter } => {
             (bucket, source.filtered_keys(bucket, filter, deadline)?)
         }
-        Inputs::Index(ix) => (&ix.bucket, source.index_keys(ix)?),
+        Inputs::Index(ix) => return index_inputs(ix, source.index_entries(ix)?),
     };
-    if keys.len() > INPUT_KEYS_MAX {
-        return Err(MapRedError::bad(format!(
-            "the inputs name {} keys (at most {INPUT_KEYS_MAX})",
-            keys.len()
-        )));
-    }
+    check_input_count(keys.len())?;
     Ok(keys
         .into_iter()
         .map(|key| BKey {
@@ -464,6 +485,49 @@ fn input_keys(
             keydata: Value::Null,
         })
         .collect())
+}
+
+fn check_input_count(n: usize) -> Result<(), MapRedError> {
+    match n > INPUT_KEYS_MAX {
+        true => Err(MapRedError::bad(format!(
+            "the inputs name {n} keys (at most {INPUT_KEYS_MAX})"
+        ))),
+        false => Ok(()),
+    }
+}
+
+/// A 2i input's names; with `return_terms`, each carries its term as Riak's
+/// index keydata does (`{{Bucket, Key}, [{term, Term}]}`): keydata
+/// `{"term": T}`.
+fn index_inputs(ix: &IndexInput, entries: Vec<IndexEntry>) -> Result<Vec<BKey>, MapRedError> {
+    check_input_count(entries.len())?;
+    let kind = term::kind_of(&ix.field.to_ascii_lowercase());
+    Ok(entries
+        .into_iter()
+        .map(|(term, key)| {
+            let keydata = match ix.return_terms {
+                true => serde_json::json!({ "term": term_json(kind, &term, &key) }),
+                false => Value::Null,
+            };
+            BKey {
+                bucket: ix.bucket.clone(),
+                key,
+                keydata,
+            }
+        })
+        .collect())
+}
+
+/// A returned term as the index functions read it: an integer for an
+/// `_int` field, a binary ([`item`]) for `_bin`, the key itself for
+/// `$key` and `$bucket` (`kind` `None`).
+fn term_json(kind: Option<FieldKind>, term: &[u8], key: &[u8]) -> Value {
+    let number = || std::str::from_utf8(term).ok()?.parse::<i64>().ok();
+    match (kind, number()) {
+        (None, _) => item::binary(key),
+        (Some(FieldKind::Int), Some(n)) => Value::from(n),
+        (Some(_), _) => item::binary(term),
+    }
 }
 
 fn stored_source(

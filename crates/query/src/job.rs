@@ -6,7 +6,10 @@
 //! of `[bucket, key]`, `[bucket, key, keydata]` or
 //! `[bucket, key, keydata, type]` (a bucket may itself be
 //! `["type", "bucket"]`); `{"bucket": B, "key_filters": [...]}`; and a 2i
-//! query `{"bucket": B, "index": F, "key": V}` or `..., "start": S, "end": E}`.
+//! query `{"bucket": B, "index": F, "key": V}` or `..., "start": S, "end": E}`,
+//! which may add Riak 3's `"return_terms": true` (each input then carries
+//! its term as keydata, for the `reduce_index_*` functions) and
+//! `"term_regex": R`.
 //! Phases are `{"map": spec}`, `{"reduce": spec}` and `{"link": spec}`.
 //! When no phase keeps its output, the last one does (as Riak does).
 //!
@@ -71,6 +74,10 @@ pub struct IndexInput {
     pub field: Vec<u8>,
     pub start: Vec<u8>,
     pub end: Option<Vec<u8>>,
+    /// Each input carries its term as keydata `{"term": T}`.
+    pub return_terms: bool,
+    /// Only terms this regular expression matches (keys for `$key`).
+    pub term_regex: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -224,11 +231,22 @@ fn object_inputs(m: &Map<String, Value>) -> Result<Inputs, MapRedError> {
             ));
         }
     };
+    let return_terms = match m.get("return_terms") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(MapRedError::bad("\"return_terms\" must be true or false")),
+    };
+    let term_regex = match m.get("term_regex") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(text(v, "term_regex")?),
+    };
     Ok(Inputs::Index(IndexInput {
         bucket: b,
         field,
         start,
         end,
+        return_terms,
+        term_regex,
     }))
 }
 
@@ -441,6 +459,16 @@ mod tests {
             panic!()
         };
         assert_eq!((ix.start, ix.end), (b"1".to_vec(), Some(b"9".to_vec())));
+        assert!(!ix.return_terms && ix.term_regex.is_none());
+        let j = parse(
+            r#"{"inputs":{"bucket":"b","index":"t_bin","key":"a","return_terms":true,"term_regex":"^a"}}"#,
+        )
+        .unwrap();
+        let Inputs::Index(ix) = j.inputs else {
+            panic!()
+        };
+        assert!(ix.return_terms);
+        assert_eq!(ix.term_regex.as_deref(), Some("^a"));
         let j = parse(r#"{"inputs":{"bucket":"b","key_filters":[["eq","a"]]}}"#).unwrap();
         assert!(matches!(j.inputs, Inputs::KeyFilter { .. }));
     }
@@ -486,6 +514,10 @@ mod tests {
             (
                 r#"{"inputs":{"bucket":"b","index":"x","query":"q"}}"#,
                 "Search",
+            ),
+            (
+                r#"{"inputs":{"bucket":"b","index":"x_bin","key":"a","return_terms":1}}"#,
+                "return_terms",
             ),
         ];
         for (job, want) in cases {

@@ -1,5 +1,5 @@
 //! A job's [`Source`] over a kv [`Node`]: bucket inputs are a key
-//! listing, index inputs a 2i query, key-filter inputs a filtered listing
+//! listing, index inputs a 2i query (with terms when asked), key-filter inputs a filtered listing
 //! evaluated at the vnodes; map phase 0 over a bucket or key filter runs
 //! at the vnodes ([`Node::map_coverage_blocking`]); objects are read by the node's get
 //! coordinator with the job's `r` (one replica by default, as Riak),
@@ -21,7 +21,7 @@ use tokio::runtime::Handle;
 use tokio::task::JoinSet;
 
 use crate::error::MapRedError;
-use crate::exec::{INPUT_KEYS_MAX, Source};
+use crate::exec::{INPUT_KEYS_MAX, IndexEntry, Source};
 use crate::job::{BKey, IndexInput};
 
 /// Gets running at once for one job.
@@ -66,19 +66,26 @@ impl Source for KvSource {
             .list_keys_filtered_blocking(bucket, &filter, timeout)?)
     }
 
-    fn index_keys(&self, input: &IndexInput) -> Result<Vec<Vec<u8>>, MapRedError> {
+    /// With `return_terms`, an equality query asks as the range of its one
+    /// term (2i answers terms only for ranges; every entry's term is the
+    /// queried one either way).
+    fn index_entries(&self, input: &IndexInput) -> Result<Vec<IndexEntry>, MapRedError> {
+        let end = match (&input.end, input.return_terms) {
+            (None, true) => Some(input.start.clone()),
+            (end, _) => end.clone(),
+        };
         let req = IndexRequest {
             field: input.field.clone(),
             start: input.start.clone(),
-            end: input.end.clone(),
-            return_terms: false,
+            end,
+            return_terms: input.return_terms,
             max_results: None,
             continuation: None,
-            term_regex: None,
+            term_regex: input.term_regex.clone(),
             timeout: None,
         };
         let page = self.node.index_query_blocking(&input.bucket, &req)?;
-        Ok(page.results.into_iter().map(|(_, k)| k).collect())
+        Ok(page.results)
     }
 
     fn map_at_vnodes(

@@ -1,6 +1,7 @@
 //! Eddy's MapReduce: Riak's job JSON ([`job`]), the phases' execution
-//! ([`exec`]), Riak's Erlang built-ins implemented natively ([`erlang`])
-//! and the JavaScript sandbox ([`js`]) for Riak's JavaScript built-ins and
+//! ([`exec`]), Riak's Erlang built-ins implemented natively ([`erlang`],
+//! with the index functions of Riak 3 in [`index_reduce`]) and the
+//! JavaScript sandbox ([`js`]) for Riak's JavaScript built-ins and
 //! user functions.
 //!
 //! A job reads its inputs and objects through a [`exec::Source`]: the kv
@@ -10,6 +11,7 @@
 pub mod erlang;
 pub mod error;
 pub mod exec;
+pub mod index_reduce;
 pub mod job;
 pub mod js;
 pub mod kv_source;

@@ -25,6 +25,8 @@ struct Memory {
     fetches: AtomicUsize,
     /// Vnode map outputs longer than this many bytes fail as too large.
     vnode_output_max: Option<usize>,
+    /// `(term, key)` entries of every index but `$key`.
+    index: Vec<(&'static str, &'static str)>,
 }
 
 impl Memory {
@@ -73,8 +75,30 @@ impl Source for Memory {
             .collect())
     }
 
-    fn index_keys(&self, input: &IndexInput) -> Result<Vec<Vec<u8>>, MapRedError> {
-        Ok(vec![input.start.clone()])
+    /// `$key`: the query's start names one key; other fields: the
+    /// entries of `index` from start to end.
+    fn index_entries(&self, input: &IndexInput) -> Result<Vec<IndexEntry>, MapRedError> {
+        if input.field == b"$key" {
+            return Ok(vec![(Vec::new(), input.start.clone())]);
+        }
+        let end = input.end.as_ref().unwrap_or(&input.start);
+        let mut entries: Vec<_> = self
+            .index
+            .iter()
+            .filter(|(t, _)| {
+                t.as_bytes() >= input.start.as_slice() && t.as_bytes() <= end.as_slice()
+            })
+            .map(|(t, k)| {
+                let term = if input.return_terms {
+                    t.as_bytes().to_vec()
+                } else {
+                    Vec::new()
+                };
+                (term, k.as_bytes().to_vec())
+            })
+            .collect();
+        entries.sort();
+        Ok(entries)
     }
 
     /// As a node's vnodes run it: the live objects of the bucket that the
@@ -313,6 +337,93 @@ fn key_filter_and_index_inputs_come_from_the_source() {
     let job = json!({"inputs": {"bucket": "b", "index": "$key", "key": "foo"},
         "query": [erl("map", "map_object_value")]});
     assert_eq!(last(&m, job), vec![json!("2")]);
+}
+
+fn index_fn(function: &str, arg: Value) -> Value {
+    json!({"reduce": {"language": "erlang", "module": "riak_kv_mapreduce",
+        "function": function, "arg": arg}})
+}
+
+#[test]
+fn index_terms_feed_the_index_reduces() {
+    let mut m = numbers();
+    m.index = vec![
+        ("1982|SMITH", "p1"),
+        ("1975|JONES", "p2"),
+        ("1990|SMITH", "p3"),
+    ];
+    let input = json!({"bucket": "b", "index": "person_bin", "start": "0", "end": "9",
+        "return_terms": true});
+    let bare = last(&m, json!({"inputs": input, "query": []}));
+    assert_eq!(bare[0], json!(["b", "p2", {"term": "1975|JONES"}]));
+    let extract = index_fn(
+        "reduce_index_extractregex",
+        json!([
+            "term",
+            ["year", "name"],
+            "this",
+            "^(?<year>[0-9]+)\\|(?<name>.*)$"
+        ]),
+    );
+    let count = index_fn(
+        "reduce_index_countby",
+        json!({"args": ["name", "binary"], "reduce_phase_batch_size": 1}),
+    );
+    let job = json!({"inputs": input, "query": [extract, count]});
+    assert_eq!(
+        last(&m, job),
+        vec![json!(["JONES", 1]), json!(["SMITH", 2])]
+    );
+    let oldest = index_fn("reduce_index_min", json!({"attribute": "year", "count": 1}));
+    let job = json!({"inputs": input, "query": [extract, oldest]});
+    let want = json!(["b", "p2", {"year": "1975", "name": "JONES"}]);
+    assert_eq!(last(&m, job), vec![want]);
+    let plain = json!({"bucket": "b", "index": "person_bin", "start": "0", "end": "9"});
+    let job = json!({"inputs": plain, "query": [extract]});
+    assert_eq!(
+        last(&m, job),
+        Vec::<Value>::new(),
+        "no terms, nothing to extract"
+    );
+}
+
+#[test]
+fn returned_terms_are_integers_binaries_or_keys() {
+    assert_eq!(term_json(Some(FieldKind::Int), b"-42", b"k"), json!(-42));
+    assert_eq!(term_json(Some(FieldKind::Bin), b"42", b"k"), json!("42"));
+    assert_eq!(
+        term_json(Some(FieldKind::Bin), &[0xff], b"k"),
+        json!({"base64": "/w=="})
+    );
+    assert_eq!(term_json(None, b"", b"k"), json!("k"));
+}
+
+#[test]
+fn a_bad_index_arg_fails_its_phase_before_anything_runs() {
+    let m = numbers();
+    let job = json!({"inputs": [["b", "foo"]], "query": [
+        erl("map", "map_object_value"),
+        index_fn("reduce_index_max", json!(["int", "many"]))]});
+    let err = run(&m, job).unwrap_err();
+    let MapRedError::Phase {
+        phase,
+        message,
+        input,
+        ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(*phase, 1);
+    assert!(
+        message.starts_with("reduce_index_max: bad arg \"count\""),
+        "{message}"
+    );
+    assert_eq!(*input, json!(["int", "many"]));
+    assert_eq!(m.fetches.load(Ordering::Relaxed), 0);
+    let job =
+        json!({"inputs": [["b", "foo"]], "query": [erl("reduce", "reduce_index_applybloom")]});
+    assert!(run(&m, job).unwrap_err().to_string().contains("undef"));
 }
 
 #[test]
