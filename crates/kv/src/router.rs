@@ -141,9 +141,8 @@ impl Node {
     /// coordinator, whose ring said otherwise, asks again once the rings
     /// agree.
     fn hand_to(&self, vnode: &Vnode, req: VnodeRequest, reply: ReplyTo, hint: LocalHint) {
-        let owner = self.ring_now().owner(vnode.partition) == &self.config.node_name;
         match req {
-            VnodeRequest::Fold(_) if !owner => {
+            VnodeRequest::Fold(_) if !self.owns(vnode.partition) => {
                 let refused = Err(KvError::NotHosted(vnode.partition.0));
                 reply.send(vnode.partition, VnodeReply::Fold(refused), hint);
             }
@@ -213,6 +212,11 @@ impl Node {
                 }
             }
         }
+    }
+
+    /// True when this node's ring gives it partition `p` now.
+    pub(crate) fn owns(&self, p: Partition) -> bool {
+        self.ring_now().owner(p) == &self.config.node_name
     }
 
     /// True for a vnode of this node.

@@ -122,8 +122,7 @@ impl Node {
     ) -> Result<Vec<Vec<u8>>, KvError> {
         let runner = self.map_runner();
         let fold_one = |v: CoverageVnode| -> Result<Vec<Vec<u8>>, KvError> {
-            let owned = self.ring_now().owner(v.partition) == &self.config.node_name;
-            let Some(handle) = self.vnode(v.partition).filter(|_| owned) else {
+            let Some(handle) = self.vnode(v.partition).filter(|_| self.owns(v.partition)) else {
                 return Err(KvError::NotHosted(v.partition.0));
             };
             let req = FoldRequest {
