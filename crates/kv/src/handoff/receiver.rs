@@ -334,16 +334,15 @@ fn vnode_of(node: &Node, transfer: TransferKey) -> Result<VnodeHandle, String> {
 /// decode is skipped with a warning: it could not be read anywhere.
 fn merge(node: &Node, vnode: &Vnode, items: &[Item]) -> Result<(), String> {
     for item in items {
-        // An object of a dropped bucket's earlier generation, from a
-        // sender that has not heard of the drop (design note 018).
-        if node.is_dropped_generation(&item.bucket) {
+        // `None`: an object of a dropped bucket's earlier generation,
+        // from a sender that has not heard of the drop (design note 018).
+        let Some(policy) = policy(node, &item.bucket) else {
             continue;
-        }
+        };
         let key = StorageKey {
             bucket: item.bucket.to_vec(),
             key: item.key.to_vec(),
         };
-        let policy = policy(node, &item.bucket);
         match vnode.merge_handed(&key, item.encoded.clone(), policy) {
             Ok(()) => {}
             Err(crate::KvError::Corrupt(e)) => {
@@ -358,15 +357,18 @@ fn merge(node: &Node, vnode: &Vnode, items: &[Item]) -> Result<(), String> {
     Ok(())
 }
 
-/// The bucket's write policy; a bucket this node cannot name keeps every
-/// sibling, which loses nothing.
-fn policy(node: &Node, storage_bucket: &[u8]) -> WritePolicy {
-    let props = BucketRef::from_storage_bucket(storage_bucket).and_then(|b| {
+/// The bucket's write policy, from one lookup of its props; `None` for a
+/// dropped generation of the bucket, whose objects are not written. A
+/// bucket this node cannot name keeps every sibling, which loses nothing.
+fn policy(node: &Node, storage_bucket: &[u8]) -> Option<WritePolicy> {
+    let named = BucketRef::parse_storage_bucket(storage_bucket);
+    let props = named.as_ref().and_then(|(b, _)| {
         node.registry
             .bucket_props_shared(&b.bucket_type, &b.bucket)
             .ok()
     });
-    match props {
+    Some(match props {
+        Some(props) if named.is_some_and(|(_, g)| g < props.generation) => return None,
         Some(props) => node.write_policy(&props),
         None => WritePolicy {
             allow_mult: true,
@@ -374,7 +376,7 @@ fn policy(node: &Node, storage_bucket: &[u8]) -> WritePolicy {
             max_siblings: node.config.siblings_max,
             write_once: false,
         },
-    }
+    })
 }
 
 /// The indices of the digests whose objects this vnode has not seen all of.
