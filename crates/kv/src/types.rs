@@ -401,19 +401,7 @@ impl BucketRegistry {
         self.local_change(
             crate::metadata::EntryName::Bucket(bucket_type.to_string(), to_hex(bucket)),
             |stored| {
-                let hex = to_hex(bucket);
-                match stored
-                    .buckets
-                    .iter_mut()
-                    .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
-                {
-                    Some(b) => b.patch.extend(patch.clone()),
-                    None => stored.buckets.push(StoredBucket {
-                        bucket_type: bucket_type.to_string(),
-                        bucket: hex,
-                        patch: patch.clone(),
-                    }),
-                }
+                bucket_patch_mut(stored, bucket_type, &to_hex(bucket)).extend(patch.clone());
                 Ok(())
             },
         )?;
@@ -432,10 +420,7 @@ impl BucketRegistry {
         self.local_change(
             crate::metadata::EntryName::Bucket(bucket_type.to_string(), to_hex(bucket)),
             |stored| {
-                let generation = stored
-                    .buckets
-                    .iter()
-                    .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
+                let generation = find_bucket(stored, bucket_type, bucket)
                     .map_or(0, |b| crate::props::generation_of(&b.patch));
                 stored
                     .buckets
@@ -443,13 +428,8 @@ impl BucketRegistry {
                 // A dropped bucket's generation outlives its props: the
                 // objects of the earlier ones must stay gone.
                 if generation > 0 {
-                    let mut patch = PropsPatch::new();
-                    patch.insert(crate::props::GENERATION.into(), generation.into());
-                    stored.buckets.push(StoredBucket {
-                        bucket_type: bucket_type.to_string(),
-                        bucket: hex.clone(),
-                        patch,
-                    });
+                    bucket_patch_mut(stored, bucket_type, &hex)
+                        .insert(crate::props::GENERATION.into(), generation.into());
                 }
                 Ok(())
             },
@@ -488,6 +468,28 @@ fn find_bucket<'a>(
         .buckets
         .iter()
         .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
+}
+
+/// Bucket `hex` of `bucket_type`'s patch in `stored`, an empty one added
+/// first if it has none.
+pub(crate) fn bucket_patch_mut<'a>(
+    stored: &'a mut Stored,
+    bucket_type: &str,
+    hex: &str,
+) -> &'a mut PropsPatch {
+    let at = stored
+        .buckets
+        .iter()
+        .position(|b| b.bucket_type == bucket_type && b.bucket == hex);
+    let at = at.unwrap_or_else(|| {
+        stored.buckets.push(StoredBucket {
+            bucket_type: bucket_type.to_string(),
+            bucket: hex.to_string(),
+            patch: PropsPatch::new(),
+        });
+        stored.buckets.len() - 1
+    });
+    &mut stored.buckets[at].patch
 }
 
 fn check_type_name(name: &str) -> Result<(), RegistryError> {

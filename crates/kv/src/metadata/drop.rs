@@ -13,10 +13,10 @@
 
 use std::sync::Arc;
 
-use super::EntryName;
-use crate::props::{GENERATION, PropsPatch, generation_of};
+use super::{EntryName, bucket_patch};
+use crate::props::{GENERATION, generation_of};
 use crate::request::BucketRef;
-use crate::types::{BucketRegistry, RegistryError, Stored, StoredBucket, to_hex};
+use crate::types::{BucketRegistry, RegistryError, Stored, bucket_patch_mut, to_hex};
 
 /// Told of a bucket whose generation rose, with the new generation.
 pub type GenerationHook = Arc<dyn Fn(&BucketRef, u64) + Send + Sync>;
@@ -31,24 +31,8 @@ impl BucketRegistry {
         let hex = to_hex(bucket);
         let entry = EntryName::Bucket(bucket_type.to_string(), hex.clone());
         self.local_change(entry, |stored| {
-            let found = stored
-                .buckets
-                .iter_mut()
-                .find(|b| b.bucket_type == bucket_type && b.bucket == hex);
-            match found {
-                Some(b) => {
-                    b.patch.insert(GENERATION.into(), generation.into());
-                }
-                None => {
-                    let mut patch = PropsPatch::new();
-                    patch.insert(GENERATION.into(), generation.into());
-                    stored.buckets.push(StoredBucket {
-                        bucket_type: bucket_type.to_string(),
-                        bucket: hex.clone(),
-                        patch,
-                    });
-                }
-            }
+            bucket_patch_mut(stored, bucket_type, &hex)
+                .insert(GENERATION.into(), generation.into());
             Ok(())
         })?;
         self.publish_bucket(bucket_type, bucket);
@@ -94,13 +78,8 @@ impl BucketRegistry {
 
 /// The buckets whose generation is higher in `next` than in `before`.
 pub(crate) fn raised_generations(before: &Stored, next: &Stored) -> Vec<(BucketRef, u64)> {
-    let of = |stored: &Stored, t: &str, hex: &str| {
-        stored
-            .buckets
-            .iter()
-            .find(|b| b.bucket_type == t && b.bucket == hex)
-            .map_or(0, |b| generation_of(&b.patch))
-    };
+    let of =
+        |stored: &Stored, t: &str, hex: &str| bucket_patch(stored, t, hex).map_or(0, generation_of);
     next.buckets
         .iter()
         .filter_map(|b| {
@@ -129,7 +108,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::props::BucketProps;
+    use crate::props::{BucketProps, PropsPatch};
     use serde_json::json;
 
     fn patch(v: serde_json::Value) -> PropsPatch {
