@@ -267,3 +267,54 @@ async fn the_transfer_limit_holds_and_changes_at_run_time() {
         assert!(owner.node.partition_backend(*p).is_some());
     }
 }
+
+/// A vnode its node's ring still calls a fallback, into which an ownership
+/// transfer runs or just finished, is not handed back (and dropped): the
+/// sender's ring is ahead of the receiver's, and a drop would lose what the
+/// transfer acknowledged. Past the hold, with no ring naming the node, the
+/// vnode is a fallback again.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_vnode_an_ownership_transfer_moves_here_is_no_fallback() {
+    let root = tempfile::tempdir().unwrap();
+    let (_net, mut transports) = network(7, 2);
+    let (t1, t0) = (transports.pop().unwrap(), transports.pop().unwrap());
+    let lagging = ring(&name(0), &name(0));
+    let dir = |i: usize| root.path().join(format!("n{i}"));
+    let old = start(
+        name(0),
+        t0,
+        Engine::Memory,
+        dir(0),
+        lagging.clone(),
+        &[P],
+        1000,
+    );
+    let new = start(name(1), t1, Engine::Memory, dir(1), lagging, &[P], 2000);
+    let b = bucket(false);
+    let keys = keys(&b, 300);
+    for k in &keys {
+        old.put(&b, k, b"v").await;
+    }
+    let moving_here = Err(eddy_kv::handoff::HandoffError::MovingHere(P.0));
+    let hand_back = || new.handoffs.start(P, Kind::Hinted, old.name.clone());
+
+    old.handoffs
+        .start(P, Kind::Ownership, new.name.clone())
+        .unwrap();
+    until("the transfer runs into the receiver", || {
+        !new.handoffs.inbound().is_empty()
+    })
+    .await;
+    assert_eq!(hand_back(), moving_here, "while the transfer runs");
+    until("the transfer is handed", || {
+        old.state() == Some(TransferState::Handed)
+    })
+    .await;
+    assert_eq!(hand_back(), moving_here, "after it finished");
+    for k in &keys {
+        assert_eq!(new.values(&b, k), vec![b"v".to_vec()]);
+    }
+
+    tokio::time::sleep(eddy_kv::handoff::MOVED_HERE_HOLD).await;
+    hand_back().expect("a fallback again once the hold is over");
+}

@@ -138,11 +138,27 @@ impl TestNode {
         let child = self
             .command(&["start"])
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(self.log_sink())
             .spawn()
             .expect("spawn eddy start");
         self.child = Some(child);
         self.wait_ready();
+    }
+
+    /// Where the node's log goes: the test's stderr, or with
+    /// `EDDY_TEST_LOGDIR` set, `DIR/HTTPPORT.log` (one file a node, which
+    /// tells interleaved cluster logs apart).
+    fn log_sink(&self) -> Stdio {
+        let Ok(dir) = std::env::var("EDDY_TEST_LOGDIR") else {
+            return Stdio::inherit();
+        };
+        let path = format!("{dir}/{}.log", self.http_port);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        Stdio::from(file)
     }
 
     fn wait_ready(&mut self) {

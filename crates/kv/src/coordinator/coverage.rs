@@ -125,6 +125,9 @@ impl Node {
             let Some(handle) = self.vnode(v.partition).filter(|_| self.owns(v.partition)) else {
                 return Err(KvError::NotHosted(v.partition.0));
             };
+            let Some(_running) = handle.begin_fold() else {
+                return Err(KvError::ShuttingDown);
+            };
             let req = FoldRequest {
                 kind: kind.clone(),
                 ring_size,

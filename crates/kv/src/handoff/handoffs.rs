@@ -101,6 +101,9 @@ impl Handoffs {
             return Err(HandoffError::ToSelf(p.0));
         }
         let vnode = node.vnode(p).ok_or(HandoffError::NotHosted(p.0))?;
+        if kind == Kind::Hinted && self.moving_here(p, vnode.incarnation()) {
+            return Err(HandoffError::MovingHere(p.0));
+        }
         let watched = self
             .watch
             .of(p, vnode.backend())
@@ -174,6 +177,16 @@ impl Handoffs {
             .get(&p.0)
             .is_some_and(|t| t.status.state() != TransferState::Dropped);
         out || self.inbound_transfers.is_active(p.0)
+    }
+
+    /// True while an ownership transfer of `p` into this node runs, or a
+    /// while after one finished into the vnode incarnation `incarnation`
+    /// (a minute): that vnode is the partition's
+    /// next home, whatever this node's ring says yet.
+    pub(crate) fn moving_here(&self, p: Partition, incarnation: u64) -> bool {
+        let stale_after = self.config.call_timeout * 2;
+        self.inbound_transfers
+            .moving_here(p.0, incarnation, stale_after)
     }
 
     /// Transfers run at once, each way.

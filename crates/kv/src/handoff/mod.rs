@@ -54,7 +54,7 @@ use eddy_ring::{NodeName, Partition};
 pub use handoffs::Handoffs;
 pub use limit::DEFAULT_TRANSFER_LIMIT;
 pub use progress::{TransferState, TransferStatus};
-pub use receiver::InboundStatus;
+pub use receiver::{InboundStatus, MOVED_HERE_HOLD};
 pub use watch::Watch;
 pub use wire::Kind;
 
@@ -129,6 +129,11 @@ pub enum HandoffError {
     /// A transfer of the partition to another node is under way.
     #[error("partition {partition} is being handed to {to}")]
     Busy { partition: u32, to: String },
+    /// The partition's vnode here takes (or just took) an ownership
+    /// transfer to this node: it is no fallback to hand back, whatever
+    /// this node's ring says yet.
+    #[error("partition {0} is moving to this node")]
+    MovingHere(u32),
     /// A transfer cannot target the node itself.
     #[error("partition {0} cannot be handed to this node itself")]
     ToSelf(u32),

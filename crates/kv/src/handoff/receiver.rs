@@ -24,16 +24,25 @@ use tokio::time::Instant;
 use super::Handoffs;
 use super::checkpoint::Checkpoint;
 use super::limit::{Slot, TransferLimit};
-use super::wire::{Digest, Item, Position, Progress, Reply, Request, TransferKey};
+use super::wire::{Digest, Item, Kind, Position, Progress, Reply, Request, TransferKey};
 use crate::node::Node;
 use crate::request::BucketRef;
 use crate::vnode::msg::{StorageKey, WritePolicy};
 use crate::vnode::{Vnode, VnodeHandle};
 
+/// How long a vnode that an ownership transfer finished into counts as
+/// the partition's next home, whatever this node's ring says: a ring
+/// behind the sender's catches up by gossip within seconds; past this, a
+/// vnode whose move the claimant did not complete is a fallback again.
+pub const MOVED_HERE_HOLD: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The inbound transfers being served.
 #[derive(Default)]
 pub(crate) struct Inbound {
     active: Mutex<HashMap<(u32, NodeName), Arc<Receiving>>>,
+    /// When an ownership transfer last finished into each
+    /// `(partition, receiving incarnation)`.
+    moved_here: Mutex<HashMap<(u32, u64), Instant>>,
 }
 
 /// One inbound transfer, as shown to operators.
@@ -51,6 +60,7 @@ pub struct InboundStatus {
 
 /// One inbound transfer.
 struct Receiving {
+    kind: Kind,
     /// `None` for a transfer let in without one (it had started before).
     _slot: Option<Slot>,
     /// Serves its requests one at a time.
@@ -66,6 +76,7 @@ impl Inbound {
     fn entry(
         &self,
         key: (u32, NodeName),
+        kind: Kind,
         limit: &Arc<TransferLimit>,
         admitted: bool,
         stale_after: std::time::Duration,
@@ -84,6 +95,7 @@ impl Inbound {
             return None;
         }
         let e = Arc::new(Receiving {
+            kind,
             _slot: slot,
             one_at_a_time: tokio::sync::Mutex::new(()),
             last_seen: Mutex::new(Instant::now()),
@@ -121,6 +133,38 @@ impl Inbound {
     pub(crate) fn is_active(&self, p: u32) -> bool {
         self.active.lock().keys().any(|(q, _)| *q == p)
     }
+
+    /// Records that an ownership transfer of `p` finished into the vnode
+    /// incarnation `incarnation`.
+    fn moved(&self, p: u32, incarnation: u64) {
+        let mut moved = self.moved_here.lock();
+        moved.retain(|_, at| at.elapsed() < MOVED_HERE_HOLD);
+        moved.insert((p, incarnation), Instant::now());
+    }
+
+    /// True while an ownership transfer of `p` is being received (its
+    /// sender was heard from within `stale_after`), or for
+    /// [`MOVED_HERE_HOLD`] after one finished into the vnode incarnation
+    /// `incarnation`: the sender's ring names this node the partition's
+    /// next owner, and this node's ring may not say so yet. Reads the
+    /// active transfers first: a finishing one is recorded as moved
+    /// before it stops being active, so one of the reads sees it.
+    pub(crate) fn moving_here(
+        &self,
+        p: u32,
+        incarnation: u64,
+        stale_after: std::time::Duration,
+    ) -> bool {
+        let active = self.active.lock().iter().any(|((q, _), e)| {
+            *q == p && e.kind == Kind::Ownership && e.last_seen.lock().elapsed() < stale_after
+        });
+        active
+            || self
+                .moved_here
+                .lock()
+                .get(&(p, incarnation))
+                .is_some_and(|at| at.elapsed() < MOVED_HERE_HOLD)
+    }
 }
 
 /// Serves one bulk call in a task.
@@ -156,10 +200,13 @@ async fn serve(h: &Arc<Handoffs>, from: NodeName, request: Request) -> Result<Re
     // A round that follows a finished transfer (a handed vnode sending its
     // latest writes) is small and needs no slot of its own.
     let admitted = !is_start || follows_finished(h, &from, transfer);
-    let Some(entry) = h
-        .inbound_transfers
-        .entry(key.clone(), &h.inbound, admitted, stale_after)
-    else {
+    let Some(entry) = h.inbound_transfers.entry(
+        key.clone(),
+        transfer.kind,
+        &h.inbound,
+        admitted,
+        stale_after,
+    ) else {
         return Ok(Reply::Busy);
     };
     let _one = entry.one_at_a_time.lock().await;
@@ -251,6 +298,10 @@ fn apply(h: &Handoffs, from: &NodeName, request: Request) -> Result<Reply, Strin
             vnode.sync_handed().map_err(|e| format!("syncing: {e}"))?;
             c.finished = true;
             save(h, &c, true)?;
+            if transfer.kind == Kind::Ownership {
+                let p = transfer.partition;
+                h.inbound_transfers.moved(p, c.receiver_incarnation);
+            }
             Ok(Reply::Finished)
         }
     }

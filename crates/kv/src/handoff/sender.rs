@@ -332,10 +332,18 @@ async fn seal_and_drop(h: &Arc<Handoffs>, t: &Outgoing) -> Step {
         }
         finish_call(h, t, &s).await?;
         let node = h.node.upgrade().ok_or("the node is shutting down")?;
-        if t.kind == Kind::Hinted && !t.owned_at_start && node.owns_or_will_own(t.partition) {
-            // The ring changed while the fallback's data went back: this
-            // node now owns the partition, or is receiving it, into this
-            // very vnode. Its data stays.
+        let (p, incarnation) = (t.partition, t.transfer.sender_incarnation);
+        let came_here = !t.owned_at_start && node.owns_or_will_own(p);
+        if t.kind == Kind::Hinted && (h.moving_here(p, incarnation) || came_here) {
+            // The partition moved here while the fallback's data went
+            // back: an ownership transfer into this very vnode runs or
+            // just finished (which this node's ring, behind the sender's,
+            // may not say yet), or the ring now gives this node the
+            // partition. Its data stays.
+            tracing::info!(
+                partition = p.0,
+                "fallback vnode kept: the partition moves here"
+            );
             t.watched.unseal();
             return Ok(());
         }

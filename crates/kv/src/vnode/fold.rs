@@ -20,6 +20,7 @@ use eddy_object::codec;
 use eddy_ring::Partition;
 use eddy_storage::{Backend, FoldControl, FoldOptions};
 
+use super::FoldTicket;
 use super::msg::{FoldChunk, FoldKind, FoldRequest, VnodeReply};
 use super::reply::{LocalHint, ReplyTo};
 use crate::error::KvError;
@@ -35,17 +36,20 @@ pub const CHUNK_BYTES: usize = 4 * 1024 * 1024;
 
 /// Starts `req` over `backend` on a thread of its own; the chunks go to
 /// `reply`. `runner` runs a map fold's phase (none: a map fold fails).
+/// The vnode's `ticket` is held until the fold ends.
 pub fn spawn(
     partition: Partition,
     backend: Arc<dyn Backend>,
     req: FoldRequest,
     runner: Option<Arc<dyn MapRunner>>,
     reply: ReplyTo,
+    ticket: FoldTicket,
 ) {
     let failed = reply.clone();
     let started = std::thread::Builder::new()
         .name("eddy-fold".into())
         .spawn(move || {
+            let _running = ticket;
             let mut out = Chunks {
                 partition,
                 reply,

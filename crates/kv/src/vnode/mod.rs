@@ -23,7 +23,8 @@
 //!   when the vnode is closed or fails.
 //!
 //! Files: [`msg`] (requests and replies), [`reply`] (where replies go),
-//! [`apply`] (what a put or merge does to an object, pure), [`replay`]
+//! [`apply`] (what a put or merge does to an object, pure), `gate` (the
+//! folds running, which a drop waits for), [`replay`]
 //! (commit-log records back into a backend), [`damage`] (the repair mark
 //! and repair's writes), [`table`] (the vnodes a node runs), this file
 //! (the vnode and its writes).
@@ -31,6 +32,7 @@
 pub mod apply;
 pub mod damage;
 pub mod fold;
+mod gate;
 pub mod index_fold;
 pub mod map_fold;
 pub mod msg;
@@ -51,6 +53,7 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::commitlog::{CommitLog, Lsn, Op, Record};
 use crate::error::KvError;
 use crate::mapphase::MapRunner;
+pub use gate::FoldTicket;
 use msg::{
     FoldRequest, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest,
     WritePolicy,
@@ -76,6 +79,7 @@ pub struct Vnode {
     closed: AtomicBool,
     /// Set while the partition needs repair (design note 009).
     damage: damage::Damage,
+    folds: Arc<gate::Folds>,
 }
 
 /// What a put stored.
@@ -135,6 +139,7 @@ impl Vnode {
             log,
             closed: AtomicBool::new(false),
             damage: damage::Damage::default(),
+            folds: Arc::default(),
         })
     }
 
@@ -168,11 +173,30 @@ impl Vnode {
     /// Starts a fold on a thread of its own, `runner` running a map fold's
     /// phase (without one, a map fold fails).
     pub fn fold(&self, fold: FoldRequest, runner: Option<Arc<dyn MapRunner>>, reply: ReplyTo) {
-        if self.closed.load(Ordering::Acquire) {
-            let e = Err(KvError::ShuttingDown);
-            return reply.send(self.partition, VnodeReply::Fold(e), LocalHint::default());
+        let ticket = match self.begin_fold() {
+            Some(ticket) => ticket,
+            None => {
+                let e = Err(KvError::ShuttingDown);
+                return reply.send(self.partition, VnodeReply::Fold(e), LocalHint::default());
+            }
+        };
+        fold::spawn(
+            self.partition,
+            self.backend.clone(),
+            fold,
+            runner,
+            reply,
+            ticket,
+        );
+    }
+
+    /// Admits a fold over this vnode's backend (until the ticket drops),
+    /// unless the vnode is closed or closing.
+    pub fn begin_fold(&self) -> Option<FoldTicket> {
+        match self.closed.load(Ordering::Acquire) {
+            true => None,
+            false => self.folds.enter(),
         }
-        fold::spawn(self.partition, self.backend.clone(), fold, runner, reply);
     }
 
     fn handle_put(&self, put: PutRequest, reply: ReplyTo, hint: LocalHint) {
@@ -228,8 +252,13 @@ impl Vnode {
     /// Closes the vnode whose data is about to be destroyed: the backend
     /// makes nothing durable on the way out
     /// ([`eddy_storage::Backend::close_discarding`]).
+    /// Folds running then end first (for at most
+    /// [`gate::FOLD_DRAIN_MAX`]): they answer from the whole partition.
     pub fn close_discarding(&self) -> Result<(), StorageError> {
         self.closed.store(true, Ordering::Release);
+        if !self.folds.close(gate::FOLD_DRAIN_MAX) {
+            tracing::warn!(partition = self.partition.0, "closing under a running fold");
+        }
         self.backend.close_discarding()
     }
 
