@@ -152,7 +152,12 @@ pub fn settle<'a>(
 /// Starts dev1…devN, stages the join of each to dev1, commits on dev1 and
 /// waits until the ring has settled.
 pub fn form(count: usize, deadline: Duration) -> Vec<TestNode> {
-    let nodes: Vec<TestNode> = (1..=count).map(|i| TestNode::start_dev(i, &[])).collect();
+    form_with(count, &[], deadline)
+}
+
+/// [`form`] with `extra` settings on every node.
+pub fn form_with(count: usize, extra: &[(&str, &str)], deadline: Duration) -> Vec<TestNode> {
+    let nodes: Vec<TestNode> = (1..=count).map(|i| TestNode::start_dev(i, extra)).collect();
     for n in &nodes[1..] {
         n.join(&nodes[0]);
     }

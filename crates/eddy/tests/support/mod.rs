@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod kv;
 pub mod load;
 pub mod netns;
+pub mod queries;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
