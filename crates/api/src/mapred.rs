@@ -60,5 +60,5 @@ pub async fn run(node: Arc<Node>, body: Vec<u8>) -> Result<MapRedOutput, MapRedE
         executor().run(&job, &source)
     })
     .await
-    .map_err(|_| MapRedError::BadJob("the job's worker failed".into()))?
+    .map_err(|e| MapRedError::Worker(e.to_string()))?
 }

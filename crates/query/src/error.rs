@@ -24,6 +24,10 @@ pub enum MapRedError {
     /// The job ran past its timeout.
     #[error("timeout")]
     Timeout,
+    /// The job's worker ended without an answer (it panicked): the
+    /// server's fault, not the job's.
+    #[error("the job's worker failed: {0}")]
+    Worker(String),
     /// Reading inputs or objects failed in the kv layer.
     #[error(transparent)]
     Kv(#[from] KvError),

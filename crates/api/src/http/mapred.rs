@@ -87,6 +87,9 @@ fn job_error(e: MapRedError) -> ApiError {
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({"error": "timeout"}).to_string(),
         ),
+        worker @ MapRedError::Worker(_) => {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("{worker}\n"))
+        }
         phase @ MapRedError::Phase { .. } => {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, phase.to_string())
         }
