@@ -32,7 +32,7 @@ use crate::node::Node;
 use crate::node::NodeCounters;
 use crate::request::BucketRef;
 use crate::vnode::Vnode;
-use crate::vnode::msg::{BatchItem, FoldKind, StorageKey, VnodeId, VnodeReply, VnodeRequest};
+use crate::vnode::msg::{BatchItem, StorageKey, VnodeId, VnodeReply, VnodeRequest};
 use crate::vnode::reply::{LocalHint, ReplyTo};
 
 /// Sends vnode requests to other nodes.
@@ -146,7 +146,7 @@ impl Node {
                 let refused = Err(KvError::NotHosted(vnode.partition.0));
                 reply.send(vnode.partition, VnodeReply::Fold(refused), hint);
             }
-            VnodeRequest::Fold(fold) if matches!(fold.kind, FoldKind::Map(_)) => {
+            VnodeRequest::Fold(fold) if fold.kind.is_map() => {
                 vnode.fold(fold, self.map_runner(), reply);
             }
             req => vnode.send(req, reply, hint),

@@ -137,3 +137,73 @@ async fn failures_no_runner_and_the_timeout_are_errors() {
     .unwrap();
     assert!(empty.is_empty());
 }
+
+/// Writes `{}` under `key` in `invoices` with the index entry
+/// `tag_bin: tag`.
+async fn put_tagged(node: &Arc<Node>, key: &str, tag: &str) {
+    let mut content = eddy_object::Content::new(b"{}".to_vec());
+    content.meta.indexes = vec![(b"tag_bin".to_vec(), tag.as_bytes().to_vec())];
+    let req = PutRequest {
+        bucket: invoices(),
+        key: Some(key.as_bytes().to_vec()),
+        context: None,
+        content,
+        options: PutOptions::default(),
+    };
+    node.put(req).await.unwrap();
+}
+
+/// The keys the runner answered for the objects of the 2i range query
+/// `tag_bin` `start`..`end`, sorted.
+async fn index_mapped(node: &Arc<Node>, start: &str, end: &str) -> Vec<String> {
+    let req = eddy_kv::index::IndexRequest {
+        field: b"tag_bin".to_vec(),
+        start: start.as_bytes().to_vec(),
+        end: Some(end.as_bytes().to_vec()),
+        ..Default::default()
+    };
+    let n = node.clone();
+    let lists = tokio::task::spawn_blocking(move || {
+        n.map_index_coverage_blocking(&invoices(), &req, b"keys", TIMEOUT)
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let mut keys: Vec<String> = lists
+        .iter()
+        .flat_map(|l| serde_json::from_slice::<Vec<String>>(l).unwrap())
+        .collect();
+    keys.sort();
+    keys
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_input_maps_each_live_entrys_object_once() {
+    let clock = ManualClock::new(1_000);
+    let node = node(clock.clone(), 60);
+    node.set_map_runner(Arc::new(Keys::default()));
+    let all = names(0..900);
+    for (i, k) in all.iter().enumerate() {
+        put_tagged(&node, k, &format!("t{}", i % 3)).await;
+    }
+    for k in all.iter().step_by(5) {
+        delete(&node, k).await;
+    }
+    let live = |tags: &[usize]| -> Vec<String> {
+        let mut keys: Vec<String> = (0..all.len())
+            .filter(|i| i % 5 != 0 && tags.contains(&(i % 3)))
+            .map(|i| all[i].clone())
+            .collect();
+        keys.sort();
+        keys
+    };
+    assert_eq!(index_mapped(&node, "t1", "t1").await, live(&[1]));
+    assert_eq!(index_mapped(&node, "t0", "t1").await, live(&[0, 1]));
+    clock.advance(61);
+    put_tagged(&node, "fresh", "t1").await;
+    assert_eq!(
+        index_mapped(&node, "t0", "t2").await,
+        vec!["fresh"],
+        "expired objects are not mapped"
+    );
+}

@@ -15,8 +15,8 @@ use eddy_kv::remote::wire::{
     STORAGE_ENGINE, WireError,
 };
 use eddy_kv::vnode::msg::{
-    BatchItem, Conditions, Coordinate, FoldChunk, FoldKind, FoldRequest, MapFold, PutAck, PutKind,
-    PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
+    BatchItem, Conditions, Coordinate, FoldChunk, FoldKind, FoldRequest, IndexMapFold, MapFold,
+    PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
 };
 use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
 use eddy_ring::Partition;
@@ -150,6 +150,10 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
         (
             "fold-map-unfiltered.bin",
             env(16, 3, VnodeRequest::Fold(map_fold(false))),
+        ),
+        (
+            "fold-index-map.bin",
+            env(18, 8, VnodeRequest::Fold(index_map_fold())),
         ),
     ]
 }
@@ -316,6 +320,32 @@ fn map_fold(filtered: bool) -> FoldRequest {
         }),
         ring_size: 64,
         ranges: filtered.then(|| vec![Partition(3), Partition(9)]),
+    }
+}
+
+/// The pinned index map fold: the map phase of fold-map.bin over the
+/// objects of `tag_bin` entries from "a" to "m" whose terms match `^b`,
+/// for partitions 3 and 9 of 64.
+fn index_map_fold() -> FoldRequest {
+    use eddy_kv::index::{IndexScan, ScanField};
+    let FoldKind::Map(map) = map_fold(false).kind else {
+        unreachable!()
+    };
+    FoldRequest {
+        kind: FoldKind::IndexMap(IndexMapFold {
+            scan: IndexScan {
+                bucket: b"users".to_vec(),
+                field: ScanField::Term(b"tag_bin".to_vec()),
+                start: b"a".to_vec(),
+                end: b"m".to_vec(),
+                after: None,
+                regex: Some("^b".into()),
+                max: None,
+            },
+            phase: map.phase,
+        }),
+        ring_size: 64,
+        ranges: Some(vec![Partition(3), Partition(9)]),
     }
 }
 
@@ -870,6 +900,12 @@ fn request() -> impl Strategy<Value = VnodeRequest> {
                 filter,
                 phase: phase.into(),
             })),
+        (index_scan(), prop::collection::vec(any::<u8>(), 0..256)).prop_map(|(scan, phase)| {
+            FoldKind::IndexMap(IndexMapFold {
+                scan,
+                phase: phase.into(),
+            })
+        }),
     ];
     let ranges = proptest::option::of(prop::collection::vec(
         (0..1024u32).prop_map(eddy_ring::Partition),

@@ -67,15 +67,27 @@ pub trait Source: Sync {
         deadline: Instant,
     ) -> Result<Vec<Option<RiakObject>>, MapRedError>;
     /// The outputs of map phase 0 (`phase`: [`vnode_phase_json`]'s text)
-    /// run at the vnodes over the live objects of `bucket` whose keys
-    /// `filter` (Riak's key-filter JSON) passes, each object once.
+    /// run at the vnodes over `inputs`' objects.
     fn map_at_vnodes(
         &self,
-        bucket: &BucketRef,
-        filter: Option<&Value>,
+        inputs: VnodeInputs<'_>,
         phase: &[u8],
         deadline: Instant,
     ) -> Result<Vec<Value>, MapRedError>;
+}
+
+/// The objects map phase 0 runs over at the vnodes.
+#[derive(Clone, Copy, Debug)]
+pub enum VnodeInputs<'a> {
+    /// The live objects of `bucket` whose keys `filter` (Riak's key-filter
+    /// JSON) passes, each once.
+    Bucket {
+        bucket: &'a BucketRef,
+        filter: Option<&'a Value>,
+    },
+    /// The live objects a 2i query (without terms) names, one input per
+    /// matching entry, as the query lists them.
+    Index(&'a IndexInput),
 }
 
 /// The kept phases' outputs, in phase order.
@@ -116,12 +128,10 @@ impl Executor {
             .collect::<Result<Vec<_>, _>>()?;
         let mut out = MapRedOutput::default();
         let mapped = match at_vnodes(job, ready.first(), deadline) {
-            Some((bucket, filter, phase)) => {
-                match source.map_at_vnodes(bucket, filter, &phase, deadline) {
-                    Err(e) if output_too_large(&e) => None,
-                    other => Some(other?),
-                }
-            }
+            Some((inputs, phase)) => match source.map_at_vnodes(inputs, &phase, deadline) {
+                Err(e) if output_too_large(&e) => None,
+                other => Some(other?),
+            },
             None => None,
         };
         let (mut items, first) = match mapped {
@@ -420,17 +430,25 @@ impl Items {
     }
 }
 
-/// The bucket, key filter and phase text when map phase 0 runs at the
-/// vnodes: a bucket or key-filter input, a map first, and a read quorum
-/// of one (a vnode reads only its own replica).
+/// The inputs and phase text when map phase 0 runs at the vnodes: a
+/// bucket, key-filter or index input (one without terms: a vnode's map
+/// gives its inputs no keydata), a map first, and a read quorum of one (a
+/// vnode reads only its own replica).
 fn at_vnodes<'a>(
     job: &'a MapRedJob,
     first: Option<&Ready>,
     deadline: Instant,
-) -> Option<(&'a BucketRef, Option<&'a Value>, Vec<u8>)> {
-    let (bucket, filter) = match &job.inputs {
-        Inputs::Bucket(b) => (b, None),
-        Inputs::KeyFilter { bucket, filter } => (bucket, Some(filter)),
+) -> Option<(VnodeInputs<'a>, Vec<u8>)> {
+    let inputs = match &job.inputs {
+        Inputs::Bucket(bucket) => VnodeInputs::Bucket {
+            bucket,
+            filter: None,
+        },
+        Inputs::KeyFilter { bucket, filter } => VnodeInputs::Bucket {
+            bucket,
+            filter: Some(filter),
+        },
+        Inputs::Index(input) if !input.return_terms => VnodeInputs::Index(input),
         Inputs::Keys(_) | Inputs::Index(_) => return None,
     };
     let Some(Phase::Map(spec)) = job.phases.first() else {
@@ -440,7 +458,7 @@ fn at_vnodes<'a>(
         return None;
     }
     let phase = vnode_phase_json(&spec.func, first?, deadline)?;
-    Some((bucket, filter, phase))
+    Some((inputs, phase))
 }
 
 /// Map phase 0 as the vnodes' runners read it: the phase in Riak's JSON

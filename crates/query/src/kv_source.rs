@@ -1,7 +1,8 @@
 //! A job's [`Source`] over a kv [`Node`]: bucket inputs are a key
 //! listing, index inputs a 2i query (with terms when asked), key-filter inputs a filtered listing
-//! evaluated at the vnodes; map phase 0 over a bucket or key filter runs
-//! at the vnodes ([`Node::map_coverage_blocking`]); objects are read by the node's get
+//! evaluated at the vnodes; map phase 0 over a bucket, key filter or
+//! index input runs at the vnodes ([`Node::map_coverage_blocking`],
+//! [`Node::map_index_coverage_blocking`]); objects are read by the node's get
 //! coordinator with the job's `r` (one replica by default, as Riak),
 //! [`FETCHES_IN_FLIGHT`] at a time.
 //!
@@ -21,7 +22,7 @@ use tokio::runtime::Handle;
 use tokio::task::JoinSet;
 
 use crate::error::MapRedError;
-use crate::exec::{INPUT_KEYS_MAX, IndexEntry, Source};
+use crate::exec::{INPUT_KEYS_MAX, IndexEntry, Source, VnodeInputs};
 use crate::job::{BKey, IndexInput};
 
 /// Gets running at once for one job.
@@ -66,44 +67,36 @@ impl Source for KvSource {
             .list_keys_filtered_blocking(bucket, &filter, timeout)?)
     }
 
-    /// With `return_terms`, an equality query asks as the range of its one
-    /// term (2i answers terms only for ranges; every entry's term is the
-    /// queried one either way).
     fn index_entries(&self, input: &IndexInput) -> Result<Vec<IndexEntry>, MapRedError> {
-        let end = match (&input.end, input.return_terms) {
-            (None, true) => Some(input.start.clone()),
-            (end, _) => end.clone(),
-        };
-        let req = IndexRequest {
-            field: input.field.clone(),
-            start: input.start.clone(),
-            end,
-            return_terms: input.return_terms,
-            max_results: None,
-            continuation: None,
-            term_regex: input.term_regex.clone(),
-            timeout: None,
-        };
-        let page = self.node.index_query_blocking(&input.bucket, &req)?;
+        let page = self
+            .node
+            .index_query_blocking(&input.bucket, &index_request(input))?;
         Ok(page.results)
     }
 
     fn map_at_vnodes(
         &self,
-        bucket: &BucketRef,
-        filter: Option<&Value>,
+        inputs: VnodeInputs<'_>,
         phase: &[u8],
         deadline: Instant,
     ) -> Result<Vec<Value>, MapRedError> {
-        let filter = match filter {
-            Some(f) => Some(KeyFilter::parse(f).map_err(KvError::from)?),
-            None => None,
-        };
         let timeout = deadline.saturating_duration_since(Instant::now());
-        let lists = self
-            .node
-            .map_coverage_blocking(bucket, filter.as_ref(), phase, timeout)
-            .map_err(map_failure)?;
+        let lists = match inputs {
+            VnodeInputs::Bucket { bucket, filter } => {
+                let filter = match filter {
+                    Some(f) => Some(KeyFilter::parse(f).map_err(KvError::from)?),
+                    None => None,
+                };
+                self.node
+                    .map_coverage_blocking(bucket, filter.as_ref(), phase, timeout)
+            }
+            VnodeInputs::Index(input) => {
+                let req = index_request(input);
+                self.node
+                    .map_index_coverage_blocking(&input.bucket, &req, phase, timeout)
+            }
+        }
+        .map_err(map_failure)?;
         let mut out = Vec::new();
         for list in lists {
             let values: Vec<Value> = serde_json::from_slice(&list)
@@ -179,5 +172,26 @@ async fn fetch_all(
             Ok(GetResponse::NotFound { .. }) => None,
             Err(e) => return Err(e.into()),
         };
+    }
+}
+
+/// The 2i query of an index input, every entry in one page. With
+/// `return_terms`, an equality query asks as the range of its one term
+/// (2i answers terms only for ranges; every entry's term is the queried
+/// one either way).
+fn index_request(input: &IndexInput) -> IndexRequest {
+    let end = match (&input.end, input.return_terms) {
+        (None, true) => Some(input.start.clone()),
+        (end, _) => end.clone(),
+    };
+    IndexRequest {
+        field: input.field.clone(),
+        start: input.start.clone(),
+        end,
+        return_terms: input.return_terms,
+        max_results: None,
+        continuation: None,
+        term_regex: input.term_regex.clone(),
+        timeout: None,
     }
 }

@@ -139,9 +139,9 @@ impl Node {
                 false => Ok(items),
             }
         };
-        let threads = match kind {
-            FoldKind::Map(_) => MAP_LOCAL_THREADS.min(vnodes.len()),
-            _ => 1,
+        let threads = match kind.is_map() {
+            true => MAP_LOCAL_THREADS.min(vnodes.len()),
+            false => 1,
         };
         if threads <= 1 {
             let mut items = Vec::new();

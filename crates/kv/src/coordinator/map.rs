@@ -1,10 +1,11 @@
 //! A map phase run at the vnodes (design note 017): a coverage plan, each
 //! planned vnode folding the live objects of its ranges of the bucket
-//! (those a key filter matches, if any) through its node's map runner
+//! (those a key filter matches, if any), or the objects of a 2i query's
+//! entries in its ranges, through its node's map runner
 //! ([`crate::vnode::map_fold`]); the outputs collected.
 //!
 //! Every key range is answered by one vnode of the plan, so each live key
-//! is mapped once. Runs on a blocking thread.
+//! (or each entry) is mapped once. Runs on a blocking thread.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,11 +14,12 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::error::KvError;
+use crate::index::IndexRequest;
 use crate::keyfilter::KeyFilter;
 use crate::mapphase::MAP_PHASE_BYTES_MAX;
 use crate::node::Node;
 use crate::request::BucketRef;
-use crate::vnode::msg::{FoldKind, MapFold};
+use crate::vnode::msg::{FoldKind, IndexMapFold, MapFold};
 
 impl Node {
     /// Runs `phase` (JSON text for the nodes' map runners) over the live
@@ -34,13 +36,7 @@ impl Node {
         phase: &[u8],
         timeout: Duration,
     ) -> Result<Vec<Vec<u8>>, KvError> {
-        if phase.len() > MAP_PHASE_BYTES_MAX {
-            return Err(KvError::TooLarge {
-                what: "map phase",
-                size: phase.len(),
-                max: MAP_PHASE_BYTES_MAX,
-            });
-        }
+        check_phase(phase)?;
         let props = self.props(bucket)?;
         let deadline = Instant::now() + timeout;
         let kind = FoldKind::Map(MapFold {
@@ -49,5 +45,45 @@ impl Node {
             phase: Bytes::copy_from_slice(phase),
         });
         self.coverage_collect(props.n_val, kind, deadline)
+    }
+
+    /// Runs `phase` over the live objects the 2i query `req` names (its
+    /// terms, pages and timeout aside), one input per matching entry, at
+    /// the vnodes holding them; answers as [`Node::map_coverage_blocking`].
+    /// Blocking.
+    pub fn map_index_coverage_blocking(
+        &self,
+        bucket: &BucketRef,
+        req: &IndexRequest,
+        phase: &[u8],
+        timeout: Duration,
+    ) -> Result<Vec<Vec<u8>>, KvError> {
+        check_phase(phase)?;
+        let props = self.props(bucket)?;
+        let deadline = Instant::now() + timeout;
+        let unpaged = IndexRequest {
+            return_terms: false,
+            max_results: None,
+            continuation: None,
+            timeout: None,
+            ..req.clone()
+        };
+        let scan = unpaged.prepare(bucket, props.generation)?.scan;
+        let kind = FoldKind::IndexMap(IndexMapFold {
+            scan,
+            phase: Bytes::copy_from_slice(phase),
+        });
+        self.coverage_collect(props.n_val, kind, deadline)
+    }
+}
+
+fn check_phase(phase: &[u8]) -> Result<(), KvError> {
+    match phase.len() <= MAP_PHASE_BYTES_MAX {
+        true => Ok(()),
+        false => Err(KvError::TooLarge {
+            what: "map phase",
+            size: phase.len(),
+            max: MAP_PHASE_BYTES_MAX,
+        }),
     }
 }

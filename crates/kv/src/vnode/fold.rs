@@ -155,6 +155,7 @@ fn run(
     let in_range = |bucket: &BucketRef, key: &[u8]| in_ranges(req, bucket, key);
     match &req.kind {
         FoldKind::Map(fold) => super::map_fold::run(backend, req, fold, runner, out)?,
+        FoldKind::IndexMap(fold) => super::map_fold::run_index(backend, req, fold, runner, out)?,
         FoldKind::Index(scan) => super::index_fold::run(backend, req, scan, out)?,
         FoldKind::Keys { bucket } => keys(backend, req, bucket, None, out)?,
         FoldKind::FilteredKeys { bucket, filter } => {

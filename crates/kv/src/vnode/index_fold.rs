@@ -27,12 +27,27 @@ pub(crate) fn run(
     scan: &IndexScan,
     out: &mut dyn Sink,
 ) -> Result<(), KvError> {
+    let max = scan.max.map_or(UNPAGED_RESULTS_MAX + 1, |m| m as usize);
+    entries(backend, req, scan, max, &mut |term, key| {
+        out.push(encode_entry(term, key))
+    })
+}
+
+/// Hands each entry of `scan` in the plan's ranges, at most `max` of
+/// them (the smallest), to `emit` as `(term, key)`; the term is empty for
+/// `$bucket`/`$key` scans.
+pub(crate) fn entries(
+    backend: &dyn Backend,
+    req: &FoldRequest,
+    scan: &IndexScan,
+    max: usize,
+    emit: &mut dyn FnMut(&[u8], &[u8]),
+) -> Result<(), KvError> {
     let Some(bucket) = BucketRef::from_storage_bucket(&scan.bucket) else {
         return Ok(());
     };
     let regex = scan.regex.as_deref().map(compile_regex).transpose()?;
     let matches = |b: &[u8]| regex.as_ref().is_none_or(|re| re.is_match(b));
-    let max = scan.max.map_or(UNPAGED_RESULTS_MAX + 1, |m| m as usize);
     match &scan.field {
         ScanField::Term(field) => {
             let query = IndexQuery {
@@ -45,7 +60,7 @@ pub(crate) fn run(
             let mut sent = 0;
             backend.index_range(&query, &mut |term, key| {
                 if in_ranges(req, &bucket, key) && matches(term) {
-                    out.push(encode_entry(term, key));
+                    emit(term, key);
                     sent += 1;
                 }
                 match sent >= max {
@@ -67,8 +82,7 @@ pub(crate) fn run(
             })?;
             keys.sort_unstable();
             keys.truncate(max);
-            keys.into_iter()
-                .for_each(|k| out.push(encode_entry(b"", &k)));
+            keys.iter().for_each(|k| emit(b"", k));
         }
     }
     Ok(())

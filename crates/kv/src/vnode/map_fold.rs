@@ -10,13 +10,19 @@
 //! The runner is called from inside the backend's fold callback, which
 //! reads a snapshot outside the vnode's key locks (the storage contract
 //! lets folds run beside writes), so no key lock is ever held meanwhile.
+//!
+//! An index map ([`run_index`]) takes its inputs from a 2i scan instead:
+//! the scan's entries in the plan's ranges are listed first, then each
+//! entry's object is read (one input per entry, as the job's index input
+//! lists them; a key deleted meanwhile is skipped).
 
 use eddy_object::codec;
 use eddy_storage::{Backend, FoldControl, FoldOptions};
 use serde_json::Value;
 
+use super::apply::read_object;
 use super::fold::{Sink, in_ranges};
-use super::msg::{FoldRequest, MapFold};
+use super::msg::{FoldRequest, IndexMapFold, MapFold, StorageKey};
 use crate::error::KvError;
 use crate::mapphase::{MAP_BATCH, MapInput, MapRunner};
 use crate::request::BucketRef;
@@ -30,11 +36,7 @@ pub(crate) fn run(
     runner: Option<&dyn MapRunner>,
     out: &mut dyn Sink,
 ) -> Result<(), KvError> {
-    let Some(runner) = runner else {
-        return Err(KvError::BadQuery(
-            "this node has no map phase runner".into(),
-        ));
-    };
+    let runner = runner.ok_or_else(no_runner)?;
     let Some(named) = BucketRef::from_storage_bucket(&fold.bucket) else {
         return Ok(());
     };
@@ -57,7 +59,7 @@ pub(crate) fn run(
         if batch.len() < MAP_BATCH {
             return FoldControl::Continue;
         }
-        match call(runner, fold, std::mem::take(&mut batch), out) {
+        match call(runner, &fold.phase, std::mem::take(&mut batch), out) {
             Ok(()) => FoldControl::Continue,
             Err(e) => {
                 failed = Some(e);
@@ -71,18 +73,63 @@ pub(crate) fn run(
     }
     match batch.is_empty() {
         true => Ok(()),
-        false => call(runner, fold, batch, out),
+        false => call(runner, &fold.phase, batch, out),
     }
+}
+
+/// Runs `fold`'s phase over the objects of its scan's entries in the
+/// plan's ranges, [`MAP_BATCH`] at a time. Without a runner it fails.
+pub(crate) fn run_index(
+    backend: &dyn Backend,
+    req: &FoldRequest,
+    fold: &IndexMapFold,
+    runner: Option<&dyn MapRunner>,
+    out: &mut dyn Sink,
+) -> Result<(), KvError> {
+    let runner = runner.ok_or_else(no_runner)?;
+    let Some(named) = BucketRef::from_storage_bucket(&fold.scan.bucket) else {
+        return Ok(());
+    };
+    let mut keys = Vec::new();
+    super::index_fold::entries(backend, req, &fold.scan, usize::MAX, &mut |_, key| {
+        keys.push(key.to_vec())
+    })?;
+    let mut batch = Vec::with_capacity(MAP_BATCH.min(keys.len()));
+    for key in keys {
+        let storage_key = StorageKey {
+            bucket: fold.scan.bucket.clone(),
+            key,
+        };
+        match read_object(backend, &storage_key)? {
+            Some(object) if !object.is_deleted() => batch.push(MapInput {
+                bucket: named.clone(),
+                key: storage_key.key,
+                object,
+            }),
+            _ => continue,
+        }
+        if batch.len() >= MAP_BATCH {
+            call(runner, &fold.phase, std::mem::take(&mut batch), out)?;
+        }
+    }
+    match batch.is_empty() {
+        true => Ok(()),
+        false => call(runner, &fold.phase, batch, out),
+    }
+}
+
+fn no_runner() -> KvError {
+    KvError::BadQuery("this node has no map phase runner".into())
 }
 
 /// Calls the runner on one batch and pushes its outputs.
 fn call(
     runner: &dyn MapRunner,
-    fold: &MapFold,
+    phase: &[u8],
     batch: Vec<MapInput>,
     out: &mut dyn Sink,
 ) -> Result<(), KvError> {
-    let output = runner.run(&fold.phase, batch).map_err(KvError::BadQuery)?;
+    let output = runner.run(phase, batch).map_err(KvError::BadQuery)?;
     for item in items(output, out.item_bytes_max())? {
         out.push(item);
     }

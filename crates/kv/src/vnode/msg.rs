@@ -176,6 +176,27 @@ pub enum FoldKind {
     /// whose keys `filter` matches, if any), each item the JSON text of a
     /// list of outputs ([`crate::vnode::map_fold`]).
     Map(MapFold),
+    /// A map phase run over the live objects a 2i scan names, one input
+    /// per matching entry, each item as [`FoldKind::Map`]'s.
+    IndexMap(IndexMapFold),
+}
+
+impl FoldKind {
+    /// True for the folds that run a map phase (they need the node's map
+    /// runner).
+    pub fn is_map(&self) -> bool {
+        matches!(self, FoldKind::Map(_) | FoldKind::IndexMap(_))
+    }
+}
+
+/// A map phase for a vnode to run over the objects of a 2i scan's
+/// entries (a MapReduce job's index input).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexMapFold {
+    /// The scan, without `max` or `after`: every matching entry.
+    pub scan: crate::index::IndexScan,
+    /// The resolved phase as JSON text, as [`MapFold::phase`].
+    pub phase: Bytes,
 }
 
 /// A map phase for a vnode to run over what it holds of one bucket.

@@ -50,6 +50,45 @@ impl Memory {
     }
 }
 
+impl Memory {
+    /// The live objects of `bucket` whose keys `filter` passes.
+    fn live_objects(&self, bucket: &BucketRef, filter: Option<&Value>) -> Vec<MapInput> {
+        let filter = filter.map(|f| KeyFilter::parse(f).unwrap());
+        self.objects
+            .iter()
+            .filter(|((t, b, k), o)| {
+                *t == bucket.bucket_type
+                    && *b == bucket.bucket
+                    && !o.is_deleted()
+                    && filter.as_ref().is_none_or(|f| f.matches(k))
+            })
+            .map(|((_, _, k), o)| MapInput {
+                bucket: bucket.clone(),
+                key: k.clone(),
+                object: o.clone(),
+            })
+            .collect()
+    }
+
+    /// The live objects of an index input's entries, one per entry.
+    fn indexed_objects(&self, input: &IndexInput) -> Result<Vec<MapInput>, MapRedError> {
+        let b = &input.bucket;
+        Ok(self
+            .index_entries(input)?
+            .into_iter()
+            .filter_map(|(_, key)| {
+                let k = (b.bucket_type.clone(), b.bucket.clone(), key.clone());
+                let object = self.objects.get(&k).filter(|o| !o.is_deleted())?;
+                Some(MapInput {
+                    bucket: b.clone(),
+                    key,
+                    object: object.clone(),
+                })
+            })
+            .collect())
+    }
+}
+
 impl Source for Memory {
     fn keys(&self, bucket: &BucketRef) -> Result<Vec<Vec<u8>>, MapRedError> {
         Ok(self
@@ -102,35 +141,23 @@ impl Source for Memory {
     }
 
     /// As a node's vnodes run it: the live objects of the bucket that the
-    /// filter passes, through the vnodes' runner, in batches of two (so
-    /// the outputs of several calls are joined).
+    /// filter passes, or of the index input's entries, through the
+    /// vnodes' runner, in batches of two (so the outputs of several calls
+    /// are joined).
     fn map_at_vnodes(
         &self,
-        bucket: &BucketRef,
-        filter: Option<&Value>,
+        inputs: VnodeInputs<'_>,
         phase: &[u8],
         _deadline: Instant,
     ) -> Result<Vec<Value>, MapRedError> {
         self.at_vnodes.fetch_add(1, Ordering::Relaxed);
-        let filter = filter.map(|f| KeyFilter::parse(f).unwrap());
         let runner = self
             .runner
             .get_or_init(|| crate::vnode_map::Runner::new(executor()));
-        let inputs: Vec<MapInput> = self
-            .objects
-            .iter()
-            .filter(|((t, b, k), o)| {
-                *t == bucket.bucket_type
-                    && *b == bucket.bucket
-                    && !o.is_deleted()
-                    && filter.as_ref().is_none_or(|f| f.matches(k))
-            })
-            .map(|((_, _, k), o)| MapInput {
-                bucket: bucket.clone(),
-                key: k.clone(),
-                object: o.clone(),
-            })
-            .collect();
+        let inputs = match inputs {
+            VnodeInputs::Bucket { bucket, filter } => self.live_objects(bucket, filter),
+            VnodeInputs::Index(input) => self.indexed_objects(input)?,
+        };
         let mut out = Vec::new();
         for batch in inputs.chunks(2) {
             let list = runner
@@ -508,6 +535,30 @@ fn map_phase_zero_over_a_bucket_or_key_filter_runs_at_the_vnodes() {
     assert_eq!(run(&m, job).unwrap(), vec![(0, vec![json!(3)])]);
     assert_eq!(m.at_vnodes.load(Ordering::Relaxed), 2);
     assert_eq!(m.fetches.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn map_phase_zero_over_an_index_input_without_terms_runs_at_the_vnodes() {
+    let mut m = numbers();
+    m.index = vec![("x1", "foo"), ("x2", "bar"), ("x2", "foo"), ("y", "baz")];
+    let input = json!({"bucket": "b", "index": "f_bin", "start": "x", "end": "x9"});
+    let query = json!([erl("map", "map_object_value"), erl("reduce", "reduce_sort")]);
+    let at_vnodes = last(&m, json!({"inputs": input, "query": query}));
+    assert_eq!(m.at_vnodes.load(Ordering::Relaxed), 1);
+    assert_eq!(m.fetches.load(Ordering::Relaxed), 0);
+    // One input per entry: foo matches twice, as the query lists it.
+    assert_eq!(at_vnodes, vec![json!("2"), json!("2"), json!("3")]);
+    let coordinated = last(&m, json!({"inputs": input, "r": 2, "query": query}));
+    assert_eq!(
+        at_vnodes, coordinated,
+        "the coordinated path answers the same"
+    );
+    // Inputs with terms carry keydata, which a vnode's map does not give.
+    let with_terms = json!({"bucket": "b", "index": "f_bin", "start": "x", "end": "x9",
+        "return_terms": true});
+    let job = json!({"inputs": with_terms, "query": query});
+    assert_eq!(last(&m, job), coordinated);
+    assert_eq!(m.at_vnodes.load(Ordering::Relaxed), 1);
 }
 
 #[test]

@@ -29,8 +29,8 @@ use crate::index::query::{IndexScan, REGEX_BYTES_MAX, ScanField};
 use crate::keyfilter::{self, KeyFilter};
 use crate::mapphase::MAP_PHASE_BYTES_MAX;
 use crate::vnode::msg::{
-    Conditions, Coordinate, FoldKind, FoldRequest, MapFold, PutKind, PutRequest, StorageKey,
-    SyncLevel, VnodeRequest, WritePolicy,
+    Conditions, Coordinate, FoldKind, FoldRequest, IndexMapFold, MapFold, PutKind, PutRequest,
+    StorageKey, SyncLevel, VnodeRequest, WritePolicy,
 };
 
 const OP_COORDINATE: u8 = 1;
@@ -45,6 +45,7 @@ const FOLD_BUCKETS: u8 = 2;
 const FOLD_INDEX: u8 = 3;
 const FOLD_FILTERED_KEYS: u8 = 4;
 const FOLD_MAP: u8 = 5;
+const FOLD_INDEX_MAP: u8 = 6;
 const SCAN_BUCKET: u8 = 0;
 const SCAN_KEY: u8 = 1;
 const SCAN_TERM: u8 = 2;
@@ -167,6 +168,12 @@ fn fold(w: &mut Writer, f: &FoldRequest) -> Result<(), WireError> {
             w.u8(FOLD_MAP);
             map_fold(w, map)?;
         }
+        FoldKind::IndexMap(map) => {
+            w.u8(FOLD_INDEX_MAP);
+            index_scan(w, &map.scan)?;
+            check_phase(map.phase.len())?;
+            w.blob("map phase", &map.phase)?;
+        }
     }
     match &f.ranges {
         None => w.flag(false),
@@ -195,6 +202,12 @@ fn read_fold(r: &mut Reader<'_>) -> Result<FoldRequest, WireError> {
             filter: read_key_filter(r)?,
         },
         FOLD_MAP => FoldKind::Map(read_map_fold(r)?),
+        FOLD_INDEX_MAP => {
+            let scan = read_index_scan(r)?;
+            let phase = r.blob("map phase")?;
+            check_phase(phase.len())?;
+            FoldKind::IndexMap(IndexMapFold { scan, phase })
+        }
         value => {
             return Err(WireError::BadByte {
                 what: "fold kind",
