@@ -1,8 +1,10 @@
-//! Every query on every storage backend of a 3-node dev cluster (n_val 3,
-//! real processes): 2i (HTTP range and equality; PB range paged with
-//! `max_results` and continuations), MapReduce (Erlang and JavaScript, over
-//! a bucket, a key filter and a 2i input, over HTTP and PB), key listing
-//! and a multi-get, each answer checked whole against the keys written.
+//! Every query on every storage backend, on one node and on a 3-node dev
+//! cluster (n_val 3, real processes): 2i (HTTP range and equality, with
+//! `return_terms`, `term_regex`, and pages of `max_results` followed by
+//! continuations; PB pages and `stream`), MapReduce (Erlang and JavaScript,
+//! over a bucket, a key filter and a 2i input, over HTTP and PB), key
+//! listing and a multi-get, each answer checked whole against the keys
+//! written.
 
 mod support;
 
@@ -14,7 +16,7 @@ use eddy_wire::proto::{RpbIndexReq, RpbMapRedReq};
 use serde_json::Value;
 use support::TestNode;
 use support::cluster::form_with;
-use support::queries::{COUPONS, check_round, expected, mapred, store};
+use support::queries::{COUPONS, check_round, expected, index_keys, mapred, store};
 
 const SETTLE: Duration = Duration::from_secs(90);
 const BACKENDS: [&str; 4] = ["bitcask", "lsm", "multi", "memory"];
@@ -57,6 +59,69 @@ fn check_mapreduce(node: &TestNode, backend: &str) {
         serde_json::json!([aff3]),
         "2i input, {on}"
     );
+}
+
+/// 2i options over HTTP: terms (in Riak's order: by term, then key), a
+/// term regex, and pages followed by their continuations.
+fn check_index_options(node: &TestNode, backend: &str) {
+    let path = "/buckets/coupons/index/count_int/10/12?return_terms=true";
+    let r = node.http("GET", path, &[], b"");
+    assert_eq!(r.status, 200, "{path} on {backend}: {}", r.text());
+    let body: Value = serde_json::from_slice(&r.body).unwrap();
+    let pairs: Vec<(u64, String)> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let (term, key) = o.as_object().unwrap().iter().next().unwrap();
+            (term.parse().unwrap(), key.as_str().unwrap().to_string())
+        })
+        .collect();
+    let mut want: Vec<(u64, String)> = (0..COUPONS)
+        .filter(|i| (10..=12).contains(&(i % 100)))
+        .map(|i| ((i % 100) as u64, format!("c{i}")))
+        .collect();
+    want.sort();
+    assert_eq!(pairs, want, "terms on {backend}");
+
+    let path = "/buckets/coupons/index/aff_bin/a0/a9?term_regex=%5Ea%5B35%5D%24";
+    let want = expected(|i| i % 7 == 3 || i % 7 == 5);
+    assert_eq!(index_keys(node, path), want, "term_regex on {backend}");
+
+    let mut keys = Vec::new();
+    let mut continuation: Option<String> = None;
+    let first = "/buckets/coupons/index/count_int/0/49?max_results=200";
+    for _ in 0..100 {
+        let path = match &continuation {
+            None => first.to_string(),
+            Some(c) => format!("{first}&continuation={}", url_encoded(c)),
+        };
+        let r = node.http("GET", &path, &[], b"");
+        assert_eq!(r.status, 200, "{path} on {backend}: {}", r.text());
+        let page: Value = serde_json::from_slice(&r.body).unwrap();
+        let got = page["keys"].as_array().unwrap();
+        assert!(got.len() <= 200);
+        keys.extend(got.iter().map(|k| k.as_str().unwrap().to_string()));
+        continuation = page["continuation"].as_str().map(str::to_string);
+        if continuation.is_none() {
+            break;
+        }
+    }
+    let set: BTreeSet<String> = keys.iter().cloned().collect();
+    assert_eq!(set.len(), keys.len(), "a key paged twice on {backend}");
+    assert_eq!(set, expected(|i| i % 100 < 50), "HTTP pages on {backend}");
+}
+
+/// `text` as a URL query value.
+fn url_encoded(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b.is_ascii_alphanumeric() {
+            true => out.push(b as char),
+            false => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
 
 /// A multi-get of 200 coupons over HTTP: each found, with its value.
@@ -140,24 +205,43 @@ async fn check_pb(node: &TestNode, backend: &str) {
     let set: BTreeSet<String> = keys.iter().cloned().collect();
     assert_eq!(set.len(), keys.len(), "a key paged twice on {backend}");
     assert_eq!(set, expected(|i| i % 100 < 50), "paged range on {backend}");
+    let streamed = RpbIndexReq {
+        bucket: b"coupons".to_vec(),
+        index: b"aff_bin".to_vec(),
+        qtype: 0,
+        key: Some(b"a3".to_vec()),
+        stream: Some(true),
+        ..Default::default()
+    };
+    let frames = c.index(&streamed).await.expect("streamed index query");
+    let keys: BTreeSet<String> = frames
+        .iter()
+        .flat_map(|f| f.keys.iter())
+        .map(|k| String::from_utf8(k.clone()).unwrap())
+        .collect();
+    assert_eq!(keys, expected(|i| i % 7 == 3), "PB stream on {backend}");
     let answer = pb_mapred(&mut c, JS_PER_AFFILIATE).await;
     assert_eq!(Value::Array(answer), per_affiliate(), "PB JS on {backend}");
 }
 
 #[test]
-fn every_backend_answers_every_query_on_a_dev_cluster() {
+fn every_backend_answers_every_query_on_one_node_and_a_dev_cluster() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     for backend in BACKENDS {
-        let nodes = form_with(3, &[("EDDY_STORAGE_BACKEND", backend)], SETTLE);
-        store(&nodes);
-        check_round(&nodes);
-        for node in &nodes {
-            check_mapreduce(node, backend);
-            check_multi_get(node, backend);
-            rt.block_on(check_pb(node, backend));
+        for count in [1, 3] {
+            let nodes = form_with(count, &[("EDDY_STORAGE_BACKEND", backend)], SETTLE);
+            store(&nodes);
+            check_round(&nodes);
+            let on = format!("{backend}, {count} node(s)");
+            for node in &nodes {
+                check_index_options(node, &on);
+                check_mapreduce(node, &on);
+                check_multi_get(node, &on);
+                rt.block_on(check_pb(node, &on));
+            }
         }
     }
 }

@@ -155,9 +155,13 @@ pub fn form(count: usize, deadline: Duration) -> Vec<TestNode> {
     form_with(count, &[], deadline)
 }
 
-/// [`form`] with `extra` settings on every node.
+/// [`form`] with `extra` settings on every node; a count of 1 is dev1
+/// alone, a one-member ring.
 pub fn form_with(count: usize, extra: &[(&str, &str)], deadline: Duration) -> Vec<TestNode> {
     let nodes: Vec<TestNode> = (1..=count).map(|i| TestNode::start_dev(i, extra)).collect();
+    if count == 1 {
+        return nodes;
+    }
     for n in &nodes[1..] {
         n.join(&nodes[0]);
     }
