@@ -106,7 +106,7 @@ pub(crate) async fn run(h: Arc<Handoffs>, t: Arc<Outgoing>) {
     t.status.set_state(TransferState::Running);
     t.watched.track();
     let sent = retry(&h, &t, || send_and_finish(&h, &t, true));
-    if !sent.await {
+    if sent.await.is_none() {
         return;
     }
     match t.kind {
@@ -152,29 +152,44 @@ async fn follow_handed(h: Arc<Handoffs>, t: Arc<Outgoing>) {
     }
 }
 
-/// Seals the vnode, sends what was written until then, and drops it.
+/// Seals the vnode, sends what was written until then, and drops it
+/// (unless the partition moved here meanwhile: [`seal_and_drop`]).
 pub(crate) async fn retire(h: Arc<Handoffs>, t: Arc<Outgoing>) {
-    if retry(&h, &t, || seal_and_drop(&h, &t)).await {
-        t.watched.untrack();
-        t.status.set_state(TransferState::Dropped);
-        tracing::info!(partition = t.partition.0, to = %t.to, "handed-off vnode dropped");
+    let Some(retired) = retry(&h, &t, || seal_and_drop(&h, &t)).await else {
+        return;
+    };
+    t.watched.untrack();
+    t.status.set_state(TransferState::Dropped);
+    let (partition, to) = (t.partition.0, &t.to);
+    match retired {
+        Retired::Dropped => tracing::info!(partition, %to, "handed-off vnode dropped"),
+        Retired::Kept => {
+            tracing::info!(partition, %to, "fallback vnode kept: the partition moves here")
+        }
     }
 }
 
-/// Runs `step` until it succeeds, pausing after each failure; false if
+/// How a retirement ended.
+enum Retired {
+    Dropped,
+    /// The vnode stays: the partition moved to this node meanwhile.
+    Kept,
+}
+
+/// Runs `step` until it succeeds, pausing after each failure; `None` if
 /// the node stopped first.
-async fn retry<F, Fut>(h: &Handoffs, t: &Outgoing, mut step: F) -> bool
+async fn retry<T, F, Fut>(h: &Handoffs, t: &Outgoing, mut step: F) -> Option<T>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Step>,
+    Fut: Future<Output = Result<T, String>>,
 {
     let mut pause = h.config.retry_min;
     loop {
         if h.stopping() {
-            return false;
+            return None;
         }
         match step().await {
-            Ok(()) => return true,
+            Ok(done) => return Some(done),
             Err(e) => {
                 tracing::info!(partition = t.partition.0, to = %t.to, "handoff paused: {e}");
                 t.status.failed(e);
@@ -310,8 +325,9 @@ async fn drain(h: &Handoffs, t: &Outgoing, s: &mut Stream) -> Result<bool, Strin
 }
 
 /// The last round: with the backend sealed, sends what was written, then
-/// finishes and drops the vnode.
-async fn seal_and_drop(h: &Arc<Handoffs>, t: &Outgoing) -> Step {
+/// finishes and drops the vnode, or keeps a fallback's whose partition
+/// moved here meanwhile.
+async fn seal_and_drop(h: &Arc<Handoffs>, t: &Outgoing) -> Result<Retired, String> {
     let _round = t.rounds.lock().await;
     let mut s = send_all(h, t, true).await?;
     let watched = t.watched.clone();
@@ -340,15 +356,12 @@ async fn seal_and_drop(h: &Arc<Handoffs>, t: &Outgoing) -> Step {
             // just finished (which this node's ring, behind the sender's,
             // may not say yet), or the ring now gives this node the
             // partition. Its data stays.
-            tracing::info!(
-                partition = p.0,
-                "fallback vnode kept: the partition moves here"
-            );
             t.watched.unseal();
-            return Ok(());
+            return Ok(Retired::Kept);
         }
         let (hs, vnode, p) = (h.clone(), t.vnode.clone(), t.partition);
-        blocking(h, move || finish::drop_vnode(&hs, &node, p, &vnode)).await
+        blocking(h, move || finish::drop_vnode(&hs, &node, p, &vnode)).await?;
+        Ok(Retired::Dropped)
     };
     let result = sealed.await;
     if result.is_err() {
