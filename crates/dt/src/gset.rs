@@ -1,0 +1,43 @@
+//! The grow-only set (riak_dt_gset): members are only added; a merge is
+//! the union; the value is the members in byte order.
+
+use std::collections::BTreeSet;
+
+/// A grow-only set's state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GSet {
+    members: BTreeSet<Vec<u8>>,
+}
+
+impl GSet {
+    pub fn new() -> GSet {
+        GSet::default()
+    }
+
+    /// Adds `member` (already there: nothing changes).
+    pub fn add(&mut self, member: &[u8]) {
+        if !self.members.contains(member) {
+            self.members.insert(member.to_vec());
+        }
+    }
+
+    /// Takes in `other`'s members.
+    pub fn merge(&mut self, other: &GSet) {
+        for m in &other.members {
+            self.add(m);
+        }
+    }
+
+    /// The members, in byte order.
+    pub fn value(&self) -> impl Iterator<Item = &[u8]> {
+        self.members.iter().map(Vec::as_slice)
+    }
+
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+}

@@ -1,0 +1,25 @@
+//! Riak's data types (CRDTs) as pure state, with Riak's semantics
+//! (design note 019 §3): what an operation does at the coordinating
+//! replica, how two replicas' states merge, and the value a client reads.
+//! Nothing here knows of storage, wire formats or vnodes.
+//!
+//! - [`PnCounter`]: a top-level counter (riak_dt_pncounter): per actor the
+//!   increments and decrements it made.
+//! - [`GSet`]: a grow-only set (riak_dt_gset).
+//! - [`Orswot`]: an add-wins set without tombstones (riak_dt_orswot): a
+//!   version vector, one dot per actor per element, and the removes whose
+//!   context the set has not seen yet (deferred).
+//!
+//! Invariants every type keeps (property-tested in `tests/laws.rs`):
+//! merge is commutative, associative and idempotent; applying an
+//! operation then merging equals merging then applying; replicas that saw
+//! the same operations in any order of delivery read the same value.
+
+mod counter;
+mod gset;
+mod orswot;
+
+pub use counter::{CounterError, PnCounter};
+pub use eddy_object::{Actor, Dot, VersionVector};
+pub use gset::GSet;
+pub use orswot::{Orswot, Precondition};
