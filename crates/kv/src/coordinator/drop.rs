@@ -136,8 +136,13 @@ impl Node {
 }
 
 /// Drops each generation of `bucket` before `generation` that `vnode`
-/// holds an object of; true if it held any.
+/// holds an object of; true if it held any. The sweep holds the vnode as
+/// a fold does, so a drop of the vnode (after a handoff) waits for it; a
+/// vnode already closing is passed over: its data goes with it.
 fn sweep_vnode(vnode: &VnodeHandle, bucket: &BucketRef, generation: u64) -> Result<bool, KvError> {
+    let Some(_open) = vnode.begin_fold() else {
+        return Ok(false);
+    };
     let backend = vnode.backend();
     let mut held = false;
     for earlier in 0..generation {
