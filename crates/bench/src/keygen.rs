@@ -155,7 +155,13 @@ impl KeyGen {
         let w = worker as u64 % space.workers;
         let slice =
             |i: u64| (u128::from(space.max) * u128::from(i) / u128::from(space.workers)) as u64;
-        let (lo, hi) = (slice(w), slice(w + 1));
+        let (mut lo, mut hi) = (slice(w), slice(w + 1));
+        if lo == hi && !space.once && space.max > 0 {
+            // More workers than keys: this worker's slice is empty, so it
+            // shares one key with another instead of finding none.
+            lo = w % space.max;
+            hi = lo + 1;
+        }
         KeyGen {
             space,
             lo,
@@ -433,6 +439,20 @@ mod tests {
         let mut out = b"stale".to_vec();
         space.encode(42, &mut out);
         assert_eq!(out, b"42", "encode clears the buffer first");
+    }
+
+    #[test]
+    fn a_partitioned_worker_beyond_the_keys_shares_one() {
+        let s = space(KeyGenerator::PartitionedSequentialInt, Some(3), 16);
+        let mut g = KeyGen::new(s, 10);
+        let mut rng = SmallRng::seed_from_u64(1);
+        for _ in 0..5 {
+            assert_eq!(
+                g.next_read(&mut rng),
+                Some(1),
+                "worker 10 of 16 over 3 keys"
+            );
+        }
     }
 
     proptest! {
