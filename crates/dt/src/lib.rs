@@ -15,11 +15,18 @@
 //! operation then merging equals merging then applying; replicas that saw
 //! the same operations in any order of delivery read the same value.
 
+pub mod codec;
 mod counter;
 mod gset;
+mod op;
 mod orswot;
 
+pub use codec::DecodeError;
 pub use counter::{CounterError, PnCounter};
 pub use eddy_object::{Actor, Dot, VersionVector};
 pub use gset::GSet;
+pub use op::{
+    DataType, DtError, Field, FieldOp, FieldType, FieldValue, FlagOp, MAP_DEPTH_MAX, MapOp,
+    MapUpdate, Op, SetOp, Value,
+};
 pub use orswot::{Orswot, Precondition};
