@@ -9,6 +9,12 @@
 //! - [`Orswot`]: an add-wins set without tombstones (riak_dt_orswot): a
 //!   version vector, one dot per actor per element, and the removes whose
 //!   context the set has not seen yet (deferred).
+//! - [`Hll`]: a HyperLogLog (riak_kv_hll): an estimate of the number of
+//!   distinct elements added, in 2^p one-byte registers.
+//!
+//! Each state writes and reads its stored body (`encode`, `decode`) with
+//! the building blocks of [`codec`]; docs/formats/datatypes.md describes
+//! the bytes.
 //!
 //! Invariants every type keeps (property-tested in `tests/laws.rs`):
 //! merge is commutative, associative and idempotent; applying an
@@ -18,6 +24,7 @@
 pub mod codec;
 mod counter;
 mod gset;
+mod hll;
 mod op;
 mod orswot;
 
@@ -25,6 +32,7 @@ pub use codec::DecodeError;
 pub use counter::{CounterError, PnCounter};
 pub use eddy_object::{Actor, Dot, VersionVector};
 pub use gset::GSet;
+pub use hll::{HLL_PRECISION_DEFAULT, HLL_PRECISION_MAX, HLL_PRECISION_MIN, Hll, HllError};
 pub use op::{
     DataType, DtError, Field, FieldOp, FieldType, FieldValue, FlagOp, MAP_DEPTH_MAX, MapOp,
     MapUpdate, Op, SetOp, Value,

@@ -264,9 +264,9 @@ pub enum DtError {
 impl fmt::Display for DtError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DtError::Overflow => f.write_str(
-                "counter overflow: the value must stay within a signed 64-bit integer",
-            ),
+            DtError::Overflow => {
+                f.write_str("counter overflow: the value must stay within a signed 64-bit integer")
+            }
             DtError::NotPresent(m) => write!(
                 f,
                 "precondition: {{not_present, {:?}}}: a remove without a context needs the member",
@@ -279,7 +279,10 @@ impl fmt::Display for DtError {
                 field.kind.name()
             ),
             DtError::WrongType { op, datatype } => {
-                write!(f, "Operation type is `{op}` but bucket type is `{datatype}`.")
+                write!(
+                    f,
+                    "Operation type is `{op}` but bucket type is `{datatype}`."
+                )
             }
             DtError::TooDeep { depth } => write!(
                 f,
