@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 
 use eddy_object::Actor;
 
+use crate::codec::{DecodeError, Reader, Writer};
+
 /// A counter's state.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PnCounter {
@@ -87,6 +89,28 @@ impl PnCounter {
     /// Each actor's (increments, decrements), by actor.
     pub fn totals(&self) -> impl Iterator<Item = (Actor, u64, u64)> + '_ {
         self.totals.iter().map(|(&a, &(i, d))| (a, i, d))
+    }
+
+    /// Writes the state (docs/formats/datatypes.md): the actor table, then
+    /// for each actor in its order the increments and the decrements.
+    pub fn encode(&self, w: &mut Writer) {
+        w.actor_table(self.totals.keys().copied());
+        for &(inc, dec) in self.totals.values() {
+            w.varint(inc);
+            w.varint(dec);
+        }
+    }
+
+    /// Reads a state [`PnCounter::encode`] wrote.
+    pub fn decode(r: &mut Reader) -> Result<PnCounter, DecodeError> {
+        let table = r.actor_table()?;
+        let mut totals = BTreeMap::new();
+        for actor in table.0 {
+            let inc = r.varint()?;
+            let dec = r.varint()?;
+            totals.insert(actor, (inc, dec));
+        }
+        Ok(PnCounter { totals })
     }
 }
 

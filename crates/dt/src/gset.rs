@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::codec::{DecodeError, Reader, Writer};
+
 /// A grow-only set's state.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GSet {
@@ -39,5 +41,29 @@ impl GSet {
 
     pub fn is_empty(&self) -> bool {
         self.members.is_empty()
+    }
+
+    /// Writes the state (docs/formats/datatypes.md): the number of
+    /// members, then each member as length-prefixed bytes, in byte order.
+    pub fn encode(&self, w: &mut Writer) {
+        w.len(self.members.len());
+        self.members.iter().for_each(|m| w.bytes(m));
+    }
+
+    /// Reads a state [`GSet::encode`] wrote: members strictly increasing.
+    pub fn decode(r: &mut Reader) -> Result<GSet, DecodeError> {
+        let n = r.count(1)?;
+        let mut members = BTreeSet::new();
+        for _ in 0..n {
+            let m = r.bytes()?;
+            if members
+                .last()
+                .is_some_and(|last: &Vec<u8>| last.as_slice() >= m)
+            {
+                return Err(DecodeError("gset members not sorted"));
+            }
+            members.insert(m.to_vec());
+        }
+        Ok(GSet { members })
     }
 }

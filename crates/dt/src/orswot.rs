@@ -21,6 +21,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use eddy_object::{Actor, Dot, VersionVector};
 
+use crate::codec::{ActorTable, DecodeError, Reader, Writer};
+
 /// Dots of one member: actor → counter.
 type Dots = BTreeMap<Actor, u64>;
 
@@ -182,6 +184,118 @@ impl Orswot {
             }
         }
     }
+}
+
+/// The stored body (docs/formats/datatypes.md).
+impl Orswot {
+    /// Writes the state: the actor table, the clock, the members in byte
+    /// order each with its dots, then the deferred removes by context.
+    pub fn encode(&self, w: &mut Writer) {
+        let actors = (self.clock.entries().iter().map(|&(a, _)| a))
+            .chain(self.members.values().flat_map(|d| d.keys().copied()))
+            .chain(self.deferred.keys().flat_map(|c| c.iter().map(|&(a, _)| a)));
+        let table = w.actor_table(actors);
+        w.clock(&table, &self.clock);
+        w.len(self.members.len());
+        for (member, dots) in &self.members {
+            w.bytes(member);
+            w.len(dots.len());
+            for (&actor, &counter) in dots {
+                w.actor(&table, actor);
+                w.varint(counter);
+            }
+        }
+        w.len(self.deferred.len());
+        for (context, members) in &self.deferred {
+            w.clock(
+                &table,
+                &VersionVector::from_entries(context.iter().copied()),
+            );
+            w.len(members.len());
+            members.iter().for_each(|m| w.bytes(m));
+        }
+    }
+
+    /// Reads a state [`Orswot::encode`] wrote, refusing what no set could
+    /// hold: members out of order, a member without dots or with a dot its
+    /// clock has not seen, a deferred remove whose context the clock
+    /// already descends.
+    pub fn decode(r: &mut Reader) -> Result<Orswot, DecodeError> {
+        let table = r.actor_table()?;
+        let clock = r.clock(&table)?;
+        let mut members = BTreeMap::new();
+        for _ in 0..r.count(2)? {
+            let member = r.bytes()?;
+            if members
+                .last_key_value()
+                .is_some_and(|(last, _): (&Vec<u8>, _)| last.as_slice() >= member)
+            {
+                return Err(DecodeError("set members not sorted"));
+            }
+            members.insert(member.to_vec(), decode_dots(r, &table, &clock)?);
+        }
+        let mut deferred = BTreeMap::new();
+        for _ in 0..r.count(2)? {
+            let context = r.clock(&table)?;
+            if clock.descends(&context) {
+                return Err(DecodeError(
+                    "deferred remove of a context the clock has seen",
+                ));
+            }
+            let context = context.entries().to_vec();
+            if deferred
+                .last_key_value()
+                .is_some_and(|(last, _): (&Vec<(Actor, u64)>, _)| *last >= context)
+            {
+                return Err(DecodeError("deferred contexts not sorted"));
+            }
+            let mut names = BTreeSet::new();
+            for _ in 0..r.count(1)? {
+                let name = r.bytes()?;
+                if names
+                    .last()
+                    .is_some_and(|last: &Vec<u8>| last.as_slice() >= name)
+                {
+                    return Err(DecodeError("deferred members not sorted"));
+                }
+                names.insert(name.to_vec());
+            }
+            deferred.insert(context, names);
+        }
+        Ok(Orswot {
+            clock,
+            members,
+            deferred,
+        })
+    }
+}
+
+/// One member's dots: at least one, actors increasing, each seen by `clock`.
+fn decode_dots(
+    r: &mut Reader,
+    table: &ActorTable,
+    clock: &VersionVector,
+) -> Result<Dots, DecodeError> {
+    let n = r.count(2)?;
+    if n == 0 {
+        return Err(DecodeError("set member without dots"));
+    }
+    let mut dots = Dots::new();
+    for _ in 0..n {
+        let actor = r.actor(table)?;
+        let counter = r.varint()?;
+        if dots
+            .last_key_value()
+            .is_some_and(|(&last, _)| last >= actor)
+        {
+            return Err(DecodeError("dots not sorted"));
+        }
+        if counter == 0 || !clock.covers(Dot { actor, counter }) {
+            return Err(DecodeError("dot not covered by the set's clock"));
+        }
+        dots.insert(actor, counter);
+    }
+    Ok(dots)
 }
 
 /// One member's dots after a merge of its two sides (either may lack it).
