@@ -1,7 +1,7 @@
 //! Riak's data types (CRDTs) as pure state, with Riak's semantics
 //! (design note 019 §3): what an operation does at the coordinating
 //! replica, how two replicas' states merge, and the value a client reads.
-//! Nothing here knows of storage, wire formats or vnodes.
+//! Nothing here knows of backends, PB or HTTP, or vnodes.
 //!
 //! - [`PnCounter`]: a top-level counter (riak_dt_pncounter): per actor the
 //!   increments and decrements it made.
@@ -16,7 +16,8 @@
 //! the building blocks of [`codec`]; docs/formats/datatypes.md describes
 //! the bytes.
 //!
-//! Invariants every type keeps (property-tested in `tests/laws.rs`):
+//! Invariants every type keeps (property-tested in `tests/laws.rs` and
+//! `tests/hll_laws.rs`):
 //! merge is commutative, associative and idempotent; applying an
 //! operation then merging equals merging then applying; replicas that saw
 //! the same operations in any order of delivery read the same value.
