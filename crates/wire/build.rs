@@ -15,6 +15,7 @@ use std::path::PathBuf;
 const PROTOS: &[&str] = &[
     "proto/riak.proto",
     "proto/riak_kv.proto",
+    "proto/riak_dt.proto",
     "proto/eddy.proto",
 ];
 

@@ -25,6 +25,9 @@ BUCKET_TYPES = {
     "write_once": {"write_once": True},
     "pytest": {"allow_mult": True},
     "maps": {"datatype": "map"},
+    "counters": {"datatype": "counter"},
+    "sets": {"datatype": "set"},
+    "hlls": {"datatype": "hll"},
 }
 
 # The client's test modules that exercise what Eddy serves today.
@@ -38,11 +41,11 @@ MODULES = [
     "riak.tests.test_util",
     "riak.tests.test_2i",
     "riak.tests.test_mapreduce",
+    "riak.tests.test_datatypes",
 ]
 
 # Tests of features Eddy does not serve yet: test id suffix -> reason.
 NOT_SERVED = {
-    "CounterTests.test_counter_ops": "Riak 1.4 counters (RpbCounterUpdate, code 50) are not served yet",
 }
 
 # Tests whose assumptions about their surroundings do not hold here.
@@ -68,6 +71,7 @@ def configure(protocol, pb_port, http_port):
             "RUN_RESOLVE": "1",
             "RUN_INDEXES": "1",
             "RUN_MAPREDUCE": "1",
+            "RUN_DATATYPES": "1",
         }
     )
 

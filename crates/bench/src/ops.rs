@@ -24,11 +24,17 @@ pub enum OpKind {
     MultiPut,
     /// A MapReduce job.
     Mapreduce,
+    /// Increment a counter (a data type update of the run's bucket, whose
+    /// type must have `datatype = counter`) by one.
+    CounterIncr,
+    /// Add one random member to a set (a data type update; the type must
+    /// have `datatype = set`).
+    SetAdd,
 }
 
 impl OpKind {
     /// Every operation, in report order.
-    pub const ALL: [OpKind; 8] = [
+    pub const ALL: [OpKind; 10] = [
         OpKind::Get,
         OpKind::Put,
         OpKind::Update,
@@ -37,6 +43,8 @@ impl OpKind {
         OpKind::MultiGet,
         OpKind::MultiPut,
         OpKind::Mapreduce,
+        OpKind::CounterIncr,
+        OpKind::SetAdd,
     ];
 
     /// The name used in configs, file names and reports.
@@ -50,6 +58,8 @@ impl OpKind {
             OpKind::MultiGet => "multi_get",
             OpKind::MultiPut => "multi_put",
             OpKind::Mapreduce => "mapreduce",
+            OpKind::CounterIncr => "counter_incr",
+            OpKind::SetAdd => "set_add",
         }
     }
 

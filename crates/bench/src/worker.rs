@@ -24,8 +24,10 @@ use rand::rngs::SmallRng;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use rand::Rng;
+
 use crate::config::{MultiGetVia, NotFound};
-use crate::driver::{Conn, Failure, IndexEntry, MultiObject, PutBody};
+use crate::driver::{Conn, DtChange, Failure, IndexEntry, MultiObject, PutBody};
 use crate::keygen::KeyGen;
 use crate::ops::OpKind;
 use crate::window::Recorder;
@@ -258,6 +260,19 @@ pub async fn execute(
             .mapreduce(&plan.mapreduce_job)
             .await
             .map(|()| answered(false)),
+        OpKind::CounterIncr | OpKind::SetAdd => {
+            let Some(n) = s.keys.next_write(&mut s.rng) else {
+                return used_up;
+            };
+            plan.keys.encode(n, &mut s.key);
+            let update = match op {
+                OpKind::CounterIncr => DtChange::Increment(1),
+                _ => DtChange::Add(format!("m{:016x}", s.rng.random::<u64>()).into_bytes()),
+            };
+            conn.dt_update(&s.key, &update)
+                .await
+                .map(|()| answered(false))
+        }
     }
 }
 

@@ -105,15 +105,15 @@ impl Plan {
 /// The round trips an operation makes, with a `value`-byte value and
 /// `batch` keys per multi-key request: an update reads, then writes; a
 /// multi-get sends its keys and gets their values back in one trip, a
-/// multi-put the reverse; a delete, a 2i query and a MapReduce job move
-/// small messages (their replies' sizes depend on the data, which the
+/// multi-put the reverse; a delete, a data type update, a 2i query and a
+/// MapReduce job move small messages (their replies' sizes depend on the data, which the
 /// echo does not have).
 pub fn echo_trips(op: OpKind, value: usize, batch: usize) -> Vec<Trip> {
     match op {
         OpKind::Get => vec![Trip::read(value)],
         OpKind::Put => vec![Trip::write(value)],
         OpKind::Update => vec![Trip::read(value), Trip::write(value)],
-        OpKind::Delete => vec![Trip::write(0)],
+        OpKind::Delete | OpKind::CounterIncr | OpKind::SetAdd => vec![Trip::write(0)],
         OpKind::IndexQuery | OpKind::Mapreduce => vec![Trip::read(0)],
         OpKind::MultiGet | OpKind::MultiPut => {
             let one = match op {

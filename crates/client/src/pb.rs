@@ -25,8 +25,9 @@ use eddy_wire::proto::eddy::{
     EddyMultiPutResp,
 };
 use eddy_wire::proto::{
-    RpbDelReq, RpbErrorResp, RpbGetReq, RpbGetResp, RpbGetServerInfoResp, RpbIndexReq,
-    RpbIndexResp, RpbMapRedReq, RpbMapRedResp, RpbPutReq, RpbPutResp, RpbSetBucketReq,
+    DtFetchReq, DtFetchResp, DtUpdateReq, DtUpdateResp, RpbDelReq, RpbErrorResp, RpbGetReq,
+    RpbGetResp, RpbGetServerInfoResp, RpbIndexReq, RpbIndexResp, RpbMapRedReq, RpbMapRedResp,
+    RpbPutReq, RpbPutResp, RpbSetBucketReq,
 };
 use prost::Message;
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -198,6 +199,18 @@ impl PbClient {
         req: &EddyMultiDelReq,
     ) -> Result<EddyMultiDelResp, PbClientError> {
         self.call(codes::MULTI_DEL_REQ, req, codes::MULTI_DEL_RESP)
+            .await
+    }
+
+    /// `DtUpdateReq` → `DtUpdateResp` (a data type operation).
+    pub async fn dt_update(&mut self, req: &DtUpdateReq) -> Result<DtUpdateResp, PbClientError> {
+        self.call(codes::DT_UPDATE_REQ, req, codes::DT_UPDATE_RESP)
+            .await
+    }
+
+    /// `DtFetchReq` → `DtFetchResp` (a data type value; no `value`: not found).
+    pub async fn dt_fetch(&mut self, req: &DtFetchReq) -> Result<DtFetchResp, PbClientError> {
+        self.call(codes::DT_FETCH_REQ, req, codes::DT_FETCH_RESP)
             .await
     }
 

@@ -11,31 +11,45 @@
 //!   context the set has not seen yet (deferred).
 //! - [`Hll`]: a HyperLogLog (riak_kv_hll): an estimate of the number of
 //!   distinct elements added, in 2^p one-byte registers.
+//! - [`State`]: a value of any of these types, with the operation a
+//!   coordinating replica applies ([`Op`]), the value a client reads
+//!   ([`Value`]) and the stored envelope; [`encode_context`] makes the
+//!   opaque context clients send back with removes.
+//! - [`Map`]: a map (riak_dt_map) of counters, sets, registers, flags and
+//!   nested maps, whose contents all share the map's clock.
 //!
 //! Each state writes and reads its stored body (`encode`, `decode`) with
 //! the building blocks of [`codec`]; docs/formats/datatypes.md describes
 //! the bytes.
 //!
 //! Invariants every type keeps (property-tested in `tests/laws.rs` and
-//! `tests/hll_laws.rs`):
+//! `tests/hll_laws.rs`, `tests/map_laws.rs`):
 //! merge is commutative, associative and idempotent; applying an
 //! operation then merging equals merging then applying; replicas that saw
 //! the same operations in any order of delivery read the same value.
 
 pub mod codec;
+mod context;
 mod counter;
 mod gset;
 mod hll;
+mod map;
 mod op;
+mod op_codec;
 mod orswot;
+mod state;
 
 pub use codec::DecodeError;
+pub use context::{CONTEXT_MAX, ContextError, decode_context, encode_context};
 pub use counter::{CounterError, PnCounter};
 pub use eddy_object::{Actor, Dot, VersionVector};
 pub use gset::GSet;
 pub use hll::{HLL_PRECISION_DEFAULT, HLL_PRECISION_MAX, HLL_PRECISION_MIN, Hll, HllError};
+pub use map::Map;
 pub use op::{
     DataType, DtError, Field, FieldOp, FieldType, FieldValue, FlagOp, MAP_DEPTH_MAX, MapOp,
     MapUpdate, Op, SetOp, Value,
 };
+pub use op_codec::{field_tag, field_type};
 pub use orswot::{Orswot, Precondition};
+pub use state::{FORMAT_VERSION, State};

@@ -256,6 +256,9 @@ fn the_python_riak_clients_own_tests_pass_over_pb_and_http() {
         ("write_once", r#"{"props":{"write_once":true}}"#),
         ("pytest", r#"{"props":{"allow_mult":true}}"#),
         ("maps", r#"{"props":{"datatype":"map"}}"#),
+        ("counters", r#"{"props":{"datatype":"counter"}}"#),
+        ("sets", r#"{"props":{"datatype":"set"}}"#),
+        ("hlls", r#"{"props":{"datatype":"hll"}}"#),
     ] {
         create_active_type(&node, name, props);
     }

@@ -103,6 +103,46 @@ pub enum KvError {
     /// tries answers with it.
     #[error("bucket props changed while the put was coordinated; try again")]
     PropsNewer(Box<PropsEntries>),
+    /// A data type operation was refused (a precondition, an overflow, an
+    /// operation of the wrong type, nesting too deep): nothing changed.
+    #[error("{0}")]
+    Datatype(#[from] eddy_dt::DtError),
+    /// A data type operation's context is corrupt or from another key.
+    #[error("{0}")]
+    DatatypeContext(#[from] eddy_dt::ContextError),
+    /// A stored data type value could not be decoded (it is not used).
+    #[error("stored object is corrupt: {0}")]
+    DatatypeCorrupt(#[from] eddy_dt::DecodeError),
+    /// The bucket cannot take this data type request.
+    #[error("{0}")]
+    DatatypeBucket(#[from] DatatypeBucketError),
+}
+
+/// Why a bucket cannot take a data type request (design note 020), each
+/// worded as Riak words it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DatatypeBucketError {
+    /// A data type request on a bucket type without `allow_mult`.
+    #[error("Bucket must be allow_mult=true")]
+    NotAllowMult,
+    /// A data type request on a bucket type without (or with an unknown)
+    /// `datatype`.
+    #[error("Bucket datatype '{0}' is not a supported type.")]
+    NoDatatype(String),
+    /// A legacy counter on a bucket without `allow_mult`.
+    #[error("Counters require bucket property 'allow_mult=true'")]
+    CountersNeedAllowMult,
+    /// A data type operation other than a counter's on a `default` bucket.
+    #[error("non-counter operation on default bucket")]
+    NonCounterOnDefault,
+    /// A plain object write into a bucket of a data type.
+    #[error(
+        "bucket type `{bucket_type}` holds {datatype} values: write them with data type operations, not a plain object put"
+    )]
+    PlainPut {
+        bucket_type: String,
+        datatype: &'static str,
+    },
 }
 
 /// A malformed key filter is a bad query, its message naming the filter.

@@ -46,6 +46,7 @@ pub mod clock;
 pub mod commitlog;
 pub mod coordinator;
 pub mod core;
+pub mod datatype;
 pub mod error;
 pub mod handoff;
 pub mod index;

@@ -15,8 +15,9 @@ use eddy_kv::remote::wire::{
     STORAGE_ENGINE, WireError,
 };
 use eddy_kv::vnode::msg::{
-    BatchItem, Conditions, Coordinate, FoldChunk, FoldKind, FoldRequest, IndexMapFold, MapFold,
-    PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
+    BatchItem, Conditions, Coordinate, DtUpdate, FoldChunk, FoldKind, FoldRequest, IndexMapFold,
+    MapFold, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest,
+    WritePolicy,
 };
 use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
 use eddy_ring::Partition;
@@ -86,6 +87,7 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
                 if_none_match: false,
                 if_not_modified: Some(vv(&[(11, 2)])),
             },
+            update: None,
         })),
         policy: WritePolicy {
             allow_mult: true,
@@ -155,7 +157,48 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
             "fold-index-map.bin",
             env(18, 8, VnodeRequest::Fold(index_map_fold())),
         ),
+        ("coordinate-dt.bin", env(19, 3, dt_coordinate())),
     ]
+}
+
+/// A coordinated data type update: a set add and remove with a context.
+fn dt_coordinate() -> VnodeRequest {
+    let content = Content {
+        value: Vec::new(),
+        meta: Metadata {
+            vtag: b"v2".to_vec(),
+            last_modified_us: 1_700_000_000_000_001,
+            ..Metadata::default()
+        },
+    };
+    VnodeRequest::Put(PutRequest {
+        key: StorageKey {
+            bucket: b"sets".to_vec(),
+            key: b"s1".to_vec(),
+        },
+        kind: PutKind::Coordinate(Box::new(Coordinate {
+            context: VersionVector::new(),
+            content,
+            conditions: Conditions::default(),
+            update: Some(Box::new(DtUpdate {
+                op: eddy_dt::Op::Set(eddy_dt::SetOp {
+                    adds: vec![b"x".to_vec()],
+                    removes: vec![b"y".to_vec()],
+                }),
+                datatype: eddy_dt::DataType::Set,
+                hll_precision: 14,
+                context: Some(vv(&[(11, 2)])),
+            })),
+        })),
+        policy: WritePolicy {
+            allow_mult: true,
+            last_write_wins: false,
+            max_siblings: 100,
+            write_once: false,
+        },
+        sync: SyncLevel::Durable,
+        props: None,
+    })
 }
 
 fn stamp(time_ms: u64, counter: u32, writer: u64) -> EntryStamp {
@@ -823,6 +866,7 @@ fn put_kind() -> impl Strategy<Value = PutKind> {
                     if_none_match,
                     if_not_modified,
                 },
+                update: None,
             }))
         });
     let replicate = bytes(64).prop_map(|b| PutKind::Replicate { encoded: b.into() });

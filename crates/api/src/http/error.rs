@@ -7,6 +7,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use eddy_kv::KvError;
 use eddy_kv::core::put::PutFailure;
+use eddy_kv::error::DatatypeBucketError;
 use eddy_kv::quorum::QuorumError;
 use eddy_kv::types::RegistryError;
 use eddy_storage::{Resource, StorageError};
@@ -123,6 +124,9 @@ impl From<KvError> for ApiError {
             e @ KvError::AnswerTooLarge { .. } => {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("{e}\n"))
             }
+            KvError::DatatypeBucket(e) => datatype_bucket_error(e),
+            KvError::Datatype(e) => ApiError::bad_request(e.to_string()),
+            KvError::DatatypeContext(e) => ApiError::bad_request(e.to_string()),
             KvError::Storage(StorageError::Exhausted { resource, detail }) => {
                 exhausted(resource, &detail)
             }
@@ -147,6 +151,21 @@ fn exhausted(resource: Resource, detail: &str) -> ApiError {
         Resource::Descriptors | Resource::Memory => StatusCode::SERVICE_UNAVAILABLE,
     };
     ApiError::new(status, format!("{resource} exhausted: {detail}\n"))
+}
+
+/// A bucket that cannot take a data type request, with Riak's statuses
+/// (`riak_kv_wm_crdt`, `riak_kv_wm_counter`); Eddy's own refusals are 400.
+fn datatype_bucket_error(e: DatatypeBucketError) -> ApiError {
+    let status = match e {
+        DatatypeBucketError::NotAllowMult | DatatypeBucketError::NoDatatype(_) => {
+            StatusCode::FORBIDDEN
+        }
+        DatatypeBucketError::CountersNeedAllowMult => StatusCode::CONFLICT,
+        DatatypeBucketError::NonCounterOnDefault | DatatypeBucketError::PlainPut { .. } => {
+            StatusCode::BAD_REQUEST
+        }
+    };
+    ApiError::new(status, e.to_string())
 }
 
 fn registry_error(e: RegistryError) -> ApiError {

@@ -6,7 +6,9 @@
 //! the file that owns that resource: [`object_get`], [`object_put`],
 //! [`object_delete`], [`keys`], [`index`], [`buckets`], [`props`], [`types`],
 //! [`preflist`], [`ping`], [`root`], [`stats`], the cluster admin
-//! resource [`cluster`] and Eddy's multi-key requests [`multi`]. Riak's header formats live in
+//! resource [`cluster`], Eddy's multi-key requests [`multi`], and data
+//! types: [`datatype`] (JSON codec in [`dt_json`]) and Riak 1.4's
+//! [`counter`]. Riak's header formats live in
 //! [`headers`] and [`multipart`], query parameters in [`params`], transfer
 //! codings in [`codings`], and the mapping of errors to status codes and
 //! messages in [`error`].
@@ -22,7 +24,10 @@ pub mod buckets;
 pub mod cluster;
 pub mod codings;
 pub mod conditional;
+pub mod counter;
+pub mod datatype;
 pub mod drop_bucket;
+pub mod dt_json;
 pub mod error;
 pub mod headers;
 pub mod health;

@@ -20,6 +20,8 @@ pub const RESOURCES: &[(&str, &str)] = &[
     ("riak_kv_wm_buckets", "/buckets"),
     ("riak_kv_wm_buckets", "/riak"),
     ("riak_kv_wm_buckets", "/types"),
+    ("riak_kv_wm_counter", "/buckets"),
+    ("riak_kv_wm_crdt", "/types"),
     ("riak_kv_wm_index", "/buckets"),
     ("riak_kv_wm_index", "/types"),
     ("riak_kv_wm_keylist", "/buckets"),

@@ -14,6 +14,8 @@
 //! | `/mapred` | [`mapred`] (POST a MapReduce job) |
 //! | `/buckets/B/multi/OP`, `/types/T/buckets/B/multi/OP` | [`multi`] (Eddy's own: OP is `get`, `put` or `delete`) |
 //! | `/riak/B` | POST: new object; `keys=true\|stream`: [`keys`]; else [`props`] |
+//! | `/types/T/buckets/B/datatypes[/K]` | [`datatype`] (`default` type: 301 to the counter) |
+//! | `/buckets/B/counters/K` | [`counter`] (Riak 1.4's counters) |
 //! | `/types/T/props` | [`types`] |
 //! | `/admin/bucket-types[/T[/activate]]` | [`admin`] (Eddy's own) |
 //! | `/admin/buckets/B`, `/admin/types/T/buckets/B` | [`drop_bucket`] (Eddy's own: DELETE drops the bucket) |
@@ -35,6 +37,8 @@
 //! [`mapred`]: super::mapred
 //! [`multi`]: super::multi
 //! [`types`]: super::types
+//! [`datatype`]: super::datatype
+//! [`counter`]: super::counter
 //! [`admin`]: super::admin
 //! [`drop_bucket`]: super::drop_bucket
 //! [`cluster`]: super::cluster
@@ -54,8 +58,8 @@ use super::multi::{self, MultiOp};
 use super::params::{Query, unquote_plus};
 use super::server::App;
 use super::{
-    buckets, drop_bucket, health, index, keys, mapred, object_delete, object_get, object_put, ping,
-    preflist, props, root, stats, types,
+    buckets, counter, datatype, drop_bucket, health, index, keys, mapred, object_delete,
+    object_get, object_put, ping, preflist, props, root, stats, types,
 };
 
 /// Riak's URL styles (its `api_version`), which shape `Link` and
@@ -104,6 +108,12 @@ pub enum Route {
     Index(Target, Vec<Vec<u8>>),
     /// A multi-key request (Eddy's own).
     Multi(Target, MultiOp),
+    /// A data type value (`None`: POST with a new key).
+    Datatype(BucketRef, Option<Vec<u8>>),
+    /// A data type path in the `default` type: bucket and key.
+    DefaultDatatype(Vec<u8>, Vec<u8>),
+    /// A Riak 1.4 counter.
+    Counter(BucketRef, Vec<u8>),
     /// A bucket type's props.
     TypeProps(String),
     /// A MapReduce job.
@@ -149,6 +159,9 @@ pub async fn handle(app: Arc<App>, req: Request) -> Result<Response, ApiError> {
             index::get(app, t, segments, &query).await
         }
         Route::Multi(t, op) => multi::handle(&app, t, op, &query, req).await,
+        Route::Datatype(bucket, key) => datatype::handle(&app, bucket, key, &query, req).await,
+        Route::DefaultDatatype(b, k) => Ok(datatype::to_legacy_counter(&b, &k)),
+        Route::Counter(bucket, key) => counter::handle(&app, bucket, key, &query, req).await,
         Route::TypeProps(name) => types::handle(&app, &name, req).await,
         Route::MapRed => mapred::handle(app, &query, req).await,
         Route::Admin(route) => admin::handle(&app, route, req).await,
@@ -242,6 +255,9 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
             Route::Index(default(b, Api::Buckets), owned(rest))
         }
         [b"buckets", b, b"multi", op] => Route::Multi(default(b, Api::Buckets), multi_op(op)?),
+        [b"buckets", b, b"counters", k] => {
+            Route::Counter(BucketRef::default_type(b.to_vec()), k.to_vec())
+        }
         [b"types", t, rest @ ..] => typed(type_name(t)?, rest)?,
         [b"admin", b"repair"] => Route::Admin(AdminRoute::Repair),
         [b"admin", b"buckets", b] => Route::DropBucket(BucketRef::default_type(b.to_vec())),
@@ -285,6 +301,13 @@ fn typed(t: String, rest: &[&[u8]]) -> Result<Route, ApiError> {
             Route::Index(target(b), owned(rest))
         }
         [b"buckets", b, b"multi", op] => Route::Multi(target(b), multi_op(op)?),
+        [b"buckets", b, b"datatypes"] => Route::Datatype(BucketRef::typed(&t, b.to_vec()), None),
+        [b"buckets", b, b"datatypes", k] if t == DEFAULT_TYPE => {
+            Route::DefaultDatatype(b.to_vec(), k.to_vec())
+        }
+        [b"buckets", b, b"datatypes", k] => {
+            Route::Datatype(BucketRef::typed(&t, b.to_vec()), Some(k.to_vec()))
+        }
         _ => return Err(no_resource()),
     };
     Ok(route)
@@ -378,6 +401,25 @@ mod tests {
             multi("t", Api::Typed, MultiOp::Delete)
         );
         assert!(parse("/buckets/b/multi/scan").is_err());
+        assert_eq!(
+            parse("/types/sets/buckets/b/datatypes/k%20x").unwrap(),
+            Route::Datatype(
+                BucketRef::typed("sets", b"b".to_vec()),
+                Some(b"k x".to_vec())
+            )
+        );
+        assert_eq!(
+            parse("/types/sets/buckets/b/datatypes").unwrap(),
+            Route::Datatype(BucketRef::typed("sets", b"b".to_vec()), None)
+        );
+        assert_eq!(
+            parse("/types/default/buckets/b/datatypes/k").unwrap(),
+            Route::DefaultDatatype(b"b".to_vec(), b"k".to_vec())
+        );
+        assert_eq!(
+            parse("/buckets/b/counters/k").unwrap(),
+            Route::Counter(BucketRef::default_type(b"b".to_vec()), b"k".to_vec())
+        );
         assert!(parse("/nope").is_err());
     }
 }

@@ -35,6 +35,9 @@ pub enum PbError {
     /// A request's vclock is not a context this node issued.
     #[error("Invalid vclock: {0}")]
     Context(#[from] ContextError),
+    /// A data type request was malformed or refused (its message says why).
+    #[error("{0}")]
+    Datatype(String),
     /// A key-value operation failed.
     #[error("{}", kv_text(.0))]
     Kv(#[from] KvError),

@@ -11,6 +11,8 @@
 //!   reading a frame;
 //! - one file per operation (`ping`, `get`, `put`, …): decode the request
 //!   into `eddy_kv`'s request model, apply it, encode the answer;
+//! - `datatype` and `counter`: data types and Riak 1.4's counters, with
+//!   `dt_codec` translating their operations and values;
 //! - [`error`]: every failure as the text Riak would send;
 //! - `props`, `content`, `request`: translations shared by operations.
 //!
@@ -23,7 +25,10 @@ mod bucket_props;
 mod bucket_type;
 mod client_id;
 mod content;
+mod counter;
+mod datatype;
 mod delete;
+mod dt_codec;
 pub mod error;
 mod get;
 mod index;

@@ -27,8 +27,8 @@ use tokio::task::JoinSet;
 use super::error::PbError;
 use super::read::ReadError;
 use super::{
-    bucket_props, bucket_type, client_id, delete, get, index, list_buckets, list_keys, mapred,
-    multi, ping, preflist, put, server_info,
+    bucket_props, bucket_type, client_id, counter, datatype, delete, get, index, list_buckets,
+    list_keys, mapred, multi, ping, preflist, put, server_info,
 };
 use crate::net::{AcceptBackoff, ConnectionTable, RequestBudget, Slot, catch_panic};
 
@@ -364,6 +364,10 @@ async fn dispatch(session: &mut Session, out: &mut Outbox, frame: Frame) -> Resu
         codes::GET_BUCKET_TYPE_REQ => bucket_type::get(session, out, body),
         codes::SET_BUCKET_TYPE_REQ => bucket_type::set(session, out, body).await,
         codes::GET_BUCKET_KEY_PREFLIST_REQ => preflist::handle(session, out, body),
+        codes::DT_FETCH_REQ => datatype::fetch(session, out, body).await,
+        codes::DT_UPDATE_REQ => datatype::update(session, out, body).await,
+        codes::COUNTER_UPDATE_REQ => counter::update(session, out, body).await,
+        codes::COUNTER_GET_REQ => counter::get(session, out, body).await,
         codes::MULTI_GET_REQ => multi::get(session, out, body).await,
         codes::MULTI_PUT_REQ => multi::put(session, out, body).await,
         codes::MULTI_DEL_REQ => multi::delete(session, out, body).await,

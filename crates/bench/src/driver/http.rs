@@ -15,7 +15,7 @@ use eddy_wire::Quorum;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_encode};
 use reqwest::{Client, Method, StatusCode};
 
-use super::{DriverOptions, Failure, Fetched, IndexLookup, MultiObject, PutBody};
+use super::{DriverOptions, DtChange, Failure, Fetched, IndexLookup, MultiObject, PutBody};
 use crate::config::BucketProps;
 
 /// Bytes kept literal in a path segment (Riak decodes `+` as a space, so
@@ -234,6 +234,47 @@ impl HttpConn {
         }
         let body = resp.bytes().await.map_err(|e| Failure::from_http(&e))?;
         multi::parse_results(&body).map_err(|_| Failure::new("protocol", false))
+    }
+
+    /// A data type update: JSON to `/types/T/buckets/B/datatypes/K`, or
+    /// a legacy counter's decimal body to `/buckets/B/counters/K` for the
+    /// `default` type.
+    pub async fn dt_update(&mut self, key: &[u8], change: &DtChange) -> Result<(), Failure> {
+        let o = &self.options.request;
+        let params = [("w", qs(o.w)), ("dw", qs(o.dw)), ("pw", qs(o.pw))];
+        let legacy = self.options.target.bucket_type.is_none();
+        let (path, content_type, body) = match (change, legacy) {
+            (DtChange::Increment(n), true) => ("counters", "text/plain", n.to_string()),
+            (DtChange::Increment(n), false) => (
+                "datatypes",
+                "application/json",
+                serde_json::json!({ "increment": n }).to_string(),
+            ),
+            (DtChange::Add(m), _) => (
+                "datatypes",
+                "application/json",
+                serde_json::json!({ "add": String::from_utf8_lossy(m) }).to_string(),
+            ),
+        };
+        let base = match legacy {
+            true => format!(
+                "{}/buckets/{}",
+                self.root,
+                seg(self.options.target.bucket.as_bytes())
+            ),
+            false => self.base.clone(),
+        };
+        let url = with_params(format!("{base}/{path}/{}", seg(key)), &params);
+        let req = self
+            .client
+            .post(url)
+            .header("content-type", content_type)
+            .body(body);
+        let (status, resp) = self.send(req).await?;
+        match status.as_u16() {
+            200 | 204 => Self::drain(resp).await,
+            _ => Err(Self::refused(status, resp).await),
+        }
     }
 
     pub async fn mapreduce(&mut self, job: &str) -> Result<(), Failure> {

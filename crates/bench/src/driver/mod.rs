@@ -74,6 +74,15 @@ pub struct PutBody<'a> {
     pub vclock: Option<&'a [u8]>,
 }
 
+/// A data type update.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DtChange {
+    /// Add this to a counter.
+    Increment(i64),
+    /// Add this member to a set.
+    Add(Vec<u8>),
+}
+
 /// One object of a multi-put.
 #[derive(Clone, Debug)]
 pub struct MultiObject<'a> {
@@ -168,6 +177,14 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.multi_put(objects).await,
             Conn::Http(c) => c.multi_put(objects).await,
+        }
+    }
+
+    /// Applies a data type update to `key` (without `return_body`).
+    pub async fn dt_update(&mut self, key: &[u8], change: &DtChange) -> Result<(), Failure> {
+        match self {
+            Conn::Pb(c) => c.dt_update(key, change).await,
+            Conn::Http(c) => c.dt_update(key, change).await,
         }
     }
 

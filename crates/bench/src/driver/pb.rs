@@ -7,11 +7,13 @@ use eddy_client::pb::PbClient;
 use eddy_wire::Quorum;
 use eddy_wire::proto::eddy::{EddyMultiGetReq, EddyMultiPutReq, EddyPutObject};
 use eddy_wire::proto::{
-    RpbBucketProps, RpbContent, RpbDelReq, RpbGetReq, RpbIndexReq, RpbMapRedReq, RpbPair,
-    RpbPutReq, RpbSetBucketReq, rpb_index_req::IndexQueryType,
+    CounterOp, DtOp, DtUpdateReq, RpbBucketProps, RpbContent, RpbDelReq, RpbGetReq, RpbIndexReq,
+    RpbMapRedReq, RpbPair, RpbPutReq, RpbSetBucketReq, SetOp, rpb_index_req::IndexQueryType,
 };
 
-use super::{DriverOptions, Failure, Fetched, IndexEntry, IndexLookup, MultiObject, PutBody};
+use super::{
+    DriverOptions, DtChange, Failure, Fetched, IndexEntry, IndexLookup, MultiObject, PutBody,
+};
 use crate::config::BucketProps;
 
 /// One PB connection.
@@ -182,6 +184,37 @@ impl PbConn {
         let resp = self.client.multi_put(&req).await.map_err(fail)?;
         let results = resp.results.into_iter().map(KeyResult::from_pb);
         super::tally(results, expected).map(drop)
+    }
+
+    pub async fn dt_update(&mut self, key: &[u8], change: &DtChange) -> Result<(), Failure> {
+        let o = &self.options.request;
+        let op = match change {
+            DtChange::Increment(n) => DtOp {
+                counter_op: Some(CounterOp {
+                    increment: Some(*n),
+                }),
+                ..Default::default()
+            },
+            DtChange::Add(member) => DtOp {
+                set_op: Some(SetOp {
+                    adds: vec![member.clone()],
+                    removes: vec![],
+                }),
+                ..Default::default()
+            },
+        };
+        let req = DtUpdateReq {
+            bucket: self.bucket(),
+            key: Some(key.to_vec()),
+            r#type: self.bucket_type().unwrap_or_else(|| b"default".to_vec()),
+            op,
+            w: q(o.w),
+            dw: q(o.dw),
+            pw: q(o.pw),
+            return_body: Some(false),
+            ..Default::default()
+        };
+        self.client.dt_update(&req).await.map(drop).map_err(fail)
     }
 
     pub async fn mapreduce(&mut self, job: &str) -> Result<(), Failure> {

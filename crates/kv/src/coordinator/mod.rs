@@ -3,6 +3,7 @@
 //! until the core has an answer or the deadline passes, and answers.
 
 pub mod coverage;
+pub mod datatype;
 pub mod delete;
 pub mod drop;
 pub mod get;

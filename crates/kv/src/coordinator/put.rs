@@ -46,6 +46,9 @@ impl Node {
     pub async fn put(self: &Arc<Self>, req: PutRequest) -> Result<PutResponse, KvError> {
         NodeCounters::bump(&self.counters.puts);
         let resolved = self.props_entries(&req.bucket)?;
+        if !req.content.meta.deleted {
+            refuse_plain_put(&req.bucket, &resolved.0)?;
+        }
         let key = req.key.clone().unwrap_or_else(generate_key);
         self.check_key(&key)?;
         let coordinate = self.client_write(req.context, req.content, &req.options)?;
@@ -87,6 +90,7 @@ impl Node {
             context: context.unwrap_or_default(),
             content,
             conditions,
+            update: None,
         })
     }
 
@@ -339,6 +343,12 @@ impl PutFsm<'_> {
             true => write.client.clone(),
             false => None,
         };
+        // A data type operation is not idempotent: after an answer that
+        // leaves open whether the vnode applied it (its node became
+        // unreachable while the request was out), sending it to another
+        // replica could apply it twice. It fails instead (Riak's
+        // `retry_put_coordinator_failure=false` for data types).
+        let idempotent = write.client.as_ref().is_none_or(|c| c.update.is_none());
         let mut tries = 1;
         loop {
             let (tx, mut rx) = unbounded_channel::<Reply>();
@@ -359,7 +369,12 @@ impl PutFsm<'_> {
                     );
                     return Ok((tx, rx, coordinated));
                 }
-                Err(e) if moving(&e) && tries < self.preflist.len() && spare.is_some() => {
+                Err(e)
+                    if moving(&e)
+                        && (idempotent || !matches!(e, KvError::Unreachable(_)))
+                        && tries < self.preflist.len()
+                        && spare.is_some() =>
+                {
                     tracing::debug!(partition = to.partition.0, "coordinating elsewhere: {e}");
                     tries += 1;
                     self.first = (self.first + 1) % self.preflist.len();
@@ -547,7 +562,25 @@ fn random_base62(len: usize) -> Vec<u8> {
 }
 
 /// A server-generated key, like Riak's: 27 random base-62 characters.
-fn generate_key() -> Vec<u8> {
+/// A plain object put into a bucket of a data type is refused: its value
+/// would be a sibling no data type read could use (design note 020).
+/// Deletes (tombstones) are plain KV requests and pass.
+pub(super) fn refuse_plain_put(bucket: &BucketRef, props: &BucketProps) -> Result<(), KvError> {
+    let Some(datatype) = props
+        .datatype
+        .as_deref()
+        .and_then(eddy_dt::DataType::from_name)
+    else {
+        return Ok(());
+    };
+    Err(crate::error::DatatypeBucketError::PlainPut {
+        bucket_type: bucket.bucket_type.clone(),
+        datatype: datatype.name(),
+    }
+    .into())
+}
+
+pub(super) fn generate_key() -> Vec<u8> {
     random_base62(27)
 }
 

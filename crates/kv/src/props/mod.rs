@@ -37,6 +37,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use eddy_dt::{HLL_PRECISION_DEFAULT, HLL_PRECISION_MAX, HLL_PRECISION_MIN};
+
 use crate::quorum::{Quorum, QuorumError};
 
 mod sync_on_write;
@@ -117,6 +119,11 @@ pub struct BucketProps {
     pub backend: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datatype: Option<String>,
+    /// An `hll` type's HyperLogLog precision: 4–16, written as
+    /// [`HLL_PRECISION_DEFAULT`] when such a type is made without one;
+    /// it may be lowered later, never raised (Riak's rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hll_precision: Option<u32>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub consistent: bool,
     /// How many times the bucket was dropped: its objects are stored
@@ -158,6 +165,7 @@ impl Default for BucketProps {
             sync_on_write: SyncOnWrite::Backend,
             backend: None,
             datatype: None,
+            hll_precision: None,
             consistent: false,
             generation: 0,
             extra: BTreeMap::new(),
@@ -172,6 +180,16 @@ fn is_zero(n: &u64) -> bool {
 /// The generation a bucket's own patch records (0: never dropped).
 pub fn generation_of(patch: &PropsPatch) -> u64 {
     patch.get(GENERATION).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Riak's refusal of an `hll_precision` out of range or raised.
+fn hll_precision_error(p: u32) -> PropsError {
+    PropsError::one(
+        "hll_precision",
+        format!(
+            "{p} not supported for Hyperloglog precision property for bucket type. Precision must be an integer between 4 and 16, inclusive (3 < p < 17) and precision can be reduced but never increased after initial setting"
+        ),
+    )
 }
 
 fn no_node_confirms() -> Quorum {
@@ -219,9 +237,17 @@ impl BucketProps {
                 json.insert(k.clone(), v.clone());
             }
         }
-        let props: BucketProps = serde_json::from_value(Value::Object(json))
+        let mut props: BucketProps = serde_json::from_value(Value::Object(json))
             .map_err(|e| self.field_error(patch, &e.to_string()))?;
+        if props.datatype.as_deref() == Some("hll") && props.hll_precision.is_none() {
+            props.hll_precision = Some(u32::from(HLL_PRECISION_DEFAULT));
+        }
         props.validate()?;
+        if let (Some(old), Some(new)) = (self.hll_precision, props.hll_precision)
+            && new > old
+        {
+            return Err(hll_precision_error(new));
+        }
         Ok(props)
     }
 
@@ -270,6 +296,15 @@ impl BucketProps {
                 let reason = "cannot be combined with a datatype";
                 return Err(PropsError::one("write_once", reason));
             }
+            if self.last_write_wins {
+                let reason = "cannot be combined with a datatype: data types merge every replica's updates, last-write-wins would drop them";
+                return Err(PropsError::one("last_write_wins", reason));
+            }
+        }
+        if let Some(p) = self.hll_precision
+            && !(u32::from(HLL_PRECISION_MIN)..=u32::from(HLL_PRECISION_MAX)).contains(&p)
+        {
+            return Err(hll_precision_error(p));
         }
         Ok(())
     }
@@ -300,6 +335,35 @@ mod tests {
 
     fn patch(v: Value) -> PropsPatch {
         v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn hll_types_get_a_precision_that_can_be_lowered_not_raised() {
+        let typed = BucketProps::typed_defaults(&BucketProps::default());
+        let hll = typed.patched(&patch(json!({"datatype": "hll"}))).unwrap();
+        assert_eq!(hll.hll_precision, Some(14));
+        assert_eq!(hll.to_json()["hll_precision"], json!(14));
+        assert!(hll.patched(&patch(json!({"hll_precision": 14}))).is_ok());
+        let lower = hll.patched(&patch(json!({"hll_precision": 12}))).unwrap();
+        let err = lower
+            .patched(&patch(json!({"hll_precision": 13})))
+            .unwrap_err();
+        assert!(err.to_string().contains("never increased"), "{err}");
+        for bad in [3, 17, 0] {
+            let err = typed
+                .patched(&patch(json!({"datatype": "hll", "hll_precision": bad})))
+                .unwrap_err();
+            assert!(err.to_string().contains("between 4 and 16"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_datatype_cannot_be_last_write_wins() {
+        let typed = BucketProps::typed_defaults(&BucketProps::default());
+        let err = typed
+            .patched(&patch(json!({"datatype": "set", "last_write_wins": true})))
+            .unwrap_err();
+        assert_eq!(err.0[0].0, "last_write_wins");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use eddy_object::{Actor, Content, RiakObject, VersionVector, codec, merge};
 use eddy_storage::{Backend, IndexSpec};
 
-use super::msg::{Conditions, StorageKey, WritePolicy};
+use super::msg::{Conditions, DtUpdate, StorageKey, WritePolicy};
 use crate::error::KvError;
 use crate::index::term::storage_term;
 
@@ -61,6 +61,31 @@ pub fn coordinate(
         });
     }
     Ok(obj)
+}
+
+/// The coordinating vnode's data type update: the operation applied as
+/// `actor` to the merged state of every live sibling of `current`, the
+/// result written as `content`'s value over all of them (design note 020).
+pub fn coordinate_datatype(
+    current: Option<&RiakObject>,
+    update: &DtUpdate,
+    mut content: Content,
+    policy: WritePolicy,
+    actor: Actor,
+) -> Result<RiakObject, KvError> {
+    let now_us = content.meta.last_modified_us;
+    let state = crate::datatype::apply_update(current, update, actor, now_us)?;
+    content.value = state.encode();
+    content.meta.content_type = Some(update.datatype.content_type().as_bytes().to_vec());
+    let seen = current.map(|o| o.vv.clone()).unwrap_or_default();
+    coordinate(
+        current,
+        &seen,
+        content,
+        &Conditions::default(),
+        policy,
+        actor,
+    )
 }
 
 /// A replica's merge of the coordinator's object into its own copy.

@@ -331,6 +331,17 @@ impl Vnode {
         let current = self.read(key)?;
         let mut sent = None;
         let next = match kind {
+            PutKind::Coordinate(c) if c.update.is_some() => {
+                let c = *c;
+                let update = c.update.expect("matched");
+                apply::coordinate_datatype(
+                    current.as_ref(),
+                    &update,
+                    c.content,
+                    policy,
+                    self.actor,
+                )?
+            }
             PutKind::Coordinate(c) => {
                 let c = *c;
                 apply::coordinate(

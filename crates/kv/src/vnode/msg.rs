@@ -69,6 +69,22 @@ pub struct Coordinate {
     pub context: VersionVector,
     pub content: Content,
     pub conditions: Conditions,
+    /// A data type operation (design note 020): the vnode merges the
+    /// stored value's states, applies this as its actor and writes the
+    /// result as `content`'s value, superseding every sibling it read.
+    pub update: Option<Box<DtUpdate>>,
+}
+
+/// A data type operation for the coordinating vnode to apply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DtUpdate {
+    pub op: eddy_dt::Op,
+    /// The bucket's data type (the op's must match it).
+    pub datatype: eddy_dt::DataType,
+    /// The bucket's `hll_precision` (HLLs only).
+    pub hll_precision: u8,
+    /// The clock of the context the client sent, already checked.
+    pub context: Option<VersionVector>,
 }
 
 /// What a put does at the vnode.

@@ -76,6 +76,7 @@ pub fn coordinate_content(key: &str, content: Content, if_none_match: bool) -> V
                 if_none_match,
                 if_not_modified: None,
             },
+            update: None,
         })),
         policy: policy(),
         sync: SyncLevel::Written,

@@ -12,6 +12,7 @@
 
 #![allow(dead_code)]
 
+pub mod datatypes;
 pub mod disk;
 pub mod faults;
 pub mod member;
@@ -89,7 +90,8 @@ pub fn name(i: usize) -> NodeName {
 
 impl SimCluster {
     /// `size` nodes on a claimed ring, all up; the bucket type has the
-    /// default props.
+    /// default props. The data type bucket types of [`datatypes::DT_TYPES`]
+    /// exist too.
     pub async fn new(seed: u64, size: usize) -> SimCluster {
         SimCluster::with_props(seed, size, serde_json::json!({})).await
     }
@@ -106,6 +108,13 @@ impl SimCluster {
             .create_type("sim", props.as_object().unwrap())
             .unwrap();
         registry.activate_type("sim").unwrap();
+        for (name, datatype) in datatypes::DT_TYPES {
+            let props = serde_json::json!({ "datatype": datatype });
+            registry
+                .create_type(name, props.as_object().unwrap())
+                .unwrap();
+            registry.activate_type(name).unwrap();
+        }
         let sim = SimCluster {
             net: SimNetwork::new(seed),
             slots: RefCell::default(),
@@ -322,8 +331,21 @@ impl SimCluster {
     /// The merge of every copy of `key` on every vnode of every running
     /// process.
     pub fn merged_copies(&self, key: &str) -> Option<RiakObject> {
-        let storage_bucket = bucket().storage_bucket();
         let mut merged: Option<RiakObject> = None;
+        for copy in self.copies(&bucket(), key) {
+            merged = Some(match merged {
+                Some(m) => merge::merge(&m, &copy),
+                None => copy,
+            });
+        }
+        merged
+    }
+
+    /// Every copy of `key` in `bucket` on every vnode (primary or
+    /// fallback) of every running process.
+    pub fn copies(&self, bucket: &BucketRef, key: &str) -> Vec<RiakObject> {
+        let storage_bucket = bucket.storage_bucket();
+        let mut copies = Vec::new();
         for slot in self.slots.borrow().iter() {
             let Some(member) = &slot.member else { continue };
             for p in 0..RING_SIZE {
@@ -333,14 +355,10 @@ impl SimCluster {
                 let Ok(Some(bytes)) = backend.get(&storage_bucket, key.as_bytes()) else {
                     continue;
                 };
-                let copy = codec::decode(&bytes).unwrap();
-                merged = Some(match merged {
-                    Some(m) => merge::merge(&m, &copy),
-                    None => copy,
-                });
+                copies.push(codec::decode(&bytes).unwrap());
             }
         }
-        merged
+        copies
     }
 }
 

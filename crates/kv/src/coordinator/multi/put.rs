@@ -96,6 +96,9 @@ impl Node {
         run: &mut Run<PutResponse>,
     ) -> Result<(), KvError> {
         let resolved = self.props_entries(bucket)?;
+        if jobs.iter().any(|j| !j.content.meta.deleted) {
+            crate::coordinator::put::refuse_plain_put(bucket, &resolved.0)?;
+        }
         let mut jobs = jobs.into_iter().peekable();
         while jobs.peek().is_some() {
             if run.expired() {

@@ -18,6 +18,7 @@
 
 mod batch;
 mod buf;
+mod dt_update;
 mod error;
 mod props;
 mod reply;
@@ -99,6 +100,9 @@ pub enum WireError {
         what: &'static str,
         source: eddy_object::DecodeError,
     },
+    /// A data type update does not decode.
+    #[error("data type update: {0}")]
+    BadDatatype(eddy_dt::DecodeError),
     /// A structure the format does not allow.
     #[error("malformed vnode message: {0}")]
     Malformed(&'static str),

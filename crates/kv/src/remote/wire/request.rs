@@ -63,6 +63,7 @@ const POLICY_LWW: u8 = 2;
 const POLICY_WRITE_ONCE: u8 = 4;
 const IF_NONE_MATCH: u8 = 1;
 const IF_NOT_MODIFIED: u8 = 2;
+const DT_UPDATE: u8 = 4;
 
 pub(super) fn is_put_op(op: u8) -> bool {
     matches!(
@@ -395,9 +396,15 @@ fn coordinate(w: &mut Writer, c: &Coordinate) -> Result<(), WireError> {
     if c.conditions.if_not_modified.is_some() {
         flags |= IF_NOT_MODIFIED;
     }
+    if c.update.is_some() {
+        flags |= DT_UPDATE;
+    }
     w.u8(flags);
-    match &c.conditions.if_not_modified {
-        Some(vv) => w.blob("if_not_modified version vector", &codec::encode_vv(vv)),
+    if let Some(vv) = &c.conditions.if_not_modified {
+        w.blob("if_not_modified version vector", &codec::encode_vv(vv))?;
+    }
+    match &c.update {
+        Some(u) => w.blob("data type update", &super::dt_update::encode(u)),
         None => Ok(()),
     }
 }
@@ -424,7 +431,7 @@ fn read_coordinate(r: &mut Reader<'_>) -> Result<Coordinate, WireError> {
         }
     };
     let flags = r.u8()?;
-    if flags & !(IF_NONE_MATCH | IF_NOT_MODIFIED) != 0 {
+    if flags & !(IF_NONE_MATCH | IF_NOT_MODIFIED | DT_UPDATE) != 0 {
         return Err(WireError::BadByte {
             what: "condition flags",
             value: flags,
@@ -434,6 +441,12 @@ fn read_coordinate(r: &mut Reader<'_>) -> Result<Coordinate, WireError> {
         true => Some(read_vv(r, "if_not_modified version vector")?),
         false => None,
     };
+    let update = match flags & DT_UPDATE != 0 {
+        true => Some(Box::new(super::dt_update::decode(
+            &r.blob("data type update")?,
+        )?)),
+        false => None,
+    };
     Ok(Coordinate {
         context: vv,
         content,
@@ -441,6 +454,7 @@ fn read_coordinate(r: &mut Reader<'_>) -> Result<Coordinate, WireError> {
             if_none_match: flags & IF_NONE_MATCH != 0,
             if_not_modified,
         },
+        update,
     })
 }
 

@@ -1,0 +1,75 @@
+//! A data type update inside a coordinated put
+//! (docs/formats/vnode-messages.md "Data type update"): the bucket's data
+//! type (its PB `DataType` number), its `hll_precision`, whether a context
+//! follows and the context's clock (an actor table and clock as data type
+//! states write them), then the operation ([`eddy_dt::Op::encode`]).
+
+use eddy_dt::codec::{Reader, Writer};
+use eddy_dt::{DataType, Op};
+
+use super::WireError;
+use crate::vnode::msg::DtUpdate;
+
+/// The PB `DataType` numbers, in order from 1.
+const TYPES: [DataType; 5] = [
+    DataType::Counter,
+    DataType::Set,
+    DataType::Map,
+    DataType::Hll,
+    DataType::GSet,
+];
+
+pub(super) fn encode(u: &DtUpdate) -> Vec<u8> {
+    let mut w = Writer::new();
+    let tag = TYPES
+        .iter()
+        .position(|&t| t == u.datatype)
+        .expect("every type") as u8
+        + 1;
+    w.u8(tag);
+    w.u8(u.hll_precision);
+    match &u.context {
+        Some(clock) => {
+            w.u8(1);
+            let table = w.actor_table(clock.entries().iter().map(|&(a, _)| a));
+            w.clock(&table, clock);
+        }
+        None => w.u8(0),
+    }
+    u.op.encode(&mut w);
+    w.buf
+}
+
+pub(super) fn decode(bytes: &[u8]) -> Result<DtUpdate, WireError> {
+    let mut r = Reader::new(bytes);
+    let bad = WireError::BadDatatype;
+    let tag = r.u8().map_err(bad)?;
+    let datatype = *TYPES
+        .get(usize::from(tag).wrapping_sub(1))
+        .ok_or(WireError::BadByte {
+            what: "data type",
+            value: tag,
+        })?;
+    let hll_precision = r.u8().map_err(bad)?;
+    let context = match r.u8().map_err(bad)? {
+        0 => None,
+        1 => {
+            let table = r.actor_table().map_err(bad)?;
+            Some(r.clock(&table).map_err(bad)?)
+        }
+        value => {
+            return Err(WireError::BadByte {
+                what: "context flag",
+                value,
+            });
+        }
+    };
+    let op = Op::decode(&mut r).map_err(bad)?;
+    r.finish().map_err(bad)?;
+    Ok(DtUpdate {
+        op,
+        datatype,
+        hll_precision,
+        context,
+    })
+}
