@@ -65,6 +65,14 @@ async fn counters_fetch_update_and_return_body() {
     assert_eq!(json_of(s.get(path).await).await["value"], json!(3));
     let head = s.client.head(s.url(path)).send().await.unwrap();
     assert_eq!(head.status(), 200);
+    let kv = "/types/counters/buckets/b/keys/k";
+    assert_eq!(
+        s.client.delete(s.url(kv)).send().await.unwrap().status(),
+        204
+    );
+    let r = s.get(path).await;
+    assert_eq!(r.status(), 404);
+    assert_eq!(r.headers()["x-riak-deleted"], "true");
 }
 
 #[tokio::test]

@@ -327,6 +327,15 @@ async fn a_generated_key_is_reported_and_delete_makes_the_value_not_found() {
     };
     node.delete(del).await.unwrap();
     assert_eq!(fetch(&node, "counters", &key).await, None);
+    let req = DtFetchRequest {
+        bucket: BucketRef::typed("counters", b"b".to_vec()),
+        key: key.as_bytes().to_vec(),
+        options: GetOptions::default(),
+    };
+    assert!(
+        node.dt_fetch(req).await.unwrap().deleted,
+        "the tombstone is reported"
+    );
     node.dt_update(update("counters", &key, Op::Counter(4), None))
         .await
         .unwrap();

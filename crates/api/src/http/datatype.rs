@@ -74,7 +74,13 @@ async fn fetch(
             let json = body_json(fetched.datatype, &value, &body.context, with_context);
             json_response(StatusCode::OK, &json)
         }
-        None => json_response(StatusCode::NOT_FOUND, &not_found_json(fetched.datatype)),
+        None => {
+            let mut resp = json_response(StatusCode::NOT_FOUND, &not_found_json(fetched.datatype));
+            if fetched.deleted {
+                set(resp.headers_mut(), "x-riak-deleted", b"true");
+            }
+            resp
+        }
     })
 }
 

@@ -69,6 +69,8 @@ pub struct DtFetchRequest {
 pub struct DtFetchResponse {
     pub datatype: DataType,
     pub body: Option<DtBody>,
+    /// No value, and a tombstone was found (HTTP's `X-Riak-Deleted`).
+    pub deleted: bool,
 }
 
 /// What a bucket's props say of the data type requests it takes.
@@ -190,17 +192,18 @@ impl Node {
             bucket: req.bucket,
             key: req.key,
             options: GetOptions {
-                deleted_vclock: false,
+                deleted_vclock: true,
                 ..req.options
             },
         };
-        let state = match self.get(get).await? {
-            GetResponse::Found(object) => state_of(&object, dt.datatype)?,
-            GetResponse::NotFound { .. } => None,
+        let (state, deleted) = match self.get(get).await? {
+            GetResponse::Found(object) => (state_of(&object, dt.datatype)?, false),
+            GetResponse::NotFound { tombstone_context } => (None, tombstone_context.is_some()),
         };
         Ok(DtFetchResponse {
             datatype: dt.datatype,
             body: state.map(|s| body(s, bound)),
+            deleted,
         })
     }
 }
