@@ -7,8 +7,8 @@
 # dev-cluster 3` (PB 10017/10027/10037, HTTP 10018/10028/10038). Those ports must be free.
 # Runs, in order: the loopback echo (32 connections); plain PUTs and counter increments
 # over 10,000 keys, alternated twice; 32 connections incrementing one hot counter (then
-# checks that the counter reads exactly the number of acknowledged increments, none
-# failed); and adding one member at a time (one connection) to sets preloaded with
+# checks that the counter reads exactly the number of acknowledged increments plus
+# the bench's one probe, none failed); and adding one member at a time (one connection) to sets preloaded with
 # 1,000, 10,000 and 100,000 members (p50/p99). Prints one line per run; removes the
 # directory (KEEP=1 keeps it).
 set -euo pipefail
@@ -25,7 +25,7 @@ cd "$D"
 if [ "$NODES" = 3 ]; then
   "$BIN" dev-cluster 3 > dev-cluster.log 2>&1 || { cat dev-cluster.log; exit 1; }
   PB='"127.0.0.1:10017", "127.0.0.1:10027", "127.0.0.1:10037"'; HTTP=127.0.0.1:10018
-  ADMIN=(--node 127.0.0.1:10018)
+  ADMIN=(--config "$D/dev/dev1/eddy.toml")
 else
   EDDY_PLATFORM_DATA_DIR=$D "$BIN" start > node.log 2>&1 &
   PID=$!
@@ -33,10 +33,8 @@ else
   PB='"127.0.0.1:8087"'; HTTP=127.0.0.1:8098; ADMIN=()
 fi
 for t in counters:counter sets:set; do
-  curl -sf -X PUT -H 'Content-Type: application/json' \
-    -d "{\"props\":{\"datatype\":\"${t#*:}\"}}" "http://$HTTP/types/${t%%:*}/props" >/dev/null \
-    || "$BIN" admin "${ADMIN[@]}" bucket-type create "${t%%:*}" "{\"props\":{\"datatype\":\"${t#*:}\"}}" >/dev/null
-  "$BIN" admin "${ADMIN[@]}" bucket-type activate "${t%%:*}" >/dev/null 2>&1 || true
+  "$BIN" admin "${ADMIN[@]}" bucket-type create "${t%%:*}" "{\"props\":{\"datatype\":\"${t#*:}\"}}" >/dev/null
+  "$BIN" admin "${ADMIN[@]}" bucket-type activate "${t%%:*}" >/dev/null
 done
 echo "datatypes: $("$BIN" --version 2>/dev/null | head -n 1) · $NODES node(s) · $(nproc) cores · load $(cut -d' ' -f1-3 /proc/loadavg)"
 
