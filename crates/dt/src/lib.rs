@@ -51,5 +51,6 @@ pub use op::{
     MapUpdate, Op, SetOp, Value,
 };
 pub use op_codec::{field_tag, field_type};
+pub use orswot::delta::{NotReady, OrswotDelta};
 pub use orswot::{Orswot, Precondition};
 pub use state::{FORMAT_VERSION, State};

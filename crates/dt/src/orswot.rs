@@ -16,8 +16,12 @@
 //!   seen.
 //!
 //! The context a client reads and sends back is the set's clock.
+//! [`delta`] runs a client's operation as a delta another replica can
+//! join without the whole state.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+pub mod delta;
 
 use eddy_object::{Actor, Dot, VersionVector};
 

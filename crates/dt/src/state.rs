@@ -180,29 +180,18 @@ fn tag(datatype: DataType) -> u8 {
 
 /// A set operation, all or nothing: adds, then removes; without a context
 /// every removed member must be present (or added by this operation).
+/// Every operation mints a dot ([`Orswot::apply_op`]).
 fn apply_set(
     s: &mut Orswot,
     actor: Actor,
     op: &SetOp,
     context: Option<&VersionVector>,
 ) -> Result<(), DtError> {
-    if context.is_none()
-        && let Some(absent) = op
-            .removes
-            .iter()
-            .find(|m| !s.contains(m) && !op.adds.contains(m))
-    {
-        return Err(DtError::NotPresent(absent.clone()));
-    }
-    for m in &op.adds {
-        s.add(actor, m);
-    }
+    let adds: Vec<&[u8]> = op.adds.iter().map(Vec::as_slice).collect();
     let removes: Vec<&[u8]> = op.removes.iter().map(Vec::as_slice).collect();
-    if !removes.is_empty() {
-        s.remove_all(&removes, context)
-            .map_err(|crate::Precondition::NotPresent(m)| DtError::NotPresent(m))?;
-    }
-    Ok(())
+    s.apply_op(actor, &adds, &removes, context)
+        .map(drop)
+        .map_err(|crate::Precondition::NotPresent(m)| DtError::NotPresent(m))
 }
 
 #[cfg(test)]
