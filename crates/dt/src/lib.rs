@@ -46,6 +46,7 @@ pub use eddy_object::{Actor, Dot, VersionVector};
 pub use gset::GSet;
 pub use hll::{HLL_PRECISION_DEFAULT, HLL_PRECISION_MAX, HLL_PRECISION_MIN, Hll, HllError};
 pub use map::Map;
+pub use map::delta::MapDelta;
 pub use op::{
     DataType, DtError, Field, FieldOp, FieldType, FieldValue, FlagOp, MAP_DEPTH_MAX, MapOp,
     MapUpdate, Op, SetOp, Value,

@@ -136,3 +136,174 @@ fn a_replica_that_missed_a_remove_is_not_ready_for_the_next_operation() {
     b.join_delta(&add).unwrap();
     assert_eq!(b, a);
 }
+
+mod maps {
+    use eddy_dt::{
+        Actor, Field, FieldOp, FieldType, FlagOp, Map, MapOp, MapUpdate, NotReady, SetOp,
+        VersionVector,
+    };
+    use proptest::prelude::*;
+
+    use super::REPLICAS;
+
+    /// One field change of a map operation.
+    #[derive(Clone, Debug)]
+    enum Change {
+        Count(i8),
+        Add(u8),
+        RemoveMember(u8),
+        Assign(u8),
+        Flag(bool),
+        NestedAdd(u8),
+        RemoveField(u8),
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        prop_oneof![
+            (-3i8..4).prop_map(Change::Count),
+            (0..4u8).prop_map(Change::Add),
+            (0..4u8).prop_map(Change::RemoveMember),
+            (0..3u8).prop_map(Change::Assign),
+            any::<bool>().prop_map(Change::Flag),
+            (0..4u8).prop_map(Change::NestedAdd),
+            (0..3u8).prop_map(Change::RemoveField),
+        ]
+    }
+
+    fn update(name: &str, op: FieldOp) -> MapUpdate {
+        MapUpdate {
+            field: Field::new(name, op.kind()),
+            op,
+        }
+    }
+
+    /// The operation for `changes`; removes (of fields or members) only
+    /// with a context.
+    fn map_op(changes: &[Change], with_context: bool) -> MapOp {
+        let mut op = MapOp::default();
+        let fields = [
+            Field::new("c", FieldType::Counter),
+            Field::new("s", FieldType::Set),
+            Field::new("m", FieldType::Map),
+        ];
+        for c in changes {
+            let u = match *c {
+                Change::Count(n) => update("c", FieldOp::Counter(i64::from(n))),
+                Change::Add(m) => update(
+                    "s",
+                    FieldOp::Set(SetOp {
+                        adds: vec![vec![m]],
+                        removes: vec![],
+                    }),
+                ),
+                Change::RemoveMember(m) if with_context => update(
+                    "s",
+                    FieldOp::Set(SetOp {
+                        adds: vec![],
+                        removes: vec![vec![m]],
+                    }),
+                ),
+                Change::Assign(v) => update("r", FieldOp::Register(vec![v])),
+                Change::Flag(on) => update(
+                    "f",
+                    FieldOp::Flag(if on { FlagOp::Enable } else { FlagOp::Disable }),
+                ),
+                Change::NestedAdd(m) => update(
+                    "m",
+                    FieldOp::Map(MapOp {
+                        removes: vec![],
+                        updates: vec![update(
+                            "s",
+                            FieldOp::Set(SetOp {
+                                adds: vec![vec![m]],
+                                removes: vec![],
+                            }),
+                        )],
+                    }),
+                ),
+                Change::RemoveField(i) if with_context => {
+                    op.removes.push(fields[usize::from(i)].clone());
+                    continue;
+                }
+                _ => continue,
+            };
+            op.updates.push(u);
+        }
+        op
+    }
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Op {
+            at: usize,
+            changes: Vec<Change>,
+            context_from: Option<usize>,
+            deliver: [bool; REPLICAS],
+        },
+        Merge(usize, usize),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        let r = 0..REPLICAS;
+        let op = (
+            r.clone(),
+            prop::collection::vec(change(), 1..4),
+            prop::option::of(r.clone()),
+            prop::array::uniform3(any::<bool>()),
+        )
+            .prop_map(|(at, changes, context_from, deliver)| Step::Op {
+                at,
+                changes,
+                context_from,
+                deliver,
+            });
+        prop_oneof![4 => op, 1 => (r.clone(), r).prop_map(|(i, j)| Step::Merge(i, j))]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn a_ready_replica_joins_a_map_delta_as_it_would_merge_the_whole_state(
+            steps in prop::collection::vec(step(), 1..50)
+        ) {
+            let mut maps = vec![Map::new(); REPLICAS];
+            for (time, s) in steps.into_iter().enumerate() {
+                match s {
+                    Step::Merge(i, j) => {
+                        let other = maps[j].clone();
+                        maps[i].merge(&other);
+                    }
+                    Step::Op { at, changes, context_from, deliver } => {
+                        let context: Option<VersionVector> =
+                            context_from.map(|i| maps[i].clock().clone());
+                        let op = map_op(&changes, context.is_some());
+                        let actor = Actor(at as u64 + 1);
+                        let Ok(delta) = maps[at].apply_op(actor, &op, context.as_ref(), time as u64)
+                        else { continue };
+                        let after = maps[at].clone();
+                        for (j, &send) in deliver.iter().enumerate() {
+                            if j == at || !send {
+                                continue;
+                            }
+                            let ready = maps[j].clock().descends(delta.before());
+                            let mut expected = maps[j].clone();
+                            expected.merge(&after);
+                            let unchanged = maps[j].clone();
+                            let joined = maps[j].join_delta(&delta);
+                            if ready {
+                                prop_assert_eq!(joined, Ok(()));
+                                prop_assert_eq!(&maps[j], &expected);
+                                let once = maps[j].clone();
+                                prop_assert_eq!(maps[j].join_delta(&delta), Ok(()));
+                                prop_assert_eq!(&maps[j], &once);
+                            } else {
+                                prop_assert_eq!(joined, Err(NotReady));
+                                prop_assert_eq!(&maps[j], &unchanged);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

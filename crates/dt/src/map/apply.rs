@@ -53,6 +53,18 @@ impl Map {
         context: Option<&VersionVector>,
         now_us: u64,
     ) -> Result<(), DtError> {
+        self.apply_touching(actor, op, context, now_us).map(drop)
+    }
+
+    /// [`Map::apply`], returning the top-level fields the operation
+    /// touched, its dot, and the removes it deferred.
+    pub(super) fn apply_touching(
+        &mut self,
+        actor: Actor,
+        op: &MapOp,
+        context: Option<&VersionVector>,
+        now_us: u64,
+    ) -> Result<Applied, DtError> {
         let depth = op.depth();
         if depth > MAP_DEPTH_MAX {
             return Err(DtError::TooDeep { depth });
@@ -82,10 +94,10 @@ impl Map {
             deferred: Vec::new(),
         };
         apply_map_op(&mut scratch, &[], op, &mut step)?;
-        for field in touched {
-            match scratch.remove(&field) {
-                Some(e) => self.fields.insert(field, e),
-                None => self.fields.remove(&field),
+        for field in &touched {
+            match scratch.remove(field) {
+                Some(e) => self.fields.insert(field.clone(), e),
+                None => self.fields.remove(field),
             };
         }
         self.clock = clock;
@@ -95,10 +107,21 @@ impl Map {
             self.deferred
                 .entry(context.entries().to_vec())
                 .or_default()
-                .extend(step.deferred);
+                .extend(step.deferred.iter().cloned());
         }
-        Ok(())
+        Ok(Applied {
+            touched,
+            dot,
+            deferred: step.deferred,
+        })
     }
+}
+
+/// What [`Map::apply_touching`] did.
+pub(super) struct Applied {
+    pub touched: BTreeSet<Field>,
+    pub dot: Dot,
+    pub deferred: Vec<Target>,
 }
 
 fn apply_map_op(

@@ -35,7 +35,7 @@ impl Map {
 
     /// Runs every deferred remove; forgets those whose context the clock
     /// descends.
-    fn run_deferred(&mut self) {
+    pub(super) fn run_deferred(&mut self) {
         let deferred = std::mem::take(&mut self.deferred);
         for (entries, targets) in deferred {
             let context = VersionVector::from_entries(entries.iter().copied());

@@ -16,6 +16,7 @@
 
 mod apply;
 mod codec;
+pub mod delta;
 mod merge;
 mod store;
 #[cfg(test)]
