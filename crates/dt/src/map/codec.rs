@@ -19,26 +19,10 @@ use super::{Deferred, Map, Removal, Target};
 use crate::codec::{ActorTable, DecodeError, Reader, Writer};
 use crate::op::{Field, FieldType, MAP_DEPTH_MAX};
 
-/// The PB MapFieldType number of a field type.
-fn tag(kind: FieldType) -> u8 {
-    match kind {
-        FieldType::Counter => 1,
-        FieldType::Set => 2,
-        FieldType::Register => 3,
-        FieldType::Flag => 4,
-        FieldType::Map => 5,
-    }
-}
+use crate::op_codec::field_tag as tag;
 
 fn kind_of(tag: u8) -> Result<FieldType, DecodeError> {
-    Ok(match tag {
-        1 => FieldType::Counter,
-        2 => FieldType::Set,
-        3 => FieldType::Register,
-        4 => FieldType::Flag,
-        5 => FieldType::Map,
-        _ => return Err(DecodeError("unknown map field type")),
-    })
+    crate::op_codec::field_type(tag).ok_or(DecodeError("unknown map field type"))
 }
 
 const REMOVE_FIELD: u8 = 0;
