@@ -50,3 +50,17 @@ fn counter_increment(bencher: Bencher) {
         s.encode()
     });
 }
+
+/// Decoding alone, then encoding alone, of a set: where the time of
+/// [`set_add_one`] goes.
+#[divan::bench(args = [100_000])]
+fn set_decode(bencher: Bencher, n: usize) {
+    let stored = set_of(n);
+    bencher.bench(|| State::decode(divan::black_box(&stored)).unwrap());
+}
+
+#[divan::bench(args = [100_000])]
+fn set_encode(bencher: Bencher, n: usize) {
+    let state = State::decode(&set_of(n)).unwrap();
+    bencher.bench(|| divan::black_box(&state).encode());
+}
