@@ -561,7 +561,6 @@ fn random_base62(len: usize) -> Vec<u8> {
     (0..len).map(|_| BASE62[rng.random_range(0..62)]).collect()
 }
 
-/// A server-generated key, like Riak's: 27 random base-62 characters.
 /// A plain object put into a bucket of a data type is refused: its value
 /// would be a sibling no data type read could use (design note 020).
 /// Deletes (tombstones) are plain KV requests and pass.
@@ -580,6 +579,7 @@ pub(super) fn refuse_plain_put(bucket: &BucketRef, props: &BucketProps) -> Resul
     .into())
 }
 
+/// A server-generated key, like Riak's: 27 random base-62 characters.
 pub(super) fn generate_key() -> Vec<u8> {
     random_base62(27)
 }

@@ -55,8 +55,8 @@ use crate::error::KvError;
 use crate::mapphase::MapRunner;
 pub use gate::FoldTicket;
 use msg::{
-    FoldRequest, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest,
-    WritePolicy,
+    Coordinate, FoldRequest, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply,
+    VnodeRequest, WritePolicy,
 };
 use reply::{LocalHint, ReplyTo};
 
@@ -331,27 +331,30 @@ impl Vnode {
         let current = self.read(key)?;
         let mut sent = None;
         let next = match kind {
-            PutKind::Coordinate(c) if c.update.is_some() => {
-                let c = *c;
-                let update = c.update.expect("matched");
-                apply::coordinate_datatype(
-                    current.as_ref(),
-                    &update,
-                    c.content,
-                    policy,
-                    self.actor,
-                )?
-            }
             PutKind::Coordinate(c) => {
-                let c = *c;
-                apply::coordinate(
-                    current.as_ref(),
-                    &c.context,
-                    c.content,
-                    &c.conditions,
-                    policy,
-                    self.actor,
-                )?
+                let Coordinate {
+                    context,
+                    content,
+                    conditions,
+                    update,
+                } = *c;
+                match update {
+                    Some(u) => apply::coordinate_datatype(
+                        current.as_ref(),
+                        &u,
+                        content,
+                        policy,
+                        self.actor,
+                    )?,
+                    None => apply::coordinate(
+                        current.as_ref(),
+                        &context,
+                        content,
+                        &conditions,
+                        policy,
+                        self.actor,
+                    )?,
+                }
             }
             PutKind::Replicate { encoded } => {
                 let incoming = codec::decode(&encoded)?;
