@@ -16,7 +16,7 @@ use std::sync::Arc;
 use eddy_dt::{DataType, DtError, MAP_DEPTH_MAX, Op, State, decode_context, encode_context};
 use eddy_object::{Content, codec};
 
-use super::put::{Target, Write, generate_key};
+use super::put::generate_key;
 use crate::datatype::{binding, state_of};
 use crate::error::{DatatypeBucketError, KvError};
 use crate::node::{Node, NodeCounters};
@@ -141,31 +141,23 @@ impl Node {
             None | Some([]) => None,
             Some(bytes) => Some(decode_context(bytes, bound)?),
         };
-        let mut coordinate = self.client_write(None, Content::default(), &req.options)?;
+        // Conditions mean nothing to a data type operation.
+        let options = PutOptions {
+            if_none_match: false,
+            if_not_modified: false,
+            ..req.options
+        };
+        let mut coordinate = self.client_write(None, Content::default(), &options)?;
         coordinate.update = Some(Box::new(DtUpdate {
             op: req.op,
             datatype: dt.datatype,
             hll_precision: dt.hll_precision,
             context,
         }));
-        let options = PutOptions {
-            if_none_match: false,
-            if_not_modified: false,
-            ..req.options.clone()
-        };
-        let target = Target {
-            bucket: &req.bucket,
-            key: &key,
-            options: &options,
-            deadline: self.deadline(options.timeout_ms),
-        };
-        let write = Write {
-            client: Some(coordinate),
-            coordinated: None,
-            spare: None,
-        };
-        let coordinated = self.put_under_props(&target, resolved, write, 0).await?;
-        let body = match req.options.return_body {
+        let coordinated = self
+            .put_client_write(&req.bucket, &key, &options, resolved, coordinate)
+            .await?;
+        let body = match options.return_body {
             true => {
                 let object = codec::decode(&coordinated.encoded)?;
                 let state = state_of(&object, dt.datatype)?

@@ -52,19 +52,35 @@ impl Node {
         let key = req.key.clone().unwrap_or_else(generate_key);
         self.check_key(&key)?;
         let coordinate = self.client_write(req.context, req.content, &req.options)?;
+        let coordinated = self
+            .put_client_write(&req.bucket, &key, &req.options, resolved, coordinate)
+            .await?;
+        self.put_response(key, coordinated, &req.options)
+    }
+
+    /// Runs a client's write of `key` under the bucket's props (resolved
+    /// as `resolved`) until every quorum is met; the coordinating vnode's
+    /// object.
+    pub(super) async fn put_client_write(
+        self: &Arc<Self>,
+        bucket: &BucketRef,
+        key: &[u8],
+        options: &PutOptions,
+        resolved: (Arc<BucketProps>, Arc<PropsEntries>),
+        coordinate: Coordinate,
+    ) -> Result<Coordinated, KvError> {
         let target = Target {
-            bucket: &req.bucket,
-            key: &key,
-            options: &req.options,
-            deadline: self.deadline(req.options.timeout_ms),
+            bucket,
+            key,
+            options,
+            deadline: self.deadline(options.timeout_ms),
         };
         let write = Write {
             client: Some(coordinate),
             coordinated: None,
             spare: None,
         };
-        let coordinated = self.put_under_props(&target, resolved, write, 0).await?;
-        self.put_response(key, coordinated, &req.options)
+        self.put_under_props(&target, resolved, write, 0).await
     }
 
     /// The client's write of `content` over `context` as the coordinating
