@@ -51,7 +51,6 @@ pub use op::{
     DataType, DtError, Field, FieldOp, FieldType, FieldValue, FlagOp, MAP_DEPTH_MAX, MapOp,
     MapUpdate, Op, SetOp, Value,
 };
-pub use op_codec::{field_tag, field_type};
 pub use orswot::delta::{NotReady, OrswotDelta};
 pub use orswot::{Orswot, Precondition};
 pub use state::{FORMAT_VERSION, State};

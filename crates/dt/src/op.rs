@@ -54,6 +54,23 @@ impl DataType {
         }
     }
 
+    /// Its number in PB's `DataType` enum (1 counter, 2 set, 3 map, 4 hll,
+    /// 5 gset), which is also the stored envelope's type tag.
+    pub fn tag(self) -> u8 {
+        match self {
+            DataType::Counter => 1,
+            DataType::Set => 2,
+            DataType::Map => 3,
+            DataType::Hll => 4,
+            DataType::GSet => 5,
+        }
+    }
+
+    /// The type numbered `tag` ([`DataType::tag`]).
+    pub fn from_tag(tag: u8) -> Option<DataType> {
+        DataType::ALL.into_iter().find(|t| t.tag() == tag)
+    }
+
     /// The type whose values carry content type `ct`.
     pub fn from_content_type(ct: &[u8]) -> Option<DataType> {
         DataType::ALL
@@ -101,6 +118,24 @@ impl FieldType {
 
     pub fn from_name(name: &str) -> Option<FieldType> {
         FieldType::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Its number in PB's `MapFieldType` enum (1 counter, 2 set,
+    /// 3 register, 4 flag, 5 map), which the stored and vnode encodings
+    /// use too.
+    pub fn tag(self) -> u8 {
+        match self {
+            FieldType::Counter => 1,
+            FieldType::Set => 2,
+            FieldType::Register => 3,
+            FieldType::Flag => 4,
+            FieldType::Map => 5,
+        }
+    }
+
+    /// The field type numbered `tag` ([`FieldType::tag`]).
+    pub fn from_tag(tag: u8) -> Option<FieldType> {
+        FieldType::ALL.into_iter().find(|t| t.tag() == tag)
     }
 }
 

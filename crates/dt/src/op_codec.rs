@@ -83,29 +83,13 @@ fn read_set_op(r: &mut Reader<'_>) -> Result<SetOp, DecodeError> {
     })
 }
 
-/// The PB `MapFieldType` number of a field type.
-pub fn field_tag(kind: FieldType) -> u8 {
-    match kind {
-        FieldType::Counter => 1,
-        FieldType::Set => 2,
-        FieldType::Register => 3,
-        FieldType::Flag => 4,
-        FieldType::Map => 5,
-    }
-}
-
-/// The field type of a PB `MapFieldType` number.
-pub fn field_type(tag: u8) -> Option<FieldType> {
-    FieldType::ALL.into_iter().find(|&k| field_tag(k) == tag)
-}
-
 fn field(w: &mut Writer, f: &Field) {
-    w.u8(field_tag(f.kind));
+    w.u8(f.kind.tag());
     w.bytes(&f.name);
 }
 
 fn read_field(r: &mut Reader<'_>) -> Result<Field, DecodeError> {
-    let kind = field_type(r.u8()?).ok_or(DecodeError("unknown field type"))?;
+    let kind = FieldType::from_tag(r.u8()?).ok_or(DecodeError("unknown field type"))?;
     Ok(Field::new(r.bytes()?, kind))
 }
 
@@ -115,7 +99,7 @@ fn map_op(w: &mut Writer, m: &MapOp) {
     w.len(m.updates.len());
     for u in &m.updates {
         field(w, &u.field);
-        w.u8(field_tag(u.op.kind()));
+        w.u8(u.op.kind().tag());
         match &u.op {
             FieldOp::Counter(n) => w.varint(zigzag(*n)),
             FieldOp::Set(s) => set_op(w, s),
@@ -136,7 +120,7 @@ fn read_map_op(r: &mut Reader<'_>, depth: usize) -> Result<MapOp, DecodeError> {
     let mut updates = Vec::with_capacity(n);
     for _ in 0..n {
         let field = read_field(r)?;
-        let op = match field_type(r.u8()?) {
+        let op = match FieldType::from_tag(r.u8()?) {
             Some(FieldType::Counter) => FieldOp::Counter(unzigzag(r.varint()?)),
             Some(FieldType::Set) => FieldOp::Set(read_set_op(r)?),
             Some(FieldType::Register) => FieldOp::Register(r.bytes()?.to_vec()),

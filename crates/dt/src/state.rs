@@ -137,7 +137,7 @@ impl State {
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.u8(FORMAT_VERSION);
-        w.u8(tag(self.datatype()));
+        w.u8(self.datatype().tag());
         match self {
             State::Counter(c) => c.encode(&mut w),
             State::Set(s) => s.encode(&mut w),
@@ -154,27 +154,16 @@ impl State {
         if r.u8()? != FORMAT_VERSION {
             return Err(DecodeError("unknown format version"));
         }
-        let state = match r.u8()? {
-            1 => State::Counter(PnCounter::decode(&mut r)?),
-            2 => State::Set(Orswot::decode(&mut r)?),
-            3 => State::Map(Map::decode(&mut r)?),
-            4 => State::Hll(Hll::decode(&mut r)?),
-            5 => State::GSet(GSet::decode(&mut r)?),
-            _ => return Err(DecodeError("unknown type tag")),
+        let datatype = DataType::from_tag(r.u8()?).ok_or(DecodeError("unknown type tag"))?;
+        let state = match datatype {
+            DataType::Counter => State::Counter(PnCounter::decode(&mut r)?),
+            DataType::Set => State::Set(Orswot::decode(&mut r)?),
+            DataType::Map => State::Map(Map::decode(&mut r)?),
+            DataType::Hll => State::Hll(Hll::decode(&mut r)?),
+            DataType::GSet => State::GSet(GSet::decode(&mut r)?),
         };
         r.finish()?;
         Ok(state)
-    }
-}
-
-/// The envelope's type tag (the PB `DataType` numbers).
-fn tag(datatype: DataType) -> u8 {
-    match datatype {
-        DataType::Counter => 1,
-        DataType::Set => 2,
-        DataType::Map => 3,
-        DataType::Hll => 4,
-        DataType::GSet => 5,
     }
 }
 
@@ -260,7 +249,7 @@ mod tests {
             };
             s.apply(Actor(7), &op, None, 1).unwrap();
             let bytes = s.encode();
-            assert_eq!(bytes[..2], [FORMAT_VERSION, tag(dt)]);
+            assert_eq!(bytes[..2], [FORMAT_VERSION, dt.tag()]);
             assert_eq!(State::decode(&bytes).unwrap(), s, "{dt}");
             let mut trailing = bytes.clone();
             trailing.push(0);

@@ -13,8 +13,7 @@ use eddy_dt::{
     MapUpdate, Op, SetOp, Value,
 };
 use eddy_wire::proto::{
-    self, CounterOp, DtOp, DtUpdateResp, DtValue, MapEntry, MapField, dt_fetch_resp,
-    map_field::MapFieldType, map_update,
+    self, CounterOp, DtOp, DtUpdateResp, DtValue, MapEntry, MapField, map_update,
 };
 
 /// Why an operation message was refused (its text goes to the client).
@@ -92,14 +91,10 @@ fn map_op(m: proto::MapOp, depth: usize) -> Result<MapOp, BadOp> {
 }
 
 fn field_from_pb(f: MapField) -> Result<Field, BadOp> {
-    let kind = match MapFieldType::try_from(f.r#type) {
-        Ok(MapFieldType::Counter) => FieldType::Counter,
-        Ok(MapFieldType::Set) => FieldType::Set,
-        Ok(MapFieldType::Register) => FieldType::Register,
-        Ok(MapFieldType::Flag) => FieldType::Flag,
-        Ok(MapFieldType::Map) => FieldType::Map,
-        Err(_) => return Err(BadOp(format!("unknown map field type {}", f.r#type))),
-    };
+    let kind = u8::try_from(f.r#type)
+        .ok()
+        .and_then(FieldType::from_tag)
+        .ok_or_else(|| BadOp(format!("unknown map field type {}", f.r#type)))?;
     Ok(Field::new(f.name, kind))
 }
 
@@ -150,14 +145,7 @@ fn map_update(u: proto::MapUpdate, depth: usize) -> Result<MapUpdate, BadOp> {
 
 /// The `DataType` enum value of `datatype`.
 pub fn datatype_to_pb(datatype: DataType) -> i32 {
-    let t = match datatype {
-        DataType::Counter => dt_fetch_resp::DataType::Counter,
-        DataType::Set => dt_fetch_resp::DataType::Set,
-        DataType::Map => dt_fetch_resp::DataType::Map,
-        DataType::Hll => dt_fetch_resp::DataType::Hll,
-        DataType::GSet => dt_fetch_resp::DataType::Gset,
-    };
-    t as i32
+    i32::from(datatype.tag())
 }
 
 /// A value as a fetch answers it.
@@ -189,17 +177,10 @@ fn entries(fields: Vec<(Field, FieldValue)>) -> Vec<MapEntry> {
 }
 
 fn entry(field: Field, value: FieldValue) -> MapEntry {
-    let kind = match field.kind {
-        FieldType::Counter => MapFieldType::Counter,
-        FieldType::Set => MapFieldType::Set,
-        FieldType::Register => MapFieldType::Register,
-        FieldType::Flag => MapFieldType::Flag,
-        FieldType::Map => MapFieldType::Map,
-    };
     let mut e = MapEntry {
         field: MapField {
+            r#type: i32::from(field.kind.tag()),
             name: field.name,
-            r#type: kind as i32,
         },
         ..MapEntry::default()
     };
@@ -216,6 +197,7 @@ fn entry(field: Field, value: FieldValue) -> MapEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use eddy_wire::proto::map_field::MapFieldType;
 
     fn pb_field(name: &str, kind: MapFieldType) -> MapField {
         MapField {
@@ -418,5 +400,40 @@ mod tests {
         let nested = &resp.map_value[2].map_value[0];
         assert_eq!(nested.register_value.as_deref(), Some(&b"v"[..]));
         assert_eq!(datatype_to_pb(DataType::GSet), 5);
+    }
+
+    #[test]
+    fn type_numbers_are_riak_dt_protos() {
+        use eddy_wire::proto::dt_fetch_resp::DataType as PbType;
+        let pb = [
+            PbType::Counter,
+            PbType::Set,
+            PbType::Map,
+            PbType::Hll,
+            PbType::Gset,
+        ];
+        for (t, p) in DataType::ALL.into_iter().zip(pb) {
+            assert_eq!(datatype_to_pb(t), p as i32, "{t}");
+        }
+        let fields = [
+            (FieldType::Counter, MapFieldType::Counter),
+            (FieldType::Set, MapFieldType::Set),
+            (FieldType::Register, MapFieldType::Register),
+            (FieldType::Flag, MapFieldType::Flag),
+            (FieldType::Map, MapFieldType::Map),
+        ];
+        for (f, p) in fields {
+            let field = field_from_pb(MapField {
+                name: b"n".to_vec(),
+                r#type: p as i32,
+            });
+            assert_eq!(field, Ok(Field::new("n", f)));
+            assert_eq!(i32::from(f.tag()), p as i32);
+        }
+        let unknown = MapField {
+            name: b"n".to_vec(),
+            r#type: 300,
+        };
+        assert!(field_from_pb(unknown).is_err());
     }
 }

@@ -19,10 +19,8 @@ use super::{Deferred, Map, Removal, Target};
 use crate::codec::{ActorTable, DecodeError, Reader, Writer};
 use crate::op::{Field, FieldType, MAP_DEPTH_MAX};
 
-use crate::op_codec::field_tag as tag;
-
 fn kind_of(tag: u8) -> Result<FieldType, DecodeError> {
-    crate::op_codec::field_type(tag).ok_or(DecodeError("unknown map field type"))
+    FieldType::from_tag(tag).ok_or(DecodeError("unknown map field type"))
 }
 
 const REMOVE_FIELD: u8 = 0;
@@ -94,7 +92,7 @@ fn write_fields(w: &mut Writer, table: &ActorTable, fields: &Fields) {
     w.len(fields.len());
     for (field, e) in fields {
         w.bytes(&field.name);
-        w.u8(tag(field.kind));
+        w.u8(field.kind.tag());
         let mut body = Writer::new();
         write_dots(&mut body, table, &e.presence);
         write_store(&mut body, table, &e.store);
@@ -140,7 +138,7 @@ fn write_target(w: &mut Writer, target: &Target) {
         Removal::Field(field) => {
             w.u8(REMOVE_FIELD);
             w.bytes(&field.name);
-            w.u8(tag(field.kind));
+            w.u8(field.kind.tag());
         }
         Removal::Member { set, member } => {
             w.u8(REMOVE_MEMBER);

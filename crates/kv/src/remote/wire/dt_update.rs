@@ -10,23 +10,9 @@ use eddy_dt::{DataType, Op};
 use super::WireError;
 use crate::vnode::msg::DtUpdate;
 
-/// The PB `DataType` numbers, in order from 1.
-const TYPES: [DataType; 5] = [
-    DataType::Counter,
-    DataType::Set,
-    DataType::Map,
-    DataType::Hll,
-    DataType::GSet,
-];
-
 pub(super) fn encode(u: &DtUpdate) -> Vec<u8> {
     let mut w = Writer::new();
-    let tag = TYPES
-        .iter()
-        .position(|&t| t == u.datatype)
-        .expect("every type") as u8
-        + 1;
-    w.u8(tag);
+    w.u8(u.datatype.tag());
     w.u8(u.hll_precision);
     match &u.context {
         Some(clock) => {
@@ -44,12 +30,10 @@ pub(super) fn decode(bytes: &[u8]) -> Result<DtUpdate, WireError> {
     let mut r = Reader::new(bytes);
     let bad = WireError::BadDatatype;
     let tag = r.u8().map_err(bad)?;
-    let datatype = *TYPES
-        .get(usize::from(tag).wrapping_sub(1))
-        .ok_or(WireError::BadByte {
-            what: "data type",
-            value: tag,
-        })?;
+    let datatype = DataType::from_tag(tag).ok_or(WireError::BadByte {
+        what: "data type",
+        value: tag,
+    })?;
     let hll_precision = r.u8().map_err(bad)?;
     let context = match r.u8().map_err(bad)? {
         0 => None,
