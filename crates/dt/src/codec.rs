@@ -85,6 +85,13 @@ impl Writer {
         self.len(i);
     }
 
+    /// A version vector on its own: a table of its actors, then the
+    /// vector ([`Writer::actor_table`], [`Writer::clock`]).
+    pub fn clock_alone(&mut self, clock: &VersionVector) {
+        let table = self.actor_table(clock.entries().iter().map(|&(a, _)| a));
+        self.clock(&table, clock);
+    }
+
     /// A version vector: its length, then (actor index, counter) pairs.
     pub fn clock(&mut self, table: &ActorTable, clock: &VersionVector) {
         self.len(clock.entries().len());
@@ -205,6 +212,12 @@ impl<'a> Reader<'a> {
             entries.push((actor, counter));
         }
         Ok(VersionVector::from_entries(entries))
+    }
+
+    /// A version vector as [`Writer::clock_alone`] wrote it.
+    pub fn clock_alone(&mut self) -> Result<VersionVector, DecodeError> {
+        let table = self.actor_table()?;
+        self.clock(&table)
     }
 
     /// Ends the decode: every byte must have been read.

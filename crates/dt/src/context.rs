@@ -51,8 +51,7 @@ pub fn encode_context(clock: &VersionVector, binding: u64) -> Vec<u8> {
     let mut w = Writer::new();
     w.u8(CONTEXT_VERSION);
     w.u64_be(binding);
-    let table = w.actor_table(clock.entries().iter().map(|&(a, _)| a));
-    w.clock(&table, clock);
+    w.clock_alone(clock);
     let crc = crc32fast::hash(&w.buf);
     w.buf.extend_from_slice(&crc.to_be_bytes());
     w.buf
@@ -77,8 +76,7 @@ pub fn decode_context(bytes: &[u8], binding: u64) -> Result<VersionVector, Conte
     if r.u64_be().map_err(corrupt)? != binding {
         return Err(ContextError::OtherKey);
     }
-    let table = r.actor_table().map_err(corrupt)?;
-    let clock = r.clock(&table).map_err(corrupt)?;
+    let clock = r.clock_alone().map_err(corrupt)?;
     r.finish().map_err(corrupt)?;
     Ok(clock)
 }

@@ -17,8 +17,7 @@ pub(super) fn encode(u: &DtUpdate) -> Vec<u8> {
     match &u.context {
         Some(clock) => {
             w.u8(1);
-            let table = w.actor_table(clock.entries().iter().map(|&(a, _)| a));
-            w.clock(&table, clock);
+            w.clock_alone(clock);
         }
         None => w.u8(0),
     }
@@ -37,10 +36,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<DtUpdate, WireError> {
     let hll_precision = r.u8().map_err(bad)?;
     let context = match r.u8().map_err(bad)? {
         0 => None,
-        1 => {
-            let table = r.actor_table().map_err(bad)?;
-            Some(r.clock(&table).map_err(bad)?)
-        }
+        1 => Some(r.clock_alone().map_err(bad)?),
         value => {
             return Err(WireError::BadByte {
                 what: "context flag",
