@@ -12,12 +12,13 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use eddy_dt::{Op, Value};
+use eddy_dt::Op;
 use eddy_kv::BucketRef;
-use eddy_kv::coordinator::datatype::{DtBody, DtFetchRequest, DtUpdateRequest};
+use eddy_kv::coordinator::datatype::{DtFetchRequest, DtUpdateRequest};
 
 use super::error::ApiError;
 use super::params::Query;
+use super::props::no_content;
 use super::render::set;
 use super::server::{App, read_body};
 
@@ -37,7 +38,13 @@ pub async fn handle(
                 key,
                 options: query.get_options()?,
             };
-            match app.node.dt_fetch(request).await?.body.and_then(value) {
+            match app
+                .node
+                .dt_fetch(request)
+                .await?
+                .body
+                .and_then(|b| b.counter())
+            {
                 Some(n) => Ok(text(StatusCode::OK, n)),
                 None => Err(ApiError::not_found()),
             }
@@ -55,13 +62,15 @@ pub async fn handle(
                 context: None,
                 options,
             };
-            match app.node.dt_update(request).await?.body.and_then(value) {
+            match app
+                .node
+                .dt_update(request)
+                .await?
+                .body
+                .and_then(|b| b.counter())
+            {
                 Some(n) => Ok(text(StatusCode::OK, n)),
-                None => {
-                    let mut r = Response::new(Body::empty());
-                    *r.status_mut() = StatusCode::NO_CONTENT;
-                    Ok(r)
-                }
+                None => Ok(no_content()),
             }
         }
         _ => Err(ApiError::method_not_allowed("GET, HEAD, POST")),
@@ -78,13 +87,6 @@ pub fn amount(body: &[u8]) -> Result<i64, ApiError> {
                 "Counter amount must be a decimal integer within a signed 64-bit range\n",
             )
         })
-}
-
-fn value(body: DtBody) -> Option<i64> {
-    match body.state.value() {
-        Value::Counter(n) => Some(n),
-        _ => None,
-    }
 }
 
 fn text(status: StatusCode, n: i64) -> Response {

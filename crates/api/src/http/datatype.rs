@@ -13,7 +13,7 @@
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use eddy_kv::BucketRef;
 use eddy_kv::coordinator::datatype::{DtFetchRequest, DtUpdateRequest};
@@ -21,7 +21,8 @@ use serde_json::Value as Json;
 
 use super::dt_json::{self, body_json, not_found_json};
 use super::error::ApiError;
-use super::headers::{url_name, url_text};
+use super::headers::{is_json, url_name, url_text};
+use super::keys;
 use super::params::Query;
 use super::render::set;
 use super::server::{App, read_body};
@@ -96,7 +97,7 @@ async fn update(
     let mut options = query.put_options()?;
     options.return_body = query.is_true("returnbody") || query.is_true("return_body");
     let (parts, body) = req.into_parts();
-    if !is_json(&parts.headers) {
+    if is_json(&parts.headers) != Some(true) {
         return Err(ApiError::new(StatusCode::NOT_ACCEPTABLE, ""));
     }
     let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
@@ -142,18 +143,8 @@ async fn update(
     Ok(resp)
 }
 
-/// Whether the request's media type is `application/json`.
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
-}
-
 fn json_response(status: StatusCode, json: &Json) -> Response {
-    let mut resp = Response::new(Body::from(json.to_string()));
+    let mut resp = keys::json_response(Body::from(json.to_string()));
     *resp.status_mut() = status;
-    set(resp.headers_mut(), "content-type", b"application/json");
     resp
 }

@@ -45,6 +45,14 @@ pub fn url_text(name: &str) -> String {
     utf8_percent_encode(name, URL_NAME).to_string()
 }
 
+/// Whether the request's `Content-Type` names `application/json`
+/// (parameters ignored); `None` when it has none.
+pub fn is_json(headers: &HeaderMap) -> Option<bool> {
+    let ct = headers.get(axum::http::header::CONTENT_TYPE)?;
+    let media = ct.to_str().unwrap_or("").split(';').next().unwrap_or("");
+    Some(media.trim().eq_ignore_ascii_case("application/json"))
+}
+
 /// The media type and charset of a PUT; Riak requires the header.
 pub fn content_type(headers: &HeaderMap) -> Result<(Vec<u8>, Option<Vec<u8>>), ApiError> {
     let Some(raw) = headers.get(axum::http::header::CONTENT_TYPE) else {

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -88,14 +88,11 @@ pub async fn handle(
 }
 
 fn check_headers(headers: &HeaderMap) -> Result<(), ApiError> {
-    if let Some(ct) = headers.get(header::CONTENT_TYPE) {
-        let media = ct.to_str().unwrap_or("").split(';').next().unwrap_or("");
-        if !media.trim().eq_ignore_ascii_case("application/json") {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "multi-key requests must be sent as application/json\n",
-            ));
-        }
+    if super::headers::is_json(headers) == Some(false) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "multi-key requests must be sent as application/json\n",
+        ));
     }
     if conditional::needs_current(headers) {
         return Err(ApiError::bad_request(

@@ -6,7 +6,7 @@
 //! that fail validation are 400 with a JSON object naming each field.
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use eddy_kv::props::{PropsError, PropsPatch};
 use eddy_kv::types::RegistryError;
@@ -62,20 +62,11 @@ pub fn parse_props_body(
     body: &[u8],
     what: &str,
 ) -> Result<PropsPatch, ApiError> {
-    if let Some(ct) = headers.get(header::CONTENT_TYPE) {
-        let media = ct
-            .to_str()
-            .unwrap_or("")
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim();
-        if !media.eq_ignore_ascii_case("application/json") {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!("{what} props must be sent as application/json\n"),
-            ));
-        }
+    if super::headers::is_json(headers) == Some(false) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("{what} props must be sent as application/json\n"),
+        ));
     }
     let parsed: Option<Map<String, Value>> =
         serde_json::from_slice::<Value>(body)

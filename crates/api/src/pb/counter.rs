@@ -9,8 +9,8 @@
 //! without `value`; `value` comes back from an update only with
 //! `returnvalue`.
 
-use eddy_dt::{Op, Value};
-use eddy_kv::coordinator::datatype::{DtBody, DtFetchRequest, DtUpdateRequest};
+use eddy_dt::Op;
+use eddy_kv::coordinator::datatype::{DtFetchRequest, DtUpdateRequest};
 use eddy_kv::{GetOptions, PutOptions};
 use eddy_wire::codes;
 use eddy_wire::proto::{
@@ -43,7 +43,7 @@ pub(crate) async fn update(
     };
     let updated = session.node.dt_update(request).await?;
     let resp = RpbCounterUpdateResp {
-        value: updated.body.and_then(counter_value),
+        value: updated.body.and_then(|b| b.counter()),
     };
     out.push(codes::COUNTER_UPDATE_RESP, &resp);
     Ok(())
@@ -64,15 +64,8 @@ pub(crate) async fn get(session: &Session, out: &mut Outbox, body: &[u8]) -> Res
     };
     let fetched = session.node.dt_fetch(request).await?;
     let resp = RpbCounterGetResp {
-        value: fetched.body.and_then(counter_value),
+        value: fetched.body.and_then(|b| b.counter()),
     };
     out.push(codes::COUNTER_GET_RESP, &resp);
     Ok(())
-}
-
-fn counter_value(body: DtBody) -> Option<i64> {
-    match body.state.value() {
-        Value::Counter(n) => Some(n),
-        _ => None,
-    }
 }

@@ -56,6 +56,16 @@ pub struct DtBody {
     pub context: Vec<u8>,
 }
 
+impl DtBody {
+    /// A counter's value (`None` for the other types).
+    pub fn counter(&self) -> Option<i64> {
+        match &self.state {
+            State::Counter(c) => Some(c.value()),
+            _ => None,
+        }
+    }
+}
+
 /// Read one data type value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DtFetchRequest {
