@@ -39,6 +39,12 @@ impl Writer {
         self.buf.push(v);
     }
 
+    /// Makes room for `additional` more bytes at once (a big state's
+    /// buffer then does not grow by copying itself over and over).
+    pub fn reserve(&mut self, additional: usize) {
+        self.buf.reserve(additional);
+    }
+
     pub fn u64_be(&mut self, v: u64) {
         self.buf.extend_from_slice(&v.to_be_bytes());
     }
@@ -66,9 +72,19 @@ impl Writer {
     /// A table of `actors` (sorted, without repeats): its length, then each
     /// actor as 8 big-endian bytes. Returns the table for [`Writer::actor`].
     pub fn actor_table(&mut self, actors: impl IntoIterator<Item = Actor>) -> ActorTable {
-        let mut list: Vec<Actor> = actors.into_iter().collect();
-        list.sort();
-        list.dedup();
+        // A state names few actors many times: keep the distinct ones
+        // sorted as they come instead of collecting every mention.
+        let mut list: Vec<Actor> = Vec::new();
+        let mut last = None;
+        for actor in actors {
+            if last == Some(actor) {
+                continue;
+            }
+            last = Some(actor);
+            if let Err(at) = list.binary_search(&actor) {
+                list.insert(at, actor);
+            }
+        }
         self.len(list.len());
         for a in &list {
             self.u64_be(a.0);

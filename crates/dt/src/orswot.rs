@@ -30,6 +30,10 @@ use crate::codec::{ActorTable, DecodeError, Reader, Writer};
 /// Dots of one member: actor → counter.
 type Dots = BTreeMap<Actor, u64>;
 
+/// What one member usually takes encoded (its bytes, length and a dot),
+/// to size the buffer of a big set once.
+const MEMBER_BYTES_GUESS: usize = 24;
+
 /// A set's state.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Orswot {
@@ -201,6 +205,7 @@ impl Orswot {
         let table = w.actor_table(actors);
         w.clock(&table, &self.clock);
         w.len(self.members.len());
+        w.reserve(self.members.len() * MEMBER_BYTES_GUESS);
         for (member, dots) in &self.members {
             w.bytes(member);
             w.len(dots.len());

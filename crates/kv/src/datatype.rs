@@ -39,18 +39,15 @@ pub fn state_of(obj: &RiakObject, datatype: DataType) -> Result<Option<State>, K
     Ok(merged)
 }
 
-/// The new state after `update`, applied as `actor` at `now_us` over the
-/// merged state of `current` (an empty value of the type when none).
+/// The new state after `update`, applied as `actor` at `now_us` over
+/// `stored`, the merged state of the stored siblings ([`state_of`]; an
+/// empty value of the type when none).
 pub fn apply_update(
-    current: Option<&RiakObject>,
+    stored: Option<State>,
     update: &DtUpdate,
     actor: Actor,
     now_us: u64,
 ) -> Result<State, KvError> {
-    let stored = match current {
-        Some(obj) => state_of(obj, update.datatype)?,
-        None => None,
-    };
     let mut state = stored.unwrap_or_else(|| State::new(update.datatype, update.hll_precision));
     state.fit_precision(update.hll_precision);
     state.apply(actor, &update.op, update.context.as_ref(), now_us)?;
@@ -129,7 +126,13 @@ mod tests {
             merged.value(),
             Value::Set(vec![b"a".to_vec(), b"b".to_vec()])
         );
-        let next = apply_update(Some(&obj), &add(b"c"), Actor(1), 2).unwrap();
+        let next = apply_update(
+            state_of(&obj, DataType::Set).unwrap(),
+            &add(b"c"),
+            Actor(1),
+            2,
+        )
+        .unwrap();
         let expected = vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()];
         assert_eq!(next.value(), Value::Set(expected));
     }

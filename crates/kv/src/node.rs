@@ -74,6 +74,10 @@ pub struct NodeConfig {
     /// blocking pool, so that a simulation on a current-thread runtime
     /// over backends that never wait replays exactly. Off in a server.
     pub blocking_inline: bool,
+    /// Memory the vnodes may keep decoded big data type states in, so
+    /// that an update does not decode them again
+    /// ([`crate::vnode::states`]); 0 keeps none.
+    pub datatype_cache_bytes: usize,
 }
 
 impl Default for NodeConfig {
@@ -95,6 +99,7 @@ impl Default for NodeConfig {
             partitions_dir: None,
             clock: Arc::new(SystemClock),
             blocking_inline: false,
+            datatype_cache_bytes: crate::vnode::states::BUDGET_BYTES_DEFAULT,
         }
     }
 }
@@ -152,6 +157,8 @@ pub struct Node {
     ring: ArcSwap<RingView>,
     pub(crate) vnodes: Arc<VnodeTable>,
     log: Option<Arc<CommitLog>>,
+    /// The vnodes' decoded data type states.
+    states: Arc<crate::vnode::states::StateCache>,
     pub(crate) registry: Arc<BucketRegistry>,
     pub counters: NodeCounters,
     /// Partition repair's bookkeeping (design note 009).
@@ -254,6 +261,9 @@ impl Node {
             }
             None => (None, Vec::new()),
         };
+        let states = Arc::new(crate::vnode::states::StateCache::new(
+            config.datatype_cache_bytes,
+        ));
         for (p, parts) in opened {
             vnodes.insert(crate::vnode::Vnode::with_incarnation(
                 p,
@@ -261,6 +271,7 @@ impl Node {
                 parts.actor,
                 parts.backend,
                 log.clone(),
+                states.clone(),
             ));
         }
         let me = config.node_name.clone();
@@ -269,6 +280,7 @@ impl Node {
             ring: ArcSwap::from_pointee(RingView::new(ring, me)),
             vnodes,
             log,
+            states,
             registry,
             counters: NodeCounters::default(),
             repair: Default::default(),
@@ -401,6 +413,7 @@ impl Node {
             parts.actor,
             parts.backend,
             self.log.clone(),
+            self.states.clone(),
         );
         self.vnodes.insert(vnode.clone());
         tracing::info!(partition = p.0, "vnode started");
@@ -440,6 +453,12 @@ impl Node {
     /// Every vnode this node runs, in partition order.
     pub(crate) fn local_vnodes(&self) -> Vec<VnodeHandle> {
         self.vnodes.all()
+    }
+
+    /// The vnodes' cache of decoded data type states: what it holds and
+    /// how often it served.
+    pub fn datatype_states(&self) -> crate::vnode::states::StateCacheStats {
+        self.states.stats()
     }
 
     /// Partition `p`'s backend on this node (operators' tools and tests).

@@ -6,6 +6,7 @@
 //! object's index entries into the new object's; a corrupt stored object is
 //! never returned or merged (the request fails instead).
 
+use eddy_dt::State;
 use eddy_object::{Actor, Content, RiakObject, VersionVector, codec, merge};
 use eddy_storage::{Backend, IndexSpec};
 
@@ -63,29 +64,32 @@ pub fn coordinate(
     Ok(obj)
 }
 
-/// The coordinating vnode's data type update: the operation applied as
-/// `actor` to the merged state of every live sibling of `current`, the
-/// result written as `content`'s value over all of them (design note 020).
+/// The coordinating vnode's data type update: `update` applied as
+/// `actor` over `stored`, the merged state of `current`'s siblings, the
+/// result written over every sibling it read (design note 020). Returns
+/// the new object and its state.
 pub fn coordinate_datatype(
     current: Option<&RiakObject>,
+    stored: Option<State>,
     update: &DtUpdate,
     mut content: Content,
     policy: WritePolicy,
     actor: Actor,
-) -> Result<RiakObject, KvError> {
+) -> Result<(RiakObject, State), KvError> {
     let now_us = content.meta.last_modified_us;
-    let state = crate::datatype::apply_update(current, update, actor, now_us)?;
+    let state = crate::datatype::apply_update(stored, update, actor, now_us)?;
     content.value = state.encode();
     content.meta.content_type = Some(update.datatype.content_type().as_bytes().to_vec());
     let seen = current.map(|o| o.vv.clone()).unwrap_or_default();
-    coordinate(
+    let object = coordinate(
         current,
         &seen,
         content,
         &Conditions::default(),
         policy,
         actor,
-    )
+    )?;
+    Ok((object, state))
 }
 
 /// A replica's merge of the coordinator's object into its own copy.

@@ -39,6 +39,7 @@ pub mod msg;
 pub mod once;
 pub mod replay;
 pub mod reply;
+pub mod states;
 pub mod table;
 
 use std::sync::Arc;
@@ -53,12 +54,14 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::commitlog::{CommitLog, Lsn, Op, Record};
 use crate::error::KvError;
 use crate::mapphase::MapRunner;
+use eddy_dt::State;
 pub use gate::FoldTicket;
 use msg::{
-    Coordinate, FoldRequest, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply,
-    VnodeRequest, WritePolicy,
+    Coordinate, DtUpdate, FoldRequest, PutAck, PutKind, PutRequest, StorageKey, SyncLevel,
+    VnodeReply, VnodeRequest, WritePolicy,
 };
 use reply::{LocalHint, ReplyTo};
+use states::StateCache;
 
 /// Key locks per vnode: keys hash onto these stripes.
 const KEY_LOCKS: usize = 64;
@@ -80,6 +83,8 @@ pub struct Vnode {
     /// Set while the partition needs repair (design note 009).
     damage: damage::Damage,
     folds: Arc<gate::Folds>,
+    /// The node's decoded data type states ([`states`]).
+    states: Arc<StateCache>,
 }
 
 /// What a put stored.
@@ -119,16 +124,19 @@ impl Vnode {
             actor,
             backend,
             log,
+            Arc::default(),
         )
     }
 
-    /// A vnode of `partition`'s incarnation `incarnation`.
+    /// A vnode of `partition`'s incarnation `incarnation`, keeping decoded
+    /// data type states in `states`.
     pub fn with_incarnation(
         partition: Partition,
         incarnation: u64,
         actor: Actor,
         backend: Arc<dyn Backend>,
         log: Option<Arc<CommitLog>>,
+        states: Arc<StateCache>,
     ) -> VnodeHandle {
         Arc::new(Vnode {
             partition,
@@ -140,6 +148,7 @@ impl Vnode {
             closed: AtomicBool::new(false),
             damage: damage::Damage::default(),
             folds: Arc::default(),
+            states,
         })
     }
 
@@ -328,8 +337,10 @@ impl Vnode {
         if policy.write_once {
             return self.put_once(key, kind, hint, records);
         }
-        let current = self.read(key)?;
+        let encoded = self.read_encoded(key)?;
+        let current = encoded.as_deref().map(codec::decode).transpose()?;
         let mut sent = None;
+        let mut state = None;
         let next = match kind {
             PutKind::Coordinate(c) => {
                 let Coordinate {
@@ -339,13 +350,20 @@ impl Vnode {
                     update,
                 } = *c;
                 match update {
-                    Some(u) => apply::coordinate_datatype(
-                        current.as_ref(),
-                        &u,
-                        content,
-                        policy,
-                        self.actor,
-                    )?,
+                    Some(u) => {
+                        let stored =
+                            self.stored_state(key, encoded.as_deref(), current.as_ref(), &u)?;
+                        let (next, new_state) = apply::coordinate_datatype(
+                            current.as_ref(),
+                            stored,
+                            &u,
+                            content,
+                            policy,
+                            self.actor,
+                        )?;
+                        state = Some(new_state);
+                        next
+                    }
                     None => apply::coordinate(
                         current.as_ref(),
                         &context,
@@ -365,7 +383,51 @@ impl Vnode {
                 merged.object
             }
         };
-        self.store(key, current.as_ref(), &next, sent, records)
+        let written = self.store(key, current.as_ref(), &next, sent, records)?;
+        if let Some(state) = state {
+            self.keep_state(key, &written.encoded, state);
+        }
+        Ok(written)
+    }
+
+    /// The merged state of the stored object's siblings of `update`'s
+    /// type: the cached one if it was decoded from exactly `encoded`, else
+    /// decoded from `current`. Caller holds the key's lock.
+    fn stored_state(
+        &self,
+        key: &StorageKey,
+        encoded: Option<&[u8]>,
+        current: Option<&RiakObject>,
+        update: &DtUpdate,
+    ) -> Result<Option<State>, KvError> {
+        if let Some(bytes) = encoded.filter(|b| self.states.worth_it(b.len())) {
+            let cached = self.states.take(
+                &self.state_key(key),
+                states::stored_hash(bytes),
+                update.datatype,
+            );
+            if cached.is_some() {
+                return Ok(cached);
+            }
+        }
+        match current {
+            Some(obj) => crate::datatype::state_of(obj, update.datatype),
+            None => Ok(None),
+        }
+    }
+
+    /// Keeps `state`, the state just written as `encoded`, for the key's
+    /// next update.
+    fn keep_state(&self, key: &StorageKey, encoded: &[u8], state: State) {
+        if self.states.worth_it(encoded.len()) {
+            let stored = states::stored_hash(encoded);
+            self.states
+                .keep(self.state_key(key), stored, state, encoded.len());
+        }
+    }
+
+    fn state_key(&self, key: &StorageKey) -> states::StateKey {
+        (self.partition, key.bucket.clone(), key.key.clone())
     }
 
     /// Stores `next` over `current` unless they are equal. `sent` is
