@@ -22,13 +22,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 pub mod delta;
+mod dots;
 
 use eddy_object::{Actor, Dot, VersionVector};
 
 use crate::codec::{ActorTable, DecodeError, Reader, Writer};
 
-/// Dots of one member: actor → counter.
-type Dots = BTreeMap<Actor, u64>;
+use dots::Dots;
 
 /// What one member usually takes encoded (its bytes, length and a dot),
 /// to size the buffer of a big set once.
@@ -105,7 +105,7 @@ impl Orswot {
         let counter = self.clock.get(actor) + 1;
         self.clock.raise(actor, counter);
         self.members
-            .insert(member.to_vec(), Dots::from([(actor, counter)]));
+            .insert(member.to_vec(), Dots::one(actor, counter));
     }
 
     /// Removes `member`. Without a context it must be present; with one,
@@ -148,7 +148,7 @@ impl Orswot {
         let Some(dots) = self.members.get_mut(member) else {
             return;
         };
-        dots.retain(|&actor, &mut counter| !context.covers(Dot { actor, counter }));
+        dots.retain(|actor, counter| !context.covers(Dot { actor, counter }));
         if dots.is_empty() {
             self.members.remove(member);
         }
@@ -200,7 +200,7 @@ impl Orswot {
     /// order each with its dots, then the deferred removes by context.
     pub fn encode(&self, w: &mut Writer) {
         let actors = (self.clock.entries().iter().map(|&(a, _)| a))
-            .chain(self.members.values().flat_map(|d| d.keys().copied()))
+            .chain(self.members.values().flat_map(Dots::actors))
             .chain(self.deferred.keys().flat_map(|c| c.iter().map(|&(a, _)| a)));
         let table = w.actor_table(actors);
         w.clock(&table, &self.clock);
@@ -209,7 +209,7 @@ impl Orswot {
         for (member, dots) in &self.members {
             w.bytes(member);
             w.len(dots.len());
-            for (&actor, &counter) in dots {
+            for (actor, counter) in dots.iter() {
                 w.actor(&table, actor);
                 w.varint(counter);
             }
@@ -232,17 +232,21 @@ impl Orswot {
     pub fn decode(r: &mut Reader) -> Result<Orswot, DecodeError> {
         let table = r.actor_table()?;
         let clock = r.clock(&table)?;
-        let mut members = BTreeMap::new();
-        for _ in 0..r.count(2)? {
+        // Collected in order, then built in one pass (a tree built from a
+        // sorted list costs no search per member).
+        let count = r.count(2)?;
+        let mut sorted: Vec<(Vec<u8>, Dots)> = Vec::with_capacity(count);
+        for _ in 0..count {
             let member = r.bytes()?;
-            if members
-                .last_key_value()
-                .is_some_and(|(last, _): (&Vec<u8>, _)| last.as_slice() >= member)
+            if sorted
+                .last()
+                .is_some_and(|(last, _)| last.as_slice() >= member)
             {
                 return Err(DecodeError("set members not sorted"));
             }
-            members.insert(member.to_vec(), decode_dots(r, &table, &clock)?);
+            sorted.push((member.to_vec(), decode_dots(r, &table, &clock)?));
         }
+        let members = BTreeMap::from_iter(sorted);
         let mut deferred = BTreeMap::new();
         for _ in 0..r.count(2)? {
             let context = r.clock(&table)?;
@@ -293,10 +297,7 @@ fn decode_dots(
     for _ in 0..n {
         let actor = r.actor(table)?;
         let counter = r.varint()?;
-        if dots
-            .last_key_value()
-            .is_some_and(|(&last, _)| last >= actor)
-        {
+        if dots.last_actor().is_some_and(|last| last >= actor) {
             return Err(DecodeError("dots not sorted"));
         }
         if counter == 0 || !clock.covers(Dot { actor, counter }) {
@@ -319,16 +320,15 @@ fn merge_dots(
     let unseen_by =
         |clock: &VersionVector, actor: Actor, counter: u64| !clock.covers(Dot { actor, counter });
     let mut out = Dots::new();
-    for (&actor, &counter) in mine {
-        let common = theirs.get(&actor) == Some(&counter);
+    for (actor, counter) in mine.iter() {
+        let common = theirs.get(actor) == Some(counter);
         if common || unseen_by(their_clock, actor, counter) {
             out.insert(actor, counter);
         }
     }
-    for (&actor, &counter) in theirs {
+    for (actor, counter) in theirs.iter() {
         if unseen_by(my_clock, actor, counter) {
-            let kept = out.entry(actor).or_insert(counter);
-            *kept = (*kept).max(counter);
+            out.raise(actor, counter);
         }
     }
     out

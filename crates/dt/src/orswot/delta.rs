@@ -130,8 +130,7 @@ impl Orswot {
         for (m, dot) in &delta.adds {
             if !self.clock.covers(*dot) {
                 let dots = self.members.entry(m.clone()).or_default();
-                let kept = dots.entry(dot.actor).or_insert(dot.counter);
-                *kept = (*kept).max(dot.counter);
+                dots.raise(dot.actor, dot.counter);
             }
         }
         for (m, dots) in &delta.drops {
@@ -156,8 +155,8 @@ impl Orswot {
             return;
         };
         for d in dots {
-            if held.get(&d.actor) == Some(&d.counter) {
-                held.remove(&d.actor);
+            if held.get(d.actor) == Some(d.counter) {
+                held.remove(d.actor);
             }
         }
         if held.is_empty() {
@@ -168,6 +167,6 @@ impl Orswot {
 
 fn dots_of(dots: &Dots) -> Vec<Dot> {
     dots.iter()
-        .map(|(&actor, &counter)| Dot { actor, counter })
+        .map(|(actor, counter)| Dot { actor, counter })
         .collect()
 }
