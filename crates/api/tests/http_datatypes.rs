@@ -286,3 +286,23 @@ async fn bodies_over_the_limit_are_refused() {
     let r = post(&s, "/types/sets/buckets/b/datatypes/k", &big).await;
     assert_eq!(r.status(), 413);
 }
+
+#[tokio::test]
+async fn stats_count_big_sets_served_from_decoded_states() {
+    let s = setup().await;
+    let path = "/types/sets/buckets/b/datatypes/big";
+    let members: Vec<String> = (0..2_000).map(|i| format!("member-{i:06}")).collect();
+    let body = json!({ "add_all": members }).to_string();
+    assert_eq!(post(&s, path, &body).await.status(), 204);
+    for m in ["one", "two", "three"] {
+        let body = json!({ "add": m }).to_string();
+        assert_eq!(post(&s, path, &body).await.status(), 204);
+    }
+    let st: Value = serde_json::from_str(&s.get("/stats").await.text().await.unwrap()).unwrap();
+    assert_eq!(st["datatype_cache_entries"], 1, "{st}");
+    assert_eq!(st["datatype_cache_hits_total"], 3);
+    assert_eq!(st["datatype_cache_misses_total"], 0);
+    assert!(st["datatype_cache_memory_bytes"].as_u64().unwrap() > 16 * 1024);
+    let value = json_of(s.get(path).await).await;
+    assert_eq!(value["value"].as_array().unwrap().len(), 2_003);
+}

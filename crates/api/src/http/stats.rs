@@ -247,6 +247,9 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
     for (k, v) in index_memory(node) {
         m.insert(k.to_string(), v);
     }
+    for (k, v) in datatype_states(node) {
+        m.insert(k.to_string(), v);
+    }
     for (k, v) in super::health::stats(app) {
         m.insert(k.to_string(), v);
     }
@@ -274,6 +277,19 @@ fn index_memory(node: &Node) -> Vec<(&'static str, Value)> {
             json!(t.writes_refused),
         ),
         ("bitcask_index_partitions_over_limit", json!(t.over_limit)),
+    ]
+}
+
+/// The vnodes' decoded big data type values (design note 020 §6): how many,
+/// their estimated memory, and how many updates of a big value found its
+/// state kept or decoded it.
+fn datatype_states(node: &Node) -> Vec<(&'static str, Value)> {
+    let s = node.datatype_states();
+    vec![
+        ("datatype_cache_entries", json!(s.entries)),
+        ("datatype_cache_memory_bytes", json!(s.bytes)),
+        ("datatype_cache_hits_total", json!(s.hits)),
+        ("datatype_cache_misses_total", json!(s.misses)),
     ]
 }
 

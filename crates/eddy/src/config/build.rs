@@ -40,6 +40,7 @@ impl Settings {
             bucket_defaults: bucket_defaults(raw)?,
             objects: objects(raw)?,
             multi: multi(raw)?,
+            datatype_cache_bytes: usize_of(raw.bytes("datatypes.cache_size")?),
             http: http(raw)?,
             protobuf: protobuf(raw)?,
             request_budget: RequestBudget {

@@ -392,6 +392,12 @@ pub const SETTINGS: &[Setting] = &[
         "Batched vnode messages one multi-key request has in flight to each node at once: its keys run in waves that need at most this many (at least 1).",
     ),
     s(
+        "datatypes.cache_size",
+        "256MB",
+        Kind::Bytes,
+        "Memory (estimated) the vnodes may keep big data type values decoded in (sets and maps of 16KB and more), so that the next update of one does not decode it again; 0 keeps none.",
+    ),
+    s(
         "multi.answer_bytes_max",
         "64MB",
         Kind::Bytes,

@@ -36,6 +36,8 @@ pub struct Settings {
     /// `multi.*`: the bounds of multi-key requests (design note 016); the
     /// batch sizes are not settings and keep their defaults.
     pub multi: MultiLimits,
+    /// `datatypes.cache_size`: memory for decoded big data type values.
+    pub datatype_cache_bytes: usize,
     pub http: HttpSettings,
     pub protobuf: PbSettings,
     pub request_budget: RequestBudget,

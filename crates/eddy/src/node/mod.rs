@@ -267,6 +267,7 @@ fn node_config(s: &Settings, root: &Path) -> NodeConfig {
         object_size_max_bytes: s.objects.size_max_bytes,
         meta_limits: s.objects.meta,
         multi: s.multi,
+        datatype_cache_bytes: s.datatype_cache_bytes,
         commit_log_dir: Some(root.join("commit_log")),
         partitions_dir: Some(root.join("partitions")),
         commit_log: s.commit_log.clone(),
