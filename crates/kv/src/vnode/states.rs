@@ -2,7 +2,8 @@
 //! lately (design note 020 §6), so that its next update of the same key
 //! applies the operation to the state in memory instead of decoding the
 //! stored object's siblings again: a set of 100,000 members costs about
-//! 40 ms to decode and 20 ms to free, an add to it microseconds.
+//! 7.5 ms to decode and free (docs/BENCHMARKS.md "Session 18"), an add to
+//! it microseconds.
 //!
 //! An entry is a memo of [`crate::datatype::state_of`] over exact stored
 //! bytes: it names the stored object by a 128-bit hash of its encoding,
@@ -31,9 +32,10 @@ use parking_lot::Mutex;
 /// Encoded states smaller than this are not kept.
 pub const STATE_BYTES_MIN: usize = 16 * 1024;
 
-/// Estimated memory of a decoded state per byte of its encoding (a set
-/// member of 16 bytes encodes in about 20 and takes about 120 in memory:
-/// its own allocation, its dots and the tree's node share).
+/// Estimated memory of a decoded state per byte of its encoding: about
+/// twice what a set of 15-byte members measures (21 bytes encoded, 79 in
+/// memory: the member's allocation, its inline dots, the tree's node
+/// share), so that maps, whose fields and dots take more, stay within it.
 pub const MEMORY_PER_ENCODED_BYTE: usize = 8;
 
 /// The node's default budget for decoded states.
