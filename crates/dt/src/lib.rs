@@ -15,6 +15,9 @@
 //!   coordinating replica applies ([`Op`]), the value a client reads
 //!   ([`Value`]) and the stored envelope; [`encode_context`] makes the
 //!   opaque context clients send back with removes.
+//! - [`SetRoot`], [`SetSegment`]: a big set stored as a root record and
+//!   segment records of contiguous member ranges, so that an operation
+//!   reads and writes the root and the segments its members fall in.
 //! - [`Map`]: a map (riak_dt_map) of counters, sets, registers, flags and
 //!   nested maps, whose contents all share the map's clock.
 //!
@@ -52,5 +55,6 @@ pub use op::{
     MapUpdate, Op, SetOp, Value,
 };
 pub use orswot::delta::{NotReady, OrswotDelta};
+pub use orswot::segmented::{SEGMENT_MEMBERS, SegmentRef, SegmentWrite, SetRoot, SetSegment};
 pub use orswot::{Orswot, Precondition};
 pub use state::{FORMAT_VERSION, State};

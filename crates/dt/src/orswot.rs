@@ -17,12 +17,14 @@
 //!
 //! The context a client reads and sends back is the set's clock.
 //! [`delta`] runs a client's operation as a delta another replica can
-//! join without the whole state.
+//! join without the whole state; [`segmented`] stores a big set as a root
+//! and segments so that an operation reads and writes only a few of them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 pub mod delta;
 mod dots;
+pub mod segmented;
 
 use eddy_object::{Actor, Dot, VersionVector};
 
@@ -39,10 +41,12 @@ const MEMBER_BYTES_GUESS: usize = 24;
 pub struct Orswot {
     clock: VersionVector,
     members: BTreeMap<Vec<u8>, Dots>,
-    /// Removes waiting for the clock to descend their context, by context
-    /// (its sorted entries).
-    deferred: BTreeMap<Vec<(Actor, u64)>, BTreeSet<Vec<u8>>>,
+    deferred: Deferred,
 }
+
+/// Removes waiting for the clock to descend their context, by context (its
+/// sorted entries): the members each removes.
+type Deferred = BTreeMap<Vec<(Actor, u64)>, BTreeSet<Vec<u8>>>;
 
 /// Why a remove was refused (Riak's `{precondition, {not_present, E}}`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -201,28 +205,11 @@ impl Orswot {
     pub fn encode(&self, w: &mut Writer) {
         let actors = (self.clock.entries().iter().map(|&(a, _)| a))
             .chain(self.members.values().flat_map(Dots::actors))
-            .chain(self.deferred.keys().flat_map(|c| c.iter().map(|&(a, _)| a)));
+            .chain(deferred_actors(&self.deferred));
         let table = w.actor_table(actors);
         w.clock(&table, &self.clock);
-        w.len(self.members.len());
-        w.reserve(self.members.len() * MEMBER_BYTES_GUESS);
-        for (member, dots) in &self.members {
-            w.bytes(member);
-            w.len(dots.len());
-            for (actor, counter) in dots.iter() {
-                w.actor(&table, actor);
-                w.varint(counter);
-            }
-        }
-        w.len(self.deferred.len());
-        for (context, members) in &self.deferred {
-            w.clock(
-                &table,
-                &VersionVector::from_entries(context.iter().copied()),
-            );
-            w.len(members.len());
-            members.iter().for_each(|m| w.bytes(m));
-        }
+        write_members(w, &table, self.members.iter());
+        write_deferred(w, &table, &self.deferred);
     }
 
     /// Reads a state [`Orswot::encode`] wrote, refusing what no set could
@@ -234,53 +221,111 @@ impl Orswot {
         let clock = r.clock(&table)?;
         // Collected in order, then built in one pass (a tree built from a
         // sorted list costs no search per member).
-        let count = r.count(2)?;
-        let mut sorted: Vec<(Vec<u8>, Dots)> = Vec::with_capacity(count);
-        for _ in 0..count {
-            let member = r.bytes()?;
-            if sorted
-                .last()
-                .is_some_and(|(last, _)| last.as_slice() >= member)
-            {
-                return Err(DecodeError("set members not sorted"));
-            }
-            sorted.push((member.to_vec(), decode_dots(r, &table, &clock)?));
-        }
-        let members = BTreeMap::from_iter(sorted);
-        let mut deferred = BTreeMap::new();
-        for _ in 0..r.count(2)? {
-            let context = r.clock(&table)?;
-            if clock.descends(&context) {
-                return Err(DecodeError(
-                    "deferred remove of a context the clock has seen",
-                ));
-            }
-            let context = context.entries().to_vec();
-            if deferred
-                .last_key_value()
-                .is_some_and(|(last, _): (&Vec<(Actor, u64)>, _)| *last >= context)
-            {
-                return Err(DecodeError("deferred contexts not sorted"));
-            }
-            let mut names = BTreeSet::new();
-            for _ in 0..r.count(1)? {
-                let name = r.bytes()?;
-                if names
-                    .last()
-                    .is_some_and(|last: &Vec<u8>| last.as_slice() >= name)
-                {
-                    return Err(DecodeError("deferred members not sorted"));
-                }
-                names.insert(name.to_vec());
-            }
-            deferred.insert(context, names);
-        }
+        let members = BTreeMap::from_iter(read_members(r, &table, &clock)?);
+        let deferred = read_deferred(r, &table, &clock)?;
         Ok(Orswot {
             clock,
             members,
             deferred,
         })
     }
+}
+
+/// Writes members (in byte order) with their dots: their count, then each
+/// name and its dots. The set's body and a segment of a big set
+/// ([`segmented`]) share it.
+fn write_members<'a>(
+    w: &mut Writer,
+    table: &ActorTable,
+    members: impl ExactSizeIterator<Item = (&'a Vec<u8>, &'a Dots)>,
+) {
+    w.len(members.len());
+    w.reserve(members.len() * MEMBER_BYTES_GUESS);
+    for (member, dots) in members {
+        w.bytes(member);
+        w.len(dots.len());
+        for (actor, counter) in dots.iter() {
+            w.actor(table, actor);
+            w.varint(counter);
+        }
+    }
+}
+
+/// Reads what [`write_members`] wrote, in order: members strictly
+/// increasing, each with dots `clock` covers ([`decode_dots`]).
+fn read_members(
+    r: &mut Reader,
+    table: &ActorTable,
+    clock: &VersionVector,
+) -> Result<Vec<(Vec<u8>, Dots)>, DecodeError> {
+    let count = r.count(2)?;
+    let mut sorted: Vec<(Vec<u8>, Dots)> = Vec::with_capacity(count);
+    for _ in 0..count {
+        let member = r.bytes()?;
+        if sorted
+            .last()
+            .is_some_and(|(last, _)| last.as_slice() >= member)
+        {
+            return Err(DecodeError("set members not sorted"));
+        }
+        sorted.push((member.to_vec(), decode_dots(r, table, clock)?));
+    }
+    Ok(sorted)
+}
+
+/// The actors the deferred removes' contexts name.
+fn deferred_actors(deferred: &Deferred) -> impl Iterator<Item = Actor> + '_ {
+    deferred.keys().flat_map(|c| c.iter().map(|&(a, _)| a))
+}
+
+/// Writes the deferred removes: their count, then by context (in order)
+/// the context and the members it removes.
+fn write_deferred(w: &mut Writer, table: &ActorTable, deferred: &Deferred) {
+    w.len(deferred.len());
+    for (context, members) in deferred {
+        w.clock(table, &VersionVector::from_entries(context.iter().copied()));
+        w.len(members.len());
+        members.iter().for_each(|m| w.bytes(m));
+    }
+}
+
+/// Reads what [`write_deferred`] wrote, refusing contexts out of order or
+/// that `clock` already descends (such a remove would have run), and
+/// members out of order.
+fn read_deferred(
+    r: &mut Reader,
+    table: &ActorTable,
+    clock: &VersionVector,
+) -> Result<Deferred, DecodeError> {
+    let mut deferred = Deferred::new();
+    for _ in 0..r.count(2)? {
+        let context = r.clock(table)?;
+        if clock.descends(&context) {
+            return Err(DecodeError(
+                "deferred remove of a context the clock has seen",
+            ));
+        }
+        let context = context.entries().to_vec();
+        if deferred
+            .last_key_value()
+            .is_some_and(|(last, _)| *last >= context)
+        {
+            return Err(DecodeError("deferred contexts not sorted"));
+        }
+        let mut names = BTreeSet::new();
+        for _ in 0..r.count(1)? {
+            let name = r.bytes()?;
+            if names
+                .last()
+                .is_some_and(|last: &Vec<u8>| last.as_slice() >= name)
+            {
+                return Err(DecodeError("deferred members not sorted"));
+            }
+            names.insert(name.to_vec());
+        }
+        deferred.insert(context, names);
+    }
+    Ok(deferred)
 }
 
 /// One member's dots: at least one, actors increasing, each seen by `clock`.

@@ -137,6 +137,29 @@ fn a_replica_that_missed_a_remove_is_not_ready_for_the_next_operation() {
     assert_eq!(b, a);
 }
 
+/// A remove deferred for a dot whose delta is still on its way runs when
+/// the delta arrives, as a full merge would run it (the join used to run
+/// deferred removes only when the delta brought some of its own, leaving a
+/// state whose clock descends a deferred context: one its own decoder
+/// refuses).
+#[test]
+fn a_delta_that_completes_a_deferred_remove_runs_it() {
+    let (x, j) = (Actor(1), Actor(2));
+    let mut coordinator = Orswot::new();
+    let mut replica = Orswot::new();
+    let add = coordinator.apply_op(x, &[b"m"], &[], None).unwrap();
+    // A client read the coordinator and removes m at the replica before
+    // the add reached it: deferred.
+    let seen = coordinator.clock().clone();
+    replica.apply_op(j, &[], &[b"m"], Some(&seen)).unwrap();
+    assert_eq!(replica.deferred_len(), 1);
+    let mut merged = replica.clone();
+    merged.merge(&coordinator);
+    replica.join_delta(&add).unwrap();
+    assert_eq!(replica, merged);
+    assert!(replica.is_empty() && replica.deferred_len() == 0);
+}
+
 mod maps {
     use eddy_dt::{
         Actor, Field, FieldOp, FieldType, FlagOp, Map, MapOp, MapUpdate, NotReady, SetOp,

@@ -1,5 +1,6 @@
-//! The stored bodies of fixed small states, pinned byte for byte by the
-//! files in `tests/fixtures/` (docs/formats/datatypes.md walks through
+//! The stored bodies of fixed small states, and the records of a small
+//! segmented set and the wire form of a set delta, pinned byte for byte by
+//! the files in `tests/fixtures/` (docs/formats/datatypes.md walks through
 //! them). A change of encoding, or of the HLL hash, fails here; with
 //! `EDDY_WRITE_FIXTURES=1` the test rewrites the files instead, for a
 //! deliberate new format version.
@@ -7,7 +8,7 @@
 use std::path::PathBuf;
 
 use eddy_dt::codec::{Reader, Writer};
-use eddy_dt::{Actor, DecodeError, GSet, Hll, Orswot, PnCounter};
+use eddy_dt::{Actor, DecodeError, GSet, Hll, Orswot, OrswotDelta, PnCounter, SetRoot};
 
 fn counter() -> PnCounter {
     let mut c = PnCounter::new();
@@ -55,6 +56,20 @@ fn hll_dense() -> Hll {
     h
 }
 
+/// The bytes pinned in `tests/fixtures/name`, after checking that `bytes`
+/// are them (or writing them, with `EDDY_WRITE_FIXTURES=1`).
+fn pinned(name: &str, bytes: &[u8]) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    if std::env::var_os("EDDY_WRITE_FIXTURES").is_some_and(|v| v == "1") {
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let pinned = std::fs::read(&path).unwrap();
+    assert_eq!(bytes, pinned, "{name}: the encoding changed");
+    pinned
+}
+
 fn check<T: PartialEq + std::fmt::Debug>(
     name: &str,
     state: &T,
@@ -63,14 +78,7 @@ fn check<T: PartialEq + std::fmt::Debug>(
 ) {
     let mut w = Writer::new();
     encode(state, &mut w);
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name);
-    if std::env::var_os("EDDY_WRITE_FIXTURES").is_some_and(|v| v == "1") {
-        std::fs::write(&path, &w.buf).unwrap();
-    }
-    let pinned = std::fs::read(&path).unwrap();
-    assert_eq!(w.buf, pinned, "{name}: the encoding changed");
+    let pinned = pinned(name, &w.buf);
     let mut r = Reader::new(&pinned);
     assert_eq!(&decode(&mut r).unwrap(), state, "{name}");
     r.finish().unwrap();
@@ -102,4 +110,39 @@ fn gset_v1() {
 fn hll_v1() {
     check("hll-v1.bin", &hll_sparse(), Hll::encode, Hll::decode);
     check("hll-dense-v1.bin", &hll_dense(), Hll::encode, Hll::decode);
+}
+
+/// The set of `set-v1.bin` with d added by actor 1, split two members a
+/// segment from id 7: segments [a, c] (id 7) and [d] (id 8).
+#[test]
+fn set_root_and_segment_v1() {
+    let mut s = set();
+    s.add(Actor(1), b"d");
+    let (root, segments) = s.clone().into_segments_of(7, 2);
+    assert_eq!(
+        segments.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        [7, 8]
+    );
+    let root_bytes = pinned("set-root-v1.bin", &root.encode());
+    let segment = pinned("set-segment-v1.bin", &segments[0].1);
+    assert_eq!(SetRoot::decode(&root_bytes).unwrap(), root);
+    let first = root.decode_segment(0, &segment).unwrap();
+    let second = root.decode_segment(1, &segments[1].1).unwrap();
+    assert_eq!(root.assemble(vec![first, second]).unwrap(), s);
+}
+
+/// Actor 2 adds a (which actor 1 had added) and removes c with a context
+/// that saw actor 3's first add, which this set has not: a drops a's old
+/// dot, c's dot is dropped and its remove deferred.
+#[test]
+fn set_delta_v1() {
+    let mut s = set();
+    let mut context = s.clock().clone();
+    context.raise(Actor(3), 1);
+    let delta = s
+        .apply_op(Actor(2), &[b"a"], &[b"c"], Some(&context))
+        .unwrap();
+    assert!(!delta.drops.is_empty() && !delta.deferred.is_empty());
+    let bytes = pinned("set-delta-v1.bin", &delta.encode());
+    assert_eq!(OrswotDelta::decode(&bytes).unwrap(), delta);
 }
