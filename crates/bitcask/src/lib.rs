@@ -229,6 +229,7 @@ impl Backend for Bitcask {
             ttl: true,
             kv_separation: false,
             persistent: true,
+            expires: self.inner.config.expiry_secs > 0,
         }
     }
 

@@ -116,6 +116,10 @@ pub enum KvError {
     /// The bucket cannot take this data type request.
     #[error("{0}")]
     DatatypeBucket(#[from] DatatypeBucketError),
+    /// A replica does not hold the version a set operation's delta was
+    /// applied to: it needs the whole object (the coordinator sends it).
+    #[error("the replica is behind the coordinated version")]
+    Behind,
 }
 
 /// Why a bucket cannot take a data type request (design note 020), each

@@ -127,6 +127,11 @@ pub struct NodeCounters {
     /// Batched vnode messages sent to other nodes (each carrying the
     /// gets or replicated puts of many keys for vnodes of one node).
     pub vnode_batches: AtomicU64,
+    /// Set operations' deltas sent to replicas instead of whole objects
+    /// (design note 020 §6), and replicas that answered them `Behind`
+    /// and were sent the whole object.
+    pub set_deltas: AtomicU64,
+    pub set_deltas_behind: AtomicU64,
 }
 
 impl NodeCounters {

@@ -67,6 +67,9 @@ impl BucketRef {
     pub fn parse_storage_bucket(bytes: &[u8]) -> Option<(BucketRef, u64)> {
         let (len, rest) = bytes.split_first_chunk::<2>()?;
         let len = u16::from_be_bytes(*len);
+        if len & SEGMENTS_FLAG != 0 {
+            return None;
+        }
         let (len, has_generation) = (
             (len & !GENERATION_FLAG) as usize,
             len & GENERATION_FLAG != 0,
@@ -95,6 +98,36 @@ impl BucketRef {
 /// The top bit of a storage bucket's type-name length: a generation
 /// follows the type name.
 const GENERATION_FLAG: u16 = 0x8000;
+
+/// Bit 14 of a storage bucket's type-name length: the bucket holds the
+/// segments of big data type values of the storage bucket without it
+/// (design note 020 §6; type names are at most 255 bytes). No listing,
+/// index or fold of a bucket ever names it: [`BucketRef::parse_storage_bucket`]
+/// answers `None` for it.
+const SEGMENTS_FLAG: u16 = 0x4000;
+
+/// The storage bucket holding the segments of `storage_bucket`'s big data
+/// type values.
+pub fn segments_bucket(storage_bucket: &[u8]) -> Vec<u8> {
+    let mut out = storage_bucket.to_vec();
+    if let Some(first) = out.first_mut() {
+        *first |= (SEGMENTS_FLAG >> 8) as u8;
+    }
+    out
+}
+
+/// The storage bucket whose segments `bucket` holds, if it is a segments
+/// bucket ([`segments_bucket`]).
+pub fn segments_owner(bucket: &[u8]) -> Option<Vec<u8>> {
+    let flag = (SEGMENTS_FLAG >> 8) as u8;
+    let first = *bucket.first()?;
+    if first & flag == 0 {
+        return None;
+    }
+    let mut out = bucket.to_vec();
+    out[0] = first & !flag;
+    BucketRef::parse_storage_bucket(&out).map(|_| out)
+}
 
 /// Bytes a generation adds to a storage bucket's name.
 pub const GENERATION_BYTES: usize = 8;
@@ -237,6 +270,19 @@ pub struct MultiDeleteRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segments_buckets_are_apart_and_map_back() {
+        for generation in [0, 7] {
+            let b = BucketRef::typed("sets", b"b".to_vec()).storage_bucket_at(generation);
+            let segments = segments_bucket(&b);
+            assert_ne!(segments, b);
+            assert_eq!(BucketRef::parse_storage_bucket(&segments), None);
+            assert_eq!(segments_owner(&segments), Some(b.clone()));
+            assert_eq!(segments_owner(&b), None);
+        }
+        assert_eq!(segments_owner(b"bucket"), None, "not a storage bucket");
+    }
 
     #[test]
     fn storage_bucket_roundtrips_and_separates_types() {

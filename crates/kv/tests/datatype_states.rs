@@ -1,12 +1,17 @@
-//! The vnodes' cache of decoded data type states changes nothing a node
-//! stores or answers (`eddy_kv::vnode::states`): two nodes with the same
-//! actors and clock, one keeping states and one not, take the same random
-//! updates of a big set, failed ones, deletes and foreign siblings merged
-//! behind the coordinator's back included, and must store the same
-//! versions and value bytes and answer the same after every step.
+//! Neither the vnodes' cache of decoded data type states
+//! (`eddy_kv::vnode::states`) nor big sets stored in segments
+//! (`eddy_kv::vnode::segments`) change anything a node stores or answers:
+//! three nodes with the same actors and clock — one keeping states, one
+//! not, one storing big sets in segments (bitcask, which allows them) —
+//! take the same random updates of a big set, failed ones, deletes and
+//! foreign siblings merged behind the coordinator's back included, and
+//! must store the same versions and values and answer the same after
+//! every step; the segmented node's records stay consistent (its roots
+//! name exactly the segments it holds).
 
 use std::sync::Arc;
 
+use eddy_bitcask::{Bitcask, BitcaskConfig};
 use eddy_dt::{DataType, Field, FieldOp, FieldType, MapOp, MapUpdate, Op, SetOp, State};
 use eddy_kv::coordinator::datatype::{DtFetchRequest, DtUpdateRequest};
 use eddy_kv::props::BucketProps;
@@ -21,10 +26,17 @@ use proptest::prelude::*;
 use serde_json::json;
 
 const RING: u32 = 8;
-/// Members preloaded: enough for the stored value to be cached.
-const PRELOAD: usize = 2_000;
+/// Members preloaded: enough for the stored value to be cached, and to be
+/// stored in segments where allowed.
+const PRELOAD: usize = eddy_kv::vnode::segments::SEGMENTED_MIN + 50;
 
 fn node(cache_bytes: usize) -> Arc<Node> {
+    node_over(cache_bytes, None)
+}
+
+/// A node whose partitions are bitcasks under `dir` (which allow
+/// segments), or in memory (which does not) without one.
+fn node_over(cache_bytes: usize, dir: Option<&std::path::Path>) -> Arc<Node> {
     let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
     for (name, datatype) in [("sets", "set"), ("maps", "map")] {
         let props = json!({ "datatype": datatype });
@@ -40,7 +52,12 @@ fn node(cache_bytes: usize) -> Arc<Node> {
         ..NodeConfig::default()
     };
     Node::start(config, registry, |p| {
-        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
+        let backend: Arc<dyn Backend> = match dir {
+            Some(dir) => Arc::new(
+                Bitcask::open(&dir.join(p.0.to_string()), BitcaskConfig::default()).unwrap(),
+            ),
+            None => Arc::new(MemoryBackend::new(MemoryConfig::default())),
+        };
         (backend, Actor(1000 + u64::from(p.0)))
     })
     .unwrap()
@@ -67,6 +84,9 @@ enum Step {
     /// A concurrent sibling of another actor merged into every vnode, as
     /// a handoff or a replica put from elsewhere would.
     Foreign(usize),
+    /// The same merged into one replica only (not the coordinating one),
+    /// which is then behind the next operation's delta.
+    ForeignOne(usize),
     Delete,
 }
 
@@ -77,6 +97,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => (0..50usize, 0..50usize).prop_map(|(a, r)| Step::AddRemove(a, r)),
         1 => (0..50usize).prop_map(Step::RemoveBlind),
         1 => (0..50usize).prop_map(Step::Foreign),
+        1 => (0..50usize).prop_map(Step::ForeignOne),
         1 => Just(Step::Delete),
     ]
 }
@@ -116,6 +137,29 @@ fn set_op(adds: Vec<Vec<u8>>, removes: Vec<Vec<u8>>) -> Op {
 /// Merges a sibling holding `state`, written by `actor`, into every vnode
 /// of `node` (the key's replicas among them).
 fn merge_foreign(node: &Arc<Node>, bucket_type: &str, state: &State, actor: u64) {
+    merge_foreign_into(
+        node,
+        bucket_type,
+        state,
+        actor,
+        &(0..RING).map(Partition).collect::<Vec<_>>(),
+    );
+}
+
+/// The key's replicas but the coordinating one (the first).
+fn other_replicas(node: &Arc<Node>, bucket_type: &str) -> Vec<Partition> {
+    let list = node.preflist(&bucket(bucket_type), b"k").unwrap();
+    list.into_iter().skip(1).map(|(p, _)| p).collect()
+}
+
+/// [`merge_foreign`] into the vnodes of `partitions` only.
+fn merge_foreign_into(
+    node: &Arc<Node>,
+    bucket_type: &str,
+    state: &State,
+    actor: u64,
+    partitions: &[Partition],
+) {
     let mut content = Content::new(state.encode());
     content.meta.content_type = Some(state.datatype().content_type().as_bytes().to_vec());
     let object = RiakObject {
@@ -139,8 +183,8 @@ fn merge_foreign(node: &Arc<Node>, bucket_type: &str, state: &State, actor: u64)
         max_siblings: 100,
         write_once: false,
     };
-    for p in 0..RING {
-        let vnode = node.vnode(Partition(p)).unwrap();
+    for p in partitions {
+        let vnode = node.vnode(*p).unwrap();
         vnode.merge_handed(&key, encoded.clone(), policy).unwrap();
     }
 }
@@ -151,12 +195,13 @@ fn merge_foreign(node: &Arc<Node>, bucket_type: &str, state: &State, actor: u64)
 type Stored = Option<(VersionVector, Vec<(Dot, Option<Vec<u8>>, bool, Vec<u8>)>)>;
 
 fn stored(node: &Arc<Node>, bucket_type: &str) -> Vec<Stored> {
-    let storage = bucket(bucket_type).storage_bucket();
+    let key = StorageKey {
+        bucket: bucket(bucket_type).storage_bucket(),
+        key: b"k".to_vec(),
+    };
     (0..RING)
         .map(|p| {
-            let backend = node.partition_backend(Partition(p)).unwrap();
-            let bytes = backend.get(&storage, b"k").unwrap()?;
-            let object = codec::decode(&bytes).unwrap();
+            let object = node.vnode(Partition(p)).unwrap().read(&key).unwrap()?;
             let siblings = object
                 .siblings
                 .into_iter()
@@ -191,6 +236,15 @@ async fn run_set_step(node: &Arc<Node>, step: &Step, foreign_actor: u64) -> Stri
             merge_foreign(node, "sets", &state, foreign_actor);
             "merged".into()
         }
+        Step::ForeignOne(i) => {
+            let mut state = State::new(DataType::Set, 14);
+            let op = set_op(vec![member("f", *i)], vec![]);
+            state.apply(Actor(foreign_actor), &op, None, 1).unwrap();
+            let replicas = other_replicas(node, "sets");
+            let one = replicas[*i % replicas.len()];
+            merge_foreign_into(node, "sets", &state, foreign_actor, &[one]);
+            "merged".into()
+        }
         Step::Delete => {
             let req = DeleteRequest {
                 bucket: bucket("sets"),
@@ -214,21 +268,66 @@ async fn preload(node: &Arc<Node>) {
     );
 }
 
+/// How many of `node`'s partitions hold the key as a root record, after
+/// checking that each partition holds exactly the segments its root names.
+fn segmented_replicas(node: &Arc<Node>) -> usize {
+    use eddy_kv::vnode::segments;
+    let storage = bucket("sets").storage_bucket();
+    let segments_bucket = segments::segments_bucket(&storage);
+    let mut roots = 0;
+    for p in 0..RING {
+        let backend = node.partition_backend(Partition(p)).unwrap();
+        let mut held = std::collections::BTreeSet::new();
+        let opts = eddy_storage::FoldOptions::bucket(&segments_bucket);
+        backend
+            .fold_keys(&opts, &mut |_, k| {
+                held.insert(k.to_vec());
+                eddy_storage::FoldControl::Continue
+            })
+            .unwrap();
+        let named: std::collections::BTreeSet<Vec<u8>> = match backend.get(&storage, b"k").unwrap()
+        {
+            Some(bytes) if segments::is_root_record(&bytes) => {
+                roots += 1;
+                let root = segments::decode_root_record(&bytes).unwrap().root;
+                root.segments()
+                    .iter()
+                    .map(|s| segments::segment_key(b"k", s.id))
+                    .collect()
+            }
+            _ => Default::default(),
+        };
+        assert_eq!(held, named, "partition {p}: segments held and named differ");
+    }
+    roots
+}
+
 async fn set_history(steps: Vec<Step>) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
     let cached = node(64 << 20);
     let plain = node(0);
-    preload(&cached).await;
-    preload(&plain).await;
+    let segmented = node_over(0, Some(dir.path()));
+    for node in [&cached, &plain, &segmented] {
+        preload(node).await;
+    }
+    prop_assert!(
+        segmented_replicas(&segmented) > 0,
+        "the preload is segmented"
+    );
     for (n, step) in steps.iter().enumerate() {
         let foreign_actor = 5_000 + n as u64;
         let a = run_set_step(&cached, step, foreign_actor).await;
         let b = run_set_step(&plain, step, foreign_actor).await;
+        let c = run_set_step(&segmented, step, foreign_actor).await;
         prop_assert_eq!(&a, &b, "step {} {:?}", n, step);
-        prop_assert_eq!(fetch(&cached, "sets").await, fetch(&plain, "sets").await);
-        prop_assert!(
-            stored(&cached, "sets") == stored(&plain, "sets"),
-            "step {n}"
-        );
+        prop_assert_eq!(&a, &c, "step {} {:?}", n, step);
+        let fetched = fetch(&plain, "sets").await;
+        prop_assert_eq!(&fetch(&cached, "sets").await, &fetched);
+        prop_assert_eq!(&fetch(&segmented, "sets").await, &fetched);
+        let want = stored(&plain, "sets");
+        prop_assert!(stored(&cached, "sets") == want, "step {n}");
+        prop_assert!(stored(&segmented, "sets") == want, "step {n}");
+        segmented_replicas(&segmented);
     }
     prop_assert_eq!(plain.datatype_states().hits, 0);
     Ok(())
@@ -244,6 +343,82 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(set_history(steps))?;
     }
+}
+
+/// A segmented set's operations reach the other replicas as deltas; a
+/// replica that missed a version answers `Behind` and is sent the whole
+/// object, and ends up storing what a node without segments stores.
+#[tokio::test]
+async fn a_replica_behind_a_delta_is_sent_the_whole_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let segmented = node_over(0, Some(dir.path()));
+    let plain = node(0);
+    let deltas = |n: &Arc<Node>| {
+        let c = &n.counters;
+        let read = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        (read(&c.set_deltas), read(&c.set_deltas_behind))
+    };
+    for node in [&segmented, &plain] {
+        preload(node).await;
+        let op = set_op(vec![member("x", 1)], vec![]);
+        assert_eq!(update(node, "sets", op, false).await, "ok");
+    }
+    assert_eq!(
+        deltas(&segmented),
+        (2, 0),
+        "both other replicas took the delta"
+    );
+    assert_eq!(
+        deltas(&plain),
+        (0, 0),
+        "whole objects where sets are not segmented"
+    );
+
+    let mut state = State::new(DataType::Set, 14);
+    state
+        .apply(Actor(4242), &set_op(vec![member("f", 1)], vec![]), None, 1)
+        .unwrap();
+    for node in [&segmented, &plain] {
+        let behind = other_replicas(node, "sets")[0];
+        merge_foreign_into(node, "sets", &state, 4242, &[behind]);
+        // No context: its read would repair the replica first.
+        let op = set_op(vec![member("x", 2)], vec![]);
+        assert_eq!(update(node, "sets", op, false).await, "ok");
+    }
+    assert_eq!(deltas(&segmented), (4, 1), "one replica was behind");
+    // The put had its quorum without that replica: it is caught up in the
+    // background.
+    let want = stored(&plain, "sets");
+    for _ in 0..200 {
+        if stored(&segmented, "sets") == want {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(stored(&segmented, "sets") == want);
+    assert_eq!(fetch(&segmented, "sets").await, fetch(&plain, "sets").await);
+    segmented_replicas(&segmented);
+
+    // Both other replicas behind: the put needs an answer from one, so it
+    // sends them the whole object before it answers.
+    let mut state = State::new(DataType::Set, 14);
+    state
+        .apply(Actor(4343), &set_op(vec![member("g", 1)], vec![]), None, 1)
+        .unwrap();
+    for node in [&segmented, &plain] {
+        // The fetch above repaired the replicas with the sibling: this
+        // operation writes the set in segments again.
+        let op = set_op(vec![member("x", 4)], vec![]);
+        assert_eq!(update(node, "sets", op, false).await, "ok");
+        let others = other_replicas(node, "sets");
+        merge_foreign_into(node, "sets", &state, 4343, &others);
+        let op = set_op(vec![member("x", 3)], vec![]);
+        assert_eq!(update(node, "sets", op, false).await, "ok");
+    }
+    let (sent, behind) = deltas(&segmented);
+    assert_eq!((sent, behind), (6, 3), "both replicas were behind");
+    assert!(stored(&segmented, "sets") == stored(&plain, "sets"));
+    segmented_replicas(&segmented);
 }
 
 #[tokio::test]

@@ -76,7 +76,10 @@ async fn reply(rx: &mut UnboundedReceiver<Reply>) -> VnodeReply {
 /// returns the stored object's encoding.
 async fn write(s: &Sim, p: u32, key: &str, value: &[u8]) -> Bytes {
     let mut rx = send(&s.a, p, coordinate(key, value, false));
-    let VnodeReply::Coordinated { encoded, siblings } = reply(&mut rx).await else {
+    let VnodeReply::Coordinated {
+        encoded, siblings, ..
+    } = reply(&mut rx).await
+    else {
         panic!("no coordinated object");
     };
     assert_eq!(siblings, 1);

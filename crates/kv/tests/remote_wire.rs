@@ -16,8 +16,8 @@ use eddy_kv::remote::wire::{
 };
 use eddy_kv::vnode::msg::{
     BatchItem, Conditions, Coordinate, DtUpdate, FoldChunk, FoldKind, FoldRequest, IndexMapFold,
-    MapFold, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest,
-    WritePolicy,
+    MapFold, PutAck, PutKind, PutRequest, SetDelta, StorageKey, SyncLevel, VnodeReply,
+    VnodeRequest, WritePolicy,
 };
 use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
 use eddy_ring::Partition;
@@ -301,6 +301,7 @@ fn pinned_replies() -> Vec<(String, u64, u32, VnodeReply)> {
             VnodeReply::Coordinated {
                 encoded: stored(),
                 siblings: 1,
+                delta: None,
             },
         ),
         (
@@ -870,7 +871,23 @@ fn put_kind() -> impl Strategy<Value = PutKind> {
             }))
         });
     let replicate = bytes(64).prop_map(|b| PutKind::Replicate { encoded: b.into() });
-    prop_oneof![coordinate, replicate]
+    let delta = set_delta().prop_map(|d| PutKind::SetDelta(Box::new(d)));
+    // Boxed: the strategies nested in `message` otherwise outgrow a test
+    // thread's stack in debug builds.
+    prop_oneof![coordinate.boxed(), replicate.boxed(), delta.boxed()]
+}
+
+fn set_delta() -> impl Strategy<Value = SetDelta> {
+    (
+        prop::collection::vec((1..u64::MAX, 1..u64::MAX), 0..4),
+        bytes(64),
+        bytes(64),
+    )
+        .prop_map(|(vv, object, delta)| SetDelta {
+            before: VersionVector::from_entries(vv.into_iter().map(|(a, c)| (Actor(a), c))),
+            object: object.into(),
+            delta: delta.into(),
+        })
 }
 
 fn stamped_entry() -> impl Strategy<Value = StampedEntry> {
@@ -997,6 +1014,7 @@ fn error_of(kind: u8, text: String, a: u32, b: u32, byte: u8) -> KvError {
         10 => KvError::Storage(StorageError::Poisoned(text)),
         11 => KvError::Unreachable(text),
         12 => KvError::Timeout,
+        13 => KvError::Behind,
         14 => KvError::NotHosted(a),
         15 => KvError::VnodeStart(text),
         17 => KvError::PropsNewer(Box::new(PropsEntries {
@@ -1017,7 +1035,14 @@ fn error_of(kind: u8, text: String, a: u32, b: u32, byte: u8) -> KvError {
 
 fn error() -> impl Strategy<Value = KvError> {
     (
-        prop_oneof![0..14u8, Just(14u8), Just(15u8), Just(17u8), Just(18u8)],
+        prop_oneof![
+            0..14u8,
+            Just(14u8),
+            Just(15u8),
+            Just(16u8),
+            Just(17u8),
+            Just(18u8)
+        ],
         "[ -~]{0,40}",
         any::<u32>(),
         any::<u32>(),
@@ -1030,7 +1055,13 @@ fn reply() -> impl Strategy<Value = VnodeReply> {
     prop_oneof![
         (bytes(64), any::<u32>()).prop_map(|(b, s)| VnodeReply::Coordinated {
             encoded: b.into(),
-            siblings: s as usize
+            siblings: s as usize,
+            delta: None,
+        }),
+        (set_delta(), any::<u32>()).prop_map(|(d, s)| VnodeReply::Coordinated {
+            encoded: Bytes::new(),
+            siblings: s as usize,
+            delta: Some(Box::new(d)),
         }),
         any::<bool>().prop_map(|durable| VnodeReply::Put(Ok(PutAck { durable }))),
         error().prop_map(|e| VnodeReply::Put(Err(e))),

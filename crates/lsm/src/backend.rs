@@ -181,6 +181,9 @@ impl Backend for LsmBackend {
             ttl: true,
             kv_separation: true,
             persistent: true,
+            expires: self
+                .with(|p| Ok(p.env.config.expiry_secs > 0))
+                .unwrap_or(false),
         }
     }
 

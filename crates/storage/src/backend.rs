@@ -25,6 +25,10 @@ pub struct Capabilities {
     pub kv_separation: bool,
     /// Data survives closing and reopening the instance.
     pub persistent: bool,
+    /// A record can vanish without a delete: an instance-wide expiry is
+    /// set, or a memory bound evicts. Whatever must stay together (a
+    /// data type's root and segments) is not split across records here.
+    pub expires: bool,
 }
 
 /// The store of one partition. See the crate docs for the invariants.

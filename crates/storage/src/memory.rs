@@ -214,6 +214,7 @@ impl Backend for MemoryBackend {
             ttl: true,
             kv_separation: false,
             persistent: false,
+            expires: self.config.expiry_secs > 0 || self.config.max_memory_bytes.is_some(),
         }
     }
 

@@ -152,6 +152,7 @@ impl Backend for MultiBackend {
                 ttl: true,
                 kv_separation: true,
                 persistent: true,
+                expires: false,
             },
             |acc, c| Capabilities {
                 ordered: acc.ordered && c.ordered,
@@ -159,6 +160,7 @@ impl Backend for MultiBackend {
                 ttl: acc.ttl && c.ttl,
                 kv_separation: acc.kv_separation && c.kv_separation,
                 persistent: acc.persistent && c.persistent,
+                expires: acc.expires || c.expires,
             },
         )
     }

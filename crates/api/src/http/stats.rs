@@ -73,8 +73,9 @@ fn new_histogram() -> Histogram<u64> {
 /// last minute) and with `_total` (since the node started): Riak's for
 /// single-key operations, Eddy's for multi-key requests (design note
 /// 016: requests and the keys they named, per operation, and the batched
-/// vnode messages sent to other nodes).
-const COUNTERS: [(&str, Counter); 12] = [
+/// vnode messages sent to other nodes; set operations' deltas sent to
+/// replicas, and replicas that were behind one, design note 020 §6).
+const COUNTERS: [(&str, Counter); 14] = [
     ("node_gets", |c| &c.gets),
     ("node_puts", |c| &c.puts),
     ("vnode_gets", |c| &c.vnode_gets),
@@ -87,6 +88,8 @@ const COUNTERS: [(&str, Counter); 12] = [
     ("node_multi_deletes", |c| &c.multi_deletes),
     ("node_multi_delete_keys", |c| &c.multi_delete_keys),
     ("vnode_batches", |c| &c.vnode_batches),
+    ("set_deltas", |c| &c.set_deltas),
+    ("set_deltas_behind", |c| &c.set_deltas_behind),
 ];
 
 /// Where one of [`COUNTERS`] is among the node's counters.

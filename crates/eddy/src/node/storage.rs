@@ -93,7 +93,9 @@ impl Storage {
         subs.insert("memory".into(), Box::new(memory));
         let registry = self.registry.clone();
         let chooser = Arc::new(move |storage_bucket: &[u8]| {
-            let b = BucketRef::from_storage_bucket(storage_bucket)?;
+            // A value's segments live with the value.
+            let owner = eddy_kv::request::segments_owner(storage_bucket);
+            let b = BucketRef::from_storage_bucket(owner.as_deref().unwrap_or(storage_bucket))?;
             let props = registry
                 .bucket_props_shared(&b.bucket_type, &b.bucket)
                 .ok()?;

@@ -146,15 +146,19 @@ fn sweep_vnode(vnode: &VnodeHandle, bucket: &BucketRef, generation: u64) -> Resu
     let backend = vnode.backend();
     let mut held = false;
     for earlier in 0..generation {
-        let name = bucket.storage_bucket_at(earlier);
-        let mut any = false;
-        backend.fold_keys(&FoldOptions::bucket(&name), &mut |_, _| {
-            any = true;
-            FoldControl::Stop
-        })?;
-        if any {
-            backend.drop_bucket(&name)?;
-            held = true;
+        let objects = bucket.storage_bucket_at(earlier);
+        // Big data type values' segments go after their roots.
+        let segments = crate::request::segments_bucket(&objects);
+        for name in [objects, segments] {
+            let mut any = false;
+            backend.fold_keys(&FoldOptions::bucket(&name), &mut |_, _| {
+                any = true;
+                FoldControl::Stop
+            })?;
+            if any {
+                backend.drop_bucket(&name)?;
+                held = true;
+            }
         }
     }
     Ok(held)

@@ -7,7 +7,6 @@
 
 use std::collections::BTreeSet;
 
-use eddy_object::codec;
 use eddy_storage::{FoldControl, FoldOptions};
 use tokio::sync::mpsc::Sender;
 
@@ -47,7 +46,7 @@ impl Node {
                     false => ring.partition_of(hash),
                     true => self.first_unmarked(&ring, hash, n_val),
                 };
-                let live = codec::decode(value).is_ok_and(|o| !o.is_deleted());
+                let live = crate::vnode::segments::is_live_record(value);
                 if lister == handle.partition && live {
                     chunk.push(key.to_vec());
                 }

@@ -14,6 +14,7 @@ pub mod map;
 pub mod multi;
 pub mod preflist;
 pub mod put;
+mod put_delta;
 pub mod reap;
 
 pub use preflist::{PreflistEntry, RingView};

@@ -23,6 +23,7 @@ use rand::Rng;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, timeout_at};
 
+use super::put_delta::Behind;
 use super::{PreflistEntry, quorum, storage_key};
 use crate::core::put::{NodeIndex, PutCore, PutFailure, PutReply};
 use crate::error::KvError;
@@ -32,8 +33,8 @@ use crate::props::BucketProps;
 use crate::props::SyncOnWrite;
 use crate::request::{BucketRef, PutOptions, PutRequest, PutResponse};
 use crate::vnode::msg::{
-    Conditions, Coordinate, PutKind, PutRequest as VnodePut, StorageKey, SyncLevel, VnodeReply,
-    VnodeRequest, WritePolicy,
+    Conditions, Coordinate, PutKind, PutRequest as VnodePut, SetDelta, StorageKey, SyncLevel,
+    VnodeId, VnodeReply, VnodeRequest, WritePolicy,
 };
 use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
 
@@ -203,6 +204,7 @@ impl Node {
             },
             props: remote.then_some(entries),
             deadline: target.deadline,
+            wants_object: options.return_body || options.return_head,
         };
         let core =
             PutCore::new(fsm.preflist.len() as u32, w, dw, pw).with_node_confirms(node_confirms);
@@ -230,7 +232,8 @@ impl Node {
     }
 }
 
-/// The coordinating vnode's object.
+/// The coordinating vnode's object (empty when it replicated a delta and
+/// nobody asked for the object).
 pub(super) struct Coordinated {
     pub(super) encoded: Bytes,
     pub(super) siblings: usize,
@@ -281,6 +284,8 @@ pub(super) struct PutFsm<'a> {
     /// other nodes; `None` when every replica is local (one registry).
     props: Option<Arc<PropsEntries>>,
     deadline: Instant,
+    /// The client asked for the stored object (return_body/return_head).
+    pub(super) wants_object: bool,
 }
 
 /// What makes a replica sync before it replies: the request's dw, and the
@@ -312,18 +317,26 @@ impl PutFsm<'_> {
             None => self.coordinate(write, &mut core).await?,
             Some(coordinated) => {
                 let (tx, rx) = unbounded_channel::<Reply>();
-                self.replicate(&coordinated.encoded, LocalHint::default(), &tx, None);
+                self.replicate(&coordinated, LocalHint::default(), &tx, None);
                 (tx, rx, coordinated)
             }
         };
         NodeCounters::add(&node.counters.vnode_puts, self.preflist.len() as u64);
         drop(tx);
         let mut exhausted = None;
+        let mut behind = Behind::default();
         while !core.enough() {
-            let reply = match timeout_at(self.deadline, rx.recv()).await {
+            let reply = match timeout_at(self.deadline, behind.next(&mut rx)).await {
                 Ok(Some(reply)) => reply,
+                Ok(None) if behind.waiting() => {
+                    self.send_whole(&coordinated, &mut behind).await?;
+                    continue;
+                }
                 Ok(None) => break,
                 Err(_) => return Err(KvError::Timeout),
+            };
+            let Some(reply) = self.catch_up(reply, &mut behind) else {
+                continue;
             };
             if let Some(newer) = self.record(&mut core, reply, &mut exhausted) {
                 write.coordinated = Some(coordinated);
@@ -339,8 +352,16 @@ impl PutFsm<'_> {
             return Err(e);
         }
         node.write_refusal.accepted();
+        let known = behind.whole.clone();
+        self.catch_up_later(&coordinated, behind);
+        let encoded = match (&coordinated.delta, known) {
+            (None, _) => coordinated.encoded,
+            (Some(_), Some(whole)) if self.wants_object => whole,
+            (Some(_), _) if self.wants_object => self.fetch_whole(&coordinated).await?,
+            (Some(_), _) => Bytes::new(),
+        };
         Ok(Coordinated {
-            encoded: coordinated.encoded,
+            encoded,
             siblings: coordinated.siblings,
         })
     }
@@ -377,12 +398,8 @@ impl PutFsm<'_> {
             match self.await_coordinated(&mut rx, core).await {
                 Ok(coordinated) => {
                     write.spare = spare;
-                    self.replicate(
-                        &coordinated.encoded,
-                        coordinated.hint,
-                        &tx,
-                        Some(self.first),
-                    );
+                    let hint = coordinated.hint;
+                    self.replicate(&coordinated, hint, &tx, Some(self.first));
                     return Ok((tx, rx, coordinated));
                 }
                 Err(e)
@@ -419,11 +436,16 @@ impl PutFsm<'_> {
                 Err(_) => return Err(KvError::Timeout),
             };
             match reply.reply {
-                VnodeReply::Coordinated { encoded, siblings } => {
+                VnodeReply::Coordinated {
+                    encoded,
+                    siblings,
+                    delta,
+                } => {
                     return Ok(Written {
                         encoded,
                         siblings,
                         hint: reply.hint,
+                        delta: delta.map(|d| (*d, self.preflist[self.first].id.clone())),
                     });
                 }
                 VnodeReply::Put(Err(e)) => {
@@ -443,11 +465,11 @@ impl PutFsm<'_> {
         }
     }
 
-    /// Sends the coordinated object to every replica but `except` (the
-    /// vnode that coordinated it, in this run).
+    /// Sends the coordinated object (or its delta) to every replica but
+    /// `except` (the vnode that coordinated it, in this run).
     fn replicate(
         &self,
-        encoded: &Bytes,
+        written: &Written,
         hint: LocalHint,
         tx: &UnboundedSender<Reply>,
         except: Option<usize>,
@@ -458,12 +480,16 @@ impl PutFsm<'_> {
             .enumerate()
             .filter(|(i, _)| Some(*i) != except);
         for (i, entry) in others {
-            let req = self.request(
-                PutKind::Replicate {
-                    encoded: encoded.clone(),
+            let kind = match &written.delta {
+                Some((delta, _)) => {
+                    NodeCounters::bump(&self.node.counters.set_deltas);
+                    PutKind::SetDelta(Box::new(delta.clone()))
+                }
+                None => PutKind::Replicate {
+                    encoded: written.encoded.clone(),
                 },
-                i,
-            );
+            };
+            let req = self.request(kind, i);
             // The commit-log position is a fact of this node only.
             let hint = match entry.local {
                 true => hint,
@@ -522,6 +548,18 @@ impl PutFsm<'_> {
         (node as NodeIndex, entry.primary)
     }
 
+    pub(super) fn node(&self) -> &Arc<Node> {
+        self.node
+    }
+
+    pub(super) fn key(&self) -> &StorageKey {
+        &self.key
+    }
+
+    pub(super) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
     /// The put to the replica at `i` in the preflist.
     pub(super) fn request(&self, kind: PutKind, i: usize) -> VnodeRequest {
         let entry = &self.preflist[i];
@@ -543,6 +581,9 @@ pub(super) struct Written {
     pub(super) encoded: Bytes,
     pub(super) siblings: usize,
     pub(super) hint: LocalHint,
+    /// A set operation's delta, replicated instead of the object, and the
+    /// vnode that coordinated it (which holds the whole object).
+    pub(super) delta: Option<(SetDelta, VnodeId)>,
 }
 
 /// A coordinating vnode that did not apply the write because it is being

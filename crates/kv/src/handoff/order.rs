@@ -16,6 +16,7 @@ use bytes::Bytes;
 use eddy_storage::{Backend, FoldControl, FoldOptions, StorageError};
 
 use super::wire::{Item, Position};
+use crate::request::segments_owner;
 use crate::vnode::msg::StorageKey;
 
 /// Keeps the `max` smallest keys offered after a position.
@@ -104,7 +105,12 @@ pub fn keys_after(
         return Ok(Vec::new());
     }
     let mut selection = Selection::new(after, max, backend.capabilities().ordered);
-    backend.fold_keys(&FoldOptions::all(), &mut |b, k| selection.offer(b, k))?;
+    // A segmented value travels whole, read through its root: its
+    // segments are not keys of their own.
+    backend.fold_keys(&FoldOptions::all(), &mut |b, k| match segments_owner(b) {
+        Some(_) => FoldControl::Continue,
+        None => selection.offer(b, k),
+    })?;
     Ok(selection.into_keys())
 }
 

@@ -19,7 +19,9 @@ use tokio::task::JoinHandle;
 use super::HandoffConfig;
 use super::order::{BatchBuilder, keys_after};
 use super::wire::{Digest, Item, Position};
+use crate::request::segments_owner;
 use crate::vnode::msg::StorageKey;
+use crate::vnode::segments;
 
 /// A batch read for sending.
 #[derive(Debug)]
@@ -142,7 +144,7 @@ impl Fold {
             }
             while let Some(key) = self.keys.pop_front() {
                 // A key reaped since the fold listed it has nothing to send.
-                if let Some(value) = self.backend.get(&key.bucket, &key.key).map_err(err)? {
+                if let Some(value) = read_whole(&*self.backend, &key)? {
                     return Ok(Some((key, value)));
                 }
             }
@@ -211,7 +213,10 @@ impl Source for Objects {
             builder.push(key, value);
         }
         while let Some(key) = self.keys.pop_front() {
-            let Some(value) = self.backend.get(&key.bucket, &key.key).map_err(err)? else {
+            if segments_owner(&key.bucket).is_some() {
+                continue; // its root's key is among the keys too
+            }
+            let Some(value) = read_whole(&*self.backend, &key)? else {
                 continue;
             };
             if builder.would_overflow(BatchBuilder::size_of(&key, &value)) {
@@ -288,7 +293,7 @@ impl Source for Digests {
             };
             // An object that does not decode gets an empty vector: the
             // receiver then wants it, and sees for itself.
-            let vv = codec::decode(&value).map(|o| o.vv).unwrap_or_default();
+            let vv = segments::version_of(&value).unwrap_or_default();
             list.push(Digest {
                 bucket: Bytes::from(key.bucket),
                 key: Bytes::from(key.key),
@@ -310,4 +315,15 @@ fn batch(mut builder: BatchBuilder, position: Position) -> ReadBatch {
 
 fn err(e: impl std::fmt::Display) -> String {
     format!("reading the partition: {e}")
+}
+
+/// `key`'s stored object as the receiver takes it: a segmented value
+/// assembled whole.
+fn read_whole(backend: &dyn Backend, key: &StorageKey) -> Result<Option<Vec<u8>>, String> {
+    let Some(bytes) = backend.get(&key.bucket, &key.key).map_err(err)? else {
+        return Ok(None);
+    };
+    segments::whole_bytes(backend, key, bytes)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }

@@ -340,6 +340,7 @@ mod tests {
         VnodeReply::Coordinated {
             encoded: Default::default(),
             siblings: 1,
+            delta: None,
         }
     }
 

@@ -132,6 +132,10 @@ impl Node {
             let mut keys = Vec::new();
             v.backend()
                 .fold_keys(&FoldOptions::all(), &mut |bucket, key| {
+                    // A segmented value is repaired whole, through its root.
+                    if crate::request::segments_owner(bucket).is_some() {
+                        return FoldControl::Continue;
+                    }
                     keys.push(StorageKey {
                         bucket: bucket.to_vec(),
                         key: key.to_vec(),

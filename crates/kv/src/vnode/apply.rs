@@ -1,27 +1,18 @@
 //! What requests do to stored objects, as pure functions: the coordinated
-//! update, the replica merge, the index specs between two versions, and
-//! the decoding read.
+//! update, the replica merge, and the index specs between two versions
+//! (the decoding read is `super::segments::read_object`).
 //!
 //! Invariants: an object is written with index specs that turn the stored
 //! object's index entries into the new object's; a corrupt stored object is
 //! never returned or merged (the request fails instead).
 
 use eddy_dt::State;
-use eddy_object::{Actor, Content, RiakObject, VersionVector, codec, merge};
-use eddy_storage::{Backend, IndexSpec};
+use eddy_object::{Actor, Content, RiakObject, VersionVector, merge};
+use eddy_storage::IndexSpec;
 
-use super::msg::{Conditions, DtUpdate, StorageKey, WritePolicy};
+use super::msg::{Conditions, DtUpdate, WritePolicy};
 use crate::error::KvError;
 use crate::index::term::storage_term;
-
-/// Reads and decodes the object stored under `key`. A record that does not
-/// decode is an error, never an object.
-pub fn read_object(backend: &dyn Backend, key: &StorageKey) -> Result<Option<RiakObject>, KvError> {
-    match backend.get(&key.bucket, &key.key)? {
-        Some(bytes) => Ok(Some(codec::decode(&bytes)?)),
-        None => Ok(None),
-    }
-}
 
 /// The coordinating vnode's update: check conditions, apply the write as
 /// `actor`, resolve per the bucket's policy, enforce the sibling limit.

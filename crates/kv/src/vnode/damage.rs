@@ -18,7 +18,6 @@ use eddy_object::{RiakObject, codec};
 
 use super::Vnode;
 use super::msg::StorageKey;
-use crate::commitlog::Op;
 use crate::error::KvError;
 
 /// A vnode's mark: set while its partition needs repair.
@@ -112,16 +111,22 @@ impl Vnode {
         object: &RiakObject,
     ) -> Result<KeyRepair, KvError> {
         let bytes = codec::encode(object);
-        self.write(key, current, object, &bytes, None, super::Records::Log)?;
+        let specs = super::apply::index_specs(current, object);
+        let first = (super::Put::object(key, &bytes, specs), None);
+        let old_root = self.stored_root(key);
+        self.write(key, first, old_root.as_ref(), super::Records::Log)?;
         Ok(KeyRepair::Copied)
     }
 
-    /// Deletes this vnode's copy of `key`. Caller holds the key's lock.
+    /// Deletes this vnode's copy of `key` (with its segments, if it has
+    /// any). Caller holds the key's lock.
     fn remove_copy(&self, key: &StorageKey) -> Result<(), KvError> {
-        let target = self.checked_target(&key.bucket)?;
-        self.backend
-            .delete(&key.bucket, &key.key, eddy_storage::WriteOptions::NO_SYNC)?;
-        self.logged(target, key, Op::Delete, None)?;
+        let mut puts = vec![super::Put::removed(&key.bucket, &key.key)];
+        if let Some(root) = self.stored_root(key) {
+            let ids = root.segments().iter().map(|s| s.id);
+            puts.extend(super::set_put::dead_segments(key, ids));
+        }
+        self.write_all(key, &puts, None, super::Records::Log)?;
         Ok(())
     }
 }

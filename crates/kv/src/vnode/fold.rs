@@ -16,7 +16,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use eddy_object::codec;
 use eddy_ring::Partition;
 use eddy_storage::{Backend, FoldControl, FoldOptions};
 
@@ -195,7 +194,7 @@ fn keys(
     };
     let mut visit = |_: &[u8], key: &[u8], value: &[u8]| {
         let wanted = in_ranges(req, &named, key) && filter.is_none_or(|f| f.matches(key));
-        if wanted && codec::decode(value).is_ok_and(|o| !o.is_deleted()) {
+        if wanted && super::segments::is_live_record(value) {
             out.push(key.to_vec());
         }
         FoldControl::Continue

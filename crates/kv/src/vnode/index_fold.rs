@@ -11,7 +11,6 @@
 //! Item format: term length (u32, big-endian) ‖ term ‖ key; the term is
 //! empty for `$bucket`/`$key` scans (the key is the term).
 
-use eddy_object::codec;
 use eddy_storage::{Backend, FoldControl, FoldOptions, IndexQuery};
 
 use super::fold::{Sink, in_ranges};
@@ -73,7 +72,7 @@ pub(crate) fn entries(
             let mut keys = Vec::new();
             backend.fold_objects(&FoldOptions::bucket(&scan.bucket), &mut |_, key, value| {
                 if scan.admits(key, key) && matches(key) && in_ranges(req, &bucket, key) {
-                    let live = codec::decode(value).is_ok_and(|o| !o.is_deleted());
+                    let live = crate::vnode::segments::is_live_record(value);
                     if live {
                         keys.push(key.to_vec());
                     }

@@ -20,9 +20,9 @@ use eddy_object::codec;
 use eddy_storage::{Backend, FoldControl, FoldOptions};
 use serde_json::Value;
 
-use super::apply::read_object;
 use super::fold::{Sink, in_ranges};
 use super::msg::{FoldRequest, IndexMapFold, MapFold, StorageKey};
+use super::segments::{self, read_object};
 use crate::error::KvError;
 use crate::mapphase::{MAP_BATCH, MapInput, MapRunner};
 use crate::request::BucketRef;
@@ -41,11 +41,18 @@ pub(crate) fn run(
         return Ok(());
     };
     let mut batch = Vec::new();
+    let mut roots = Vec::new();
     let mut failed = None;
     let mut visit = |_: &[u8], key: &[u8], value: &[u8]| {
         let wanted =
             in_ranges(req, &named, key) && fold.filter.as_ref().is_none_or(|f| f.matches(key));
         if !wanted {
+            return FoldControl::Continue;
+        }
+        // A segmented value is assembled after the fold, which must not
+        // read the backend from inside.
+        if segments::is_root_record(value) {
+            roots.push(key.to_vec());
             return FoldControl::Continue;
         }
         match codec::decode(value) {
@@ -70,6 +77,19 @@ pub(crate) fn run(
     backend.fold_objects(&FoldOptions::bucket(&fold.bucket), &mut visit)?;
     if let Some(e) = failed {
         return Err(e);
+    }
+    for key in roots {
+        let storage_key = StorageKey {
+            bucket: fold.bucket.clone(),
+            key,
+        };
+        if let Some(object) = read_object(backend, &storage_key)? {
+            batch.push(MapInput {
+                bucket: named.clone(),
+                key: storage_key.key,
+                object,
+            });
+        }
     }
     match batch.is_empty() {
         true => Ok(()),

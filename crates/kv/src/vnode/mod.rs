@@ -39,6 +39,8 @@ pub mod msg;
 pub mod once;
 pub mod replay;
 pub mod reply;
+pub mod segments;
+mod set_put;
 pub mod states;
 pub mod table;
 
@@ -49,7 +51,7 @@ use bytes::Bytes;
 use eddy_object::{Actor, RiakObject, VersionVector, codec};
 use eddy_ring::Partition;
 use eddy_storage::{Backend, StorageError, WriteOptions};
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::commitlog::{CommitLog, Lsn, Op, Record};
 use crate::error::KvError;
@@ -62,6 +64,10 @@ use msg::{
 };
 use reply::{LocalHint, ReplyTo};
 use states::StateCache;
+
+/// How long a set delta waits for the version it follows before its
+/// replica answers it `Behind`.
+const DELTA_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Key locks per vnode: keys hash onto these stripes.
 const KEY_LOCKS: usize = 64;
@@ -78,6 +84,9 @@ pub struct Vnode {
     actor: Actor,
     backend: Arc<dyn Backend>,
     locks: Box<[Mutex<()>]>,
+    /// Notified, per lock stripe, whenever a key of the stripe is written
+    /// (a set delta that arrived before the one it follows waits on it).
+    written: Box<[Condvar]>,
     log: Option<Arc<CommitLog>>,
     closed: AtomicBool,
     /// Set while the partition needs repair (design note 009).
@@ -89,8 +98,11 @@ pub struct Vnode {
 
 /// What a put stored.
 struct Written {
-    /// Its encoding.
+    /// Its encoding (empty when `delta` says what changed instead).
     encoded: Bytes,
+    /// A coordinated set operation on a segmented set: what the other
+    /// replicas take in instead of the whole object.
+    delta: Option<Box<msg::SetDelta>>,
     /// Its sibling count.
     siblings: usize,
     durability: Durability,
@@ -144,6 +156,7 @@ impl Vnode {
             actor,
             backend,
             locks: (0..KEY_LOCKS).map(|_| Mutex::new(())).collect(),
+            written: (0..KEY_LOCKS).map(|_| Condvar::new()).collect(),
             log,
             closed: AtomicBool::new(false),
             damage: damage::Damage::default(),
@@ -221,6 +234,7 @@ impl Vnode {
             let coordinated = VnodeReply::Coordinated {
                 encoded: written.encoded,
                 siblings: written.siblings,
+                delta: written.delta,
             };
             reply.send(self.partition, coordinated, hint);
         }
@@ -243,7 +257,7 @@ impl Vnode {
     /// Reads `key` from this vnode's backend. Reads need no lock: each
     /// backend get is atomic.
     pub fn read(&self, key: &StorageKey) -> Result<Option<RiakObject>, KvError> {
-        apply::read_object(&*self.backend, key)
+        segments::read_object(&*self.backend, key)
     }
 
     /// The partition's backend, for folds (key listing), which backends
@@ -272,14 +286,84 @@ impl Vnode {
     }
 
     fn lock(&self, key: &StorageKey) -> MutexGuard<'_, ()> {
-        let h = eddy_ring::key_hash(b"", &key.bucket, &key.key);
-        self.locks[(h % KEY_LOCKS as u64) as usize].lock()
+        self.locks[Self::stripe(key)].lock()
     }
 
-    /// Reads `key`'s stored encoding, unchecked: whoever decodes it
-    /// refuses a corrupt one.
+    fn stripe(key: &StorageKey) -> usize {
+        let h = eddy_ring::key_hash(b"", &key.bucket, &key.key);
+        (h % KEY_LOCKS as u64) as usize
+    }
+
+    /// Reads `key`'s stored object's encoding (a segmented one assembled),
+    /// unchecked: whoever decodes it refuses a corrupt one.
     fn read_encoded(&self, key: &StorageKey) -> Result<Option<Bytes>, KvError> {
-        Ok(self.backend.get(&key.bucket, &key.key)?.map(Bytes::from))
+        match self.backend.get(&key.bucket, &key.key)? {
+            Some(bytes) => Ok(Some(
+                segments::whole_bytes(&*self.backend, key, bytes)?.into(),
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads what `key` holds as stored: its bytes, and the root if they
+    /// are a segmented value's root record.
+    fn read_stored(&self, key: &StorageKey) -> Result<Stored, KvError> {
+        let raw = self.backend.get(&key.bucket, &key.key)?.map(Bytes::from);
+        let root = match raw.as_deref() {
+            Some(bytes) if segments::is_root_record(bytes) => {
+                Some(segments::decode_root_record(bytes)?)
+            }
+            _ => None,
+        };
+        Ok(Stored { raw, root })
+    }
+
+    /// The root `key` holds, if it holds a segmented value whose root
+    /// decodes (whose segments a write over it removes).
+    fn stored_root(&self, key: &StorageKey) -> Option<eddy_dt::SetRoot> {
+        let bytes = self.backend.get(&key.bucket, &key.key).ok()??;
+        segments::is_root_record(&bytes)
+            .then(|| segments::decode_root_record(&bytes).ok())?
+            .map(|r| r.root)
+    }
+
+    /// What `key` holds once it holds version `before` or one not behind
+    /// it, waiting (the key's lock released meanwhile) at most
+    /// [`DELTA_WAIT`]: requests from other nodes run on several threads,
+    /// so a set delta can overtake the one it follows. Caller holds the
+    /// key's lock, `locked`.
+    fn stored_by(
+        &self,
+        key: &StorageKey,
+        locked: &mut MutexGuard<'_, ()>,
+        before: &VersionVector,
+    ) -> Result<Stored, KvError> {
+        let until = std::time::Instant::now() + DELTA_WAIT;
+        loop {
+            let stored = self.read_stored(key)?;
+            let version = match &stored.root {
+                Some(r) => r.object.vv.clone(),
+                None => stored
+                    .raw
+                    .as_deref()
+                    .and_then(segments::version_of)
+                    .unwrap_or_default(),
+            };
+            let behind = version != *before && before.descends(&version);
+            if !behind || std::time::Instant::now() >= until {
+                return Ok(stored);
+            }
+            // Read again whether woken or timed out: the key may have
+            // changed while its lock was released.
+            self.written[Self::stripe(key)].wait_until(locked, until);
+        }
+    }
+
+    /// Whether the value at `key` may be stored in segments: its bucket's
+    /// backend keeps records together, and segment keys fit its limit.
+    fn may_segment(&self, key: &StorageKey) -> bool {
+        key.key.len() + 8 <= eddy_storage::limits::KEY_BYTES_MAX
+            && segments::allowed(self.backend.capabilities_for(&key.bucket))
     }
 
     /// Merges `encoded`, an object another node handed off, into `key` as
@@ -333,12 +417,27 @@ impl Vnode {
         hint: LocalHint,
         records: Records,
     ) -> Result<Written, KvError> {
-        let _locked = self.lock(key);
+        let mut locked = self.lock(key);
         if policy.write_once {
             return self.put_once(key, kind, hint, records);
         }
-        let encoded = self.read_encoded(key)?;
-        let current = encoded.as_deref().map(codec::decode).transpose()?;
+        let Stored { raw, root } = match &kind {
+            PutKind::SetDelta(d) => self.stored_by(key, &mut locked, &d.before)?,
+            _ => self.read_stored(key)?,
+        };
+        let (root, kind) = match (root, kind) {
+            (Some(r), PutKind::Coordinate(c)) if self.partial_applies(key, &r, &c) => {
+                return self.put_partial(key, r, *c, policy, records);
+            }
+            (r, PutKind::SetDelta(delta)) => {
+                return self.put_delta(key, raw, r, *delta, policy, records);
+            }
+            pair => pair,
+        };
+        let (current, encoded) = match &root {
+            Some(r) => (Some(segments::assemble(&*self.backend, key, r)?), None),
+            None => (raw.as_deref().map(codec::decode).transpose()?, raw),
+        };
         let mut sent = None;
         let mut state = None;
         let next = match kind {
@@ -374,6 +473,7 @@ impl Vnode {
                     )?,
                 }
             }
+            PutKind::SetDelta(_) => return Err(KvError::Behind),
             PutKind::Replicate { encoded } => {
                 let incoming = codec::decode(&encoded)?;
                 let merged = apply::replicate(current.as_ref(), incoming, policy);
@@ -383,8 +483,22 @@ impl Vnode {
                 merged.object
             }
         };
-        let written = self.store(key, current.as_ref(), &next, sent, records)?;
-        if let Some(state) = state {
+        let old_root = root.map(|r| r.root);
+        let (shape, kept) = match state {
+            Some(s)
+                if self.may_segment(key)
+                    && segments::worth_segmenting(&next, &s, old_root.is_some()) =>
+            {
+                (Shape::Segmented(s), None)
+            }
+            s => (Shape::Whole, s),
+        };
+        let layout = Layout {
+            shape,
+            old_root: old_root.as_ref(),
+        };
+        let written = self.store(key, current.as_ref(), &next, sent, records, layout)?;
+        if let Some(state) = kept {
             self.keep_state(key, &written.encoded, state);
         }
         Ok(written)
@@ -430,9 +544,9 @@ impl Vnode {
         (self.partition, key.bucket.clone(), key.key.clone())
     }
 
-    /// Stores `next` over `current` unless they are equal. `sent` is
-    /// `next`'s encoding when the request carried it, with where this
-    /// node's commit log already holds those bytes, if it does.
+    /// Stores `next` over `current` unless they are equal, as `layout`
+    /// says. `sent` is `next`'s encoding when the request carried it, with
+    /// where this node's commit log already holds those bytes, if it does.
     fn store(
         &self,
         key: &StorageKey,
@@ -440,6 +554,7 @@ impl Vnode {
         next: &RiakObject,
         sent: Option<(Bytes, Option<Lsn>)>,
         records: Records,
+        layout: Layout<'_>,
     ) -> Result<Written, KvError> {
         let siblings = next.siblings.len();
         let (bytes, same_as) = match sent {
@@ -449,42 +564,97 @@ impl Vnode {
         if current == Some(next) {
             return Ok(Written {
                 durability: self.durability_of_stored(&key.bucket),
+                delta: None,
                 encoded: bytes,
                 siblings,
                 logged_at: None,
             });
         }
-        let (durability, logged_at) = self.write(key, current, next, &bytes, same_as, records)?;
+        let specs = apply::index_specs(current, next);
+        let (durability, logged_at) = match layout.shape {
+            Shape::Whole => {
+                let put = Put::object(key, &bytes, specs);
+                let put = (put, same_as);
+                self.write(key, put, layout.old_root, records)?
+            }
+            Shape::Segmented(state) => {
+                self.write_segmented(key, next, state, specs, layout.old_root, records)?
+            }
+        };
         Ok(Written {
             encoded: bytes,
+            delta: None,
             siblings,
             durability,
             logged_at,
         })
     }
 
-    /// Writes `new` (encoded as `bytes`) over `old`, with the index specs
-    /// that turn one's entries into the other's, and logs the write (as a
-    /// reference to the record at `same_as` when that holds these bytes)
-    /// unless `records` says not to. Returns how it becomes durable and
-    /// where its record starts. Caller holds the key's lock.
+    /// Writes `first` (logged as a reference to the record at its
+    /// `same_as` when that holds the same bytes), then removes the
+    /// segments `old_root` names, and logs each write in that order unless
+    /// `records` says not to. Returns how the writes become durable and
+    /// where `first`'s record starts. Caller holds the key's lock.
     fn write(
         &self,
         key: &StorageKey,
-        old: Option<&RiakObject>,
-        new: &RiakObject,
-        bytes: &[u8],
+        first: (Put<'_>, Option<Lsn>),
+        old_root: Option<&eddy_dt::SetRoot>,
+        records: Records,
+    ) -> Result<(Durability, Option<Lsn>), KvError> {
+        let mut puts = vec![first.0];
+        if let Some(root) = old_root {
+            puts.extend(set_put::dead_segments(
+                key,
+                root.segments().iter().map(|s| s.id),
+            ));
+        }
+        self.write_all(key, &puts, first.1, records)
+    }
+
+    /// Writes `puts` in order, as one batch, and logs each in that order
+    /// unless `records` says not to (the first as a reference to the
+    /// record at `same_as`, if given). Returns how they become durable and
+    /// where the first's record starts.
+    fn write_all(
+        &self,
+        key: &StorageKey,
+        puts: &[Put<'_>],
         same_as: Option<Lsn>,
         records: Records,
     ) -> Result<(Durability, Option<Lsn>), KvError> {
-        let specs = apply::index_specs(old, new);
         let target = self.checked_target(&key.bucket)?;
-        self.backend
-            .put(&key.bucket, &key.key, bytes, &specs, WriteOptions::NO_SYNC)?;
-        match (records, target) {
-            (Records::Skip, Target::Log(_)) => Ok((Durability::Backend, None)),
-            _ => self.logged(target, key, Op::Put { value: bytes }, same_as),
+        let mut batch = eddy_storage::WriteBatch::default();
+        for p in puts {
+            match p.value {
+                Some(value) => batch.put(&p.bucket, &p.key, value, p.specs.clone(), None),
+                None => batch.delete(&p.bucket, &p.key),
+            };
         }
+        self.backend.write(batch, WriteOptions::NO_SYNC)?;
+        self.written[Self::stripe(key)].notify_all();
+        if let (Records::Skip, Target::Log(_)) = (records, target) {
+            return Ok((Durability::Backend, None));
+        }
+        let mut durability = Durability::Backend;
+        let mut first_at = None;
+        for (i, p) in puts.iter().enumerate() {
+            let op = match p.value {
+                Some(value) => Op::Put { value },
+                None => Op::Delete,
+            };
+            let at_key = StorageKey {
+                bucket: p.bucket.to_vec(),
+                key: p.key.to_vec(),
+            };
+            let same = if i == 0 { same_as } else { None };
+            let (d, at) = self.logged(target, &at_key, op, same)?;
+            durability = d;
+            if i == 0 {
+                first_at = at;
+            }
+        }
+        Ok((durability, first_at))
     }
 
     /// Removes the key if it still holds exactly this tombstone.
@@ -610,6 +780,58 @@ impl Pending {
             VnodeReply::Put(result),
             LocalHint::default(),
         );
+    }
+}
+
+/// What a key holds as stored.
+struct Stored {
+    raw: Option<Bytes>,
+    /// The root, when `raw` is a segmented value's root record.
+    root: Option<segments::StoredRoot>,
+}
+
+/// How a put stores its object.
+struct Layout<'a> {
+    shape: Shape,
+    /// The root the key held, whose segments the write replaces.
+    old_root: Option<&'a eddy_dt::SetRoot>,
+}
+
+/// Whole, or as a root and segments ([`segments`]).
+enum Shape {
+    Whole,
+    /// In segments: the object's one content's state.
+    Segmented(State),
+}
+
+/// One record a write puts or removes, in the backend and the log.
+struct Put<'a> {
+    bucket: std::borrow::Cow<'a, [u8]>,
+    key: std::borrow::Cow<'a, [u8]>,
+    /// `None`: removed.
+    value: Option<&'a [u8]>,
+    specs: Vec<eddy_storage::IndexSpec>,
+}
+
+impl<'a> Put<'a> {
+    /// The removal of `bucket`'s `key`.
+    fn removed(bucket: &'a [u8], key: &'a [u8]) -> Self {
+        Put {
+            bucket: bucket.into(),
+            key: key.into(),
+            value: None,
+            specs: Vec::new(),
+        }
+    }
+
+    /// The object record of `key`.
+    fn object(key: &'a StorageKey, value: &'a [u8], specs: Vec<eddy_storage::IndexSpec>) -> Self {
+        Put {
+            bucket: key.bucket.as_slice().into(),
+            key: key.key.as_slice().into(),
+            value: Some(value),
+            specs,
+        }
     }
 }
 

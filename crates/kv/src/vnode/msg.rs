@@ -97,6 +97,23 @@ pub enum PutKind {
     /// Merge an object another vnode produced (the other replicas, read
     /// repair): its encoding, stored as is when the merge is that object.
     Replicate { encoded: Bytes },
+    /// Take in a set operation a coordinating vnode applied to a
+    /// segmented set (design note 020 §6), without the whole set: only a
+    /// replica holding exactly the version the operation was applied to
+    /// can; any other answers [`KvError::Behind`] and is sent the whole
+    /// object.
+    SetDelta(Box<SetDelta>),
+}
+
+/// A set operation as its replicas take it in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetDelta {
+    /// The version vector of the object the operation was applied to.
+    pub before: VersionVector,
+    /// The new version, encoded, its one content's value empty.
+    pub object: Bytes,
+    /// What the operation changed (`eddy_dt::OrswotDelta`, encoded).
+    pub delta: Bytes,
 }
 
 /// A write to one vnode.
@@ -246,8 +263,15 @@ pub struct PutAck {
 #[derive(Debug)]
 pub enum VnodeReply {
     /// The coordinating vnode wrote the client's write: the object it
-    /// stored, before any sync, so the coordinator can replicate it.
-    Coordinated { encoded: Bytes, siblings: usize },
+    /// stored, before any sync, so the coordinator can replicate it; or,
+    /// for a set operation on a segmented set, the delta to replicate
+    /// instead (`encoded` then empty: the whole object is the vnode's to
+    /// read).
+    Coordinated {
+        encoded: Bytes,
+        siblings: usize,
+        delta: Option<Box<SetDelta>>,
+    },
     /// A put's outcome at this vnode (after the sync, if it asked for one).
     Put(Result<PutAck, KvError>),
     /// A get's outcome: the stored object's encoding, if any.

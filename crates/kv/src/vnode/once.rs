@@ -32,6 +32,8 @@ impl Vnode {
         let (incoming, sent) = match kind {
             PutKind::Coordinate(c) => (first_version(c.content), None),
             PutKind::Replicate { encoded } => (codec::decode(&encoded)?, Some(encoded)),
+            // Write-once buckets hold no data type values: never a delta.
+            PutKind::SetDelta(_) => return Err(KvError::Behind),
         };
         let current = match incoming.index_entries().is_empty() {
             true => None,
@@ -44,7 +46,12 @@ impl Vnode {
         let sent = sent
             .filter(|_| next == incoming)
             .map(|bytes| (bytes, hint.logged_at));
-        self.store(key, current.as_ref(), &next, sent, records)
+        // A write-once bucket holds no data type values, so no segments.
+        let layout = super::Layout {
+            shape: super::Shape::Whole,
+            old_root: None,
+        };
+        self.store(key, current.as_ref(), &next, sent, records, layout)
     }
 }
 

@@ -332,11 +332,15 @@ impl Node {
         run: &mut Run<PutResponse>,
     ) {
         match reply.reply {
-            VnodeReply::Coordinated { encoded, siblings } => {
+            // Multi-key puts carry no data type operations, so no deltas.
+            VnodeReply::Coordinated {
+                encoded, siblings, ..
+            } => {
                 let written = Written {
                     encoded,
                     siblings,
                     hint: reply.hint,
+                    delta: None,
                 };
                 self.replicate_batched(slot, s, &written, send);
                 slot.stage = Stage::Replicating(written);

@@ -35,6 +35,7 @@ const VNODE_START: u8 = 15;
 const CLOSED: u8 = 16;
 const PROPS_NEWER: u8 = 17;
 const INDEX_FULL: u8 = 18;
+const BEHIND: u8 = 19;
 
 /// The engine name of a remote vnode's error of kind `other`.
 pub const OTHER_ENGINE: &str = "remote vnode";
@@ -80,6 +81,7 @@ pub(super) fn encode(w: &mut Writer, e: &KvError) {
         KvError::Corrupt(d) => corrupt(w, d),
         KvError::Unreachable(m) => text(w, UNREACHABLE, m),
         KvError::Timeout => w.u8(TIMEOUT),
+        KvError::Behind => w.u8(BEHIND),
         KvError::TooLarge { what, size, max } => too_large(w, what, *size, *max),
         KvError::PropsNewer(entries) if super::props::fits(entries) => {
             w.u8(PROPS_NEWER);
@@ -178,6 +180,7 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<KvError, WireError> {
         POISONED => KvError::Storage(StorageError::Poisoned(text(r)?)),
         UNREACHABLE => KvError::Unreachable(text(r)?),
         TIMEOUT => KvError::Timeout,
+        BEHIND => KvError::Behind,
         TOO_LARGE => {
             let (what, size, max) = (text(r)?, r.count()?, r.count()?);
             match TOO_LARGE_WHATS.iter().find(|w| **w == what) {

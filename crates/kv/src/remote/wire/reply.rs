@@ -3,6 +3,7 @@
 
 use super::buf::{Reader, Writer};
 use super::{WireError, error};
+use bytes::Bytes;
 
 use crate::vnode::msg::{FoldChunk, PutAck, VnodeReply};
 
@@ -14,13 +15,19 @@ const OP_GET_NOT_FOUND: u8 = 5;
 const OP_GET_ERROR: u8 = 6;
 const OP_FOLD_CHUNK: u8 = 7;
 const OP_FOLD_ERROR: u8 = 8;
+const OP_COORDINATED_DELTA: u8 = 11;
 /// Most items in one fold chunk.
 const FOLD_ITEMS_MAX: usize = 65_536;
 
 /// Roughly the encoded size, to allocate once.
 pub(super) fn size_hint(reply: &VnodeReply) -> usize {
     match reply {
-        VnodeReply::Coordinated { encoded, .. } => 13 + encoded.len(),
+        VnodeReply::Coordinated { encoded, delta, .. } => {
+            13 + encoded.len()
+                + delta
+                    .as_ref()
+                    .map_or(0, |d| 32 + d.object.len() + d.delta.len())
+        }
         VnodeReply::Get(Ok(Some(encoded))) => 5 + encoded.len(),
         VnodeReply::Fold(Ok(chunk)) => 16 + chunk.items.iter().map(|i| 2 + i.len()).sum::<usize>(),
         _ => 64,
@@ -29,10 +36,23 @@ pub(super) fn size_hint(reply: &VnodeReply) -> usize {
 
 pub(super) fn encode(w: &mut Writer, reply: &VnodeReply) -> Result<(), WireError> {
     match reply {
-        VnodeReply::Coordinated { encoded, siblings } => {
+        VnodeReply::Coordinated {
+            encoded,
+            siblings,
+            delta: None,
+        } => {
             w.u8(OP_COORDINATED);
             w.u64(*siblings as u64);
             w.blob("coordinated object", encoded)?;
+        }
+        VnodeReply::Coordinated {
+            siblings,
+            delta: Some(delta),
+            ..
+        } => {
+            w.u8(OP_COORDINATED_DELTA);
+            w.u64(*siblings as u64);
+            super::request::set_delta(w, delta)?;
         }
         VnodeReply::Put(Ok(ack)) => {
             w.u8(OP_PUT_OK);
@@ -105,6 +125,12 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<VnodeReply, WireError> {
         OP_COORDINATED => VnodeReply::Coordinated {
             siblings: r.count()?,
             encoded: r.blob("coordinated object")?,
+            delta: None,
+        },
+        OP_COORDINATED_DELTA => VnodeReply::Coordinated {
+            siblings: r.count()?,
+            encoded: Bytes::new(),
+            delta: Some(Box::new(super::request::read_set_delta(r)?)),
         },
         OP_PUT_OK => VnodeReply::Put(Ok(PutAck { durable: r.flag()? })),
         OP_PUT_ERROR => VnodeReply::Put(Err(error::decode(r)?)),

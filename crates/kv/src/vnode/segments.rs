@@ -1,0 +1,222 @@
+//! Big sets stored as a root record and segment records (design note 020
+//! §6), so that an operation on a set of 100,000 members reads and writes
+//! a few kilobytes, not the whole set.
+//!
+//! A segmented value's key holds a **root record**: the object (its
+//! version vector, its one content's metadata) in object format version 2
+//! (docs/formats/object.md), whose content value is the set's
+//! [`SetRoot`] (its clock, deferred removes and table of segments). Each
+//! segment is a record of the key's [`segments_bucket`] under
+//! [`segment_key`] (the object key and the segment's id), holding one
+//! range of the members ([`eddy_dt::SetSegment`]).
+//!
+//! Outside the vnode a value is always whole: every read of the backend
+//! that leaves this module ([`read_object`], [`whole_bytes`]) assembles a
+//! root with its segments into the one-content object it stands for, so
+//! gets, read repair, handoff, repair, folds and the wire never see a root.
+//! A root record does not decode as an object (its version byte is 2), so
+//! a read path that forgot to assemble fails rather than returns a root.
+//!
+//! Invariants:
+//! - a root names only segments that exist with exactly the bytes its
+//!   digests name: a segment is never rewritten in place (a changed one
+//!   gets a new id), the new segments are written before the root that
+//!   names them and the replaced ones deleted after it, each write in
+//!   the commit log in that order, so every prefix of the writes (a crash
+//!   anywhere) leaves a readable value, old or new;
+//! - only a value with one live content that is a set is segmented, and
+//!   only in a bucket whose backend persists records and never expires or
+//!   evicts one (`Capabilities::expires`), where the records of one value
+//!   live and die together;
+//! - a segment that does not match its root's digest, or is missing, fails
+//!   the read ([`KvError::DatatypeCorrupt`]), it is never skipped.
+
+use eddy_dt::{DataType, DecodeError, Orswot, SetRoot, SetSegment, State};
+use eddy_object::{RiakObject, codec};
+use eddy_storage::{Backend, Capabilities};
+
+use super::msg::StorageKey;
+use crate::error::KvError;
+pub use crate::request::{segments_bucket, segments_owner};
+
+/// A set is written in segments once it holds this many members.
+pub const SEGMENTED_MIN: usize = 2 * eddy_dt::SEGMENT_MEMBERS;
+
+/// A segmented set stays segmented down to this many members; below, its
+/// next full write stores it whole.
+pub const SEGMENTED_KEEP: u64 = eddy_dt::SEGMENT_MEMBERS as u64;
+
+/// The object format version byte of a root record.
+const ROOT_RECORD_VERSION: u8 = 2;
+
+/// Whether stored bytes are a root record.
+pub fn is_root_record(bytes: &[u8]) -> bool {
+    bytes.len() > 2 && bytes[..2] == codec::MAGIC && bytes[2] == ROOT_RECORD_VERSION
+}
+
+/// A root record, decoded: the object (its content's value the encoded
+/// root) and the root.
+#[derive(Clone, Debug)]
+pub struct StoredRoot {
+    pub object: RiakObject,
+    pub root: SetRoot,
+}
+
+/// Decodes a root record ([`is_root_record`]).
+pub fn decode_root_record(bytes: &[u8]) -> Result<StoredRoot, KvError> {
+    let mut v1 = bytes.to_vec();
+    v1[2] = codec::VERSION;
+    let object = codec::decode(&v1)?;
+    let root = match object.siblings.as_slice() {
+        [one] if !one.content.meta.deleted => SetRoot::decode(&one.content.value)?,
+        _ => return Err(corrupt("a root record holds one live content")),
+    };
+    Ok(StoredRoot { object, root })
+}
+
+/// The root record of `object`, whose one content's value is an encoded
+/// [`SetRoot`].
+pub fn encode_root_record(object: &RiakObject) -> Vec<u8> {
+    let mut bytes = codec::encode(object);
+    bytes[2] = ROOT_RECORD_VERSION;
+    bytes
+}
+
+/// The key of segment `id` of the value at `key`: the key, then the id
+/// (big-endian u64), so one value's segments are contiguous.
+pub fn segment_key(key: &[u8], id: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(key.len() + 8);
+    out.extend_from_slice(key);
+    out.extend_from_slice(&id.to_be_bytes());
+    out
+}
+
+/// Whether a bucket with these capabilities may hold segmented values.
+pub fn allowed(capabilities: Capabilities) -> bool {
+    capabilities.persistent && !capabilities.expires
+}
+
+/// The set `object` holds, if it should be written in segments: one live
+/// content, a set, and `state` (that content's state) big enough.
+pub fn worth_segmenting(object: &RiakObject, state: &State, keep: bool) -> bool {
+    let State::Set(set) = state else {
+        return false;
+    };
+    let big = match keep {
+        true => set.len() as u64 >= SEGMENTED_KEEP,
+        false => set.len() >= SEGMENTED_MIN,
+    };
+    big && matches!(object.siblings.as_slice(), [one] if is_set(one))
+}
+
+fn is_set(sibling: &eddy_object::Sibling) -> bool {
+    let ct = sibling
+        .content
+        .meta
+        .content_type
+        .as_deref()
+        .unwrap_or_default();
+    !sibling.content.meta.deleted && DataType::from_content_type(ct) == Some(DataType::Set)
+}
+
+/// Reads and checks the segments of `root` at table indexes `indexes`.
+pub fn read_segments(
+    backend: &dyn Backend,
+    key: &StorageKey,
+    root: &SetRoot,
+    indexes: &[usize],
+) -> Result<Vec<(usize, SetSegment)>, KvError> {
+    let bucket = segments_bucket(&key.bucket);
+    let table = root.segments();
+    indexes
+        .iter()
+        .map(|&i| {
+            let id = table[i].id;
+            let bytes = backend
+                .get(&bucket, &segment_key(&key.key, id))?
+                .ok_or_else(|| corrupt("a segment of a stored set is missing"))?;
+            Ok((i, root.decode_segment(i, &bytes)?))
+        })
+        .collect()
+}
+
+/// The whole set a root record stands for.
+pub fn assemble_set(
+    backend: &dyn Backend,
+    key: &StorageKey,
+    root: &SetRoot,
+) -> Result<Orswot, KvError> {
+    let all: Vec<usize> = (0..root.segments().len()).collect();
+    let segments = read_segments(backend, key, root, &all)?;
+    Ok(root.assemble(segments.into_iter().map(|(_, s)| s).collect())?)
+}
+
+/// The whole object a root record stands for: its content's value the
+/// whole set's state.
+pub fn assemble(
+    backend: &dyn Backend,
+    key: &StorageKey,
+    stored: &StoredRoot,
+) -> Result<RiakObject, KvError> {
+    let set = assemble_set(backend, key, &stored.root)?;
+    let mut object = stored.object.clone();
+    object.siblings[0].content.value = State::Set(set).encode();
+    Ok(object)
+}
+
+/// Stored bytes as the rest of the node knows them: a root record's whole
+/// object's encoding, any other record as stored.
+pub fn whole_bytes(
+    backend: &dyn Backend,
+    key: &StorageKey,
+    bytes: Vec<u8>,
+) -> Result<Vec<u8>, KvError> {
+    match is_root_record(&bytes) {
+        true => {
+            let stored = decode_root_record(&bytes)?;
+            Ok(codec::encode(&assemble(backend, key, &stored)?))
+        }
+        false => Ok(bytes),
+    }
+}
+
+/// Reads and decodes the object stored under `key`, assembled if it is
+/// segmented. A record that does not decode is an error, never an object.
+pub fn read_object(backend: &dyn Backend, key: &StorageKey) -> Result<Option<RiakObject>, KvError> {
+    let Some(bytes) = backend.get(&key.bucket, &key.key)? else {
+        return Ok(None);
+    };
+    match is_root_record(&bytes) {
+        true => Ok(Some(assemble(backend, key, &decode_root_record(&bytes)?)?)),
+        false => Ok(Some(codec::decode(&bytes)?)),
+    }
+}
+
+/// Whether a stored record is a live object (a root record always is).
+pub fn is_live_record(bytes: &[u8]) -> bool {
+    is_root_record(bytes) || codec::decode(bytes).is_ok_and(|o| !o.is_deleted())
+}
+
+/// The version vector of a stored object (a root record's too).
+pub fn version_of(bytes: &[u8]) -> Option<eddy_object::VersionVector> {
+    match is_root_record(bytes) {
+        true => decode_root_record(bytes).ok().map(|r| r.object.vv),
+        false => codec::decode(bytes).ok().map(|o| o.vv),
+    }
+}
+
+/// The object whose index entries a stored record carries, for replay's
+/// index specs: `None` for a segment record (it has none).
+pub fn indexed_object(bucket: &[u8], bytes: &[u8]) -> Result<Option<RiakObject>, KvError> {
+    if segments_owner(bucket).is_some() {
+        return Ok(None);
+    }
+    match is_root_record(bytes) {
+        true => Ok(Some(decode_root_record(bytes)?.object)),
+        false => Ok(Some(codec::decode(bytes)?)),
+    }
+}
+
+fn corrupt(what: &'static str) -> KvError {
+    KvError::DatatypeCorrupt(DecodeError(what))
+}
