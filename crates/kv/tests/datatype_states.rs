@@ -522,3 +522,47 @@ async fn a_big_map_updated_with_and_without_the_cache_stores_the_same() {
         cached.datatype_states()
     );
 }
+
+/// A segment whose bytes changed on disk fails its replica's read (the
+/// root's digest), never reads as another set; the other replicas answer.
+#[tokio::test]
+async fn a_damaged_segment_fails_its_replica_never_reads_wrong() {
+    use eddy_kv::vnode::segments;
+    let dir = tempfile::tempdir().unwrap();
+    let node = node_over(0, Some(dir.path()));
+    preload(&node).await;
+    let op = set_op(vec![member("x", 1)], vec![]);
+    assert_eq!(update(&node, "sets", op, false).await, "ok");
+    let want = fetch(&node, "sets").await;
+    let storage = bucket("sets").storage_bucket();
+    let key = StorageKey {
+        bucket: storage.clone(),
+        key: b"k".to_vec(),
+    };
+    let first = node.preflist(&bucket("sets"), b"k").unwrap()[0].0;
+    let backend = node.partition_backend(first).unwrap();
+    let root = segments::decode_root_record(&backend.get(&storage, b"k").unwrap().unwrap())
+        .unwrap()
+        .root;
+    let seg_key = segments::segment_key(b"k", root.segments()[1].id);
+    let seg_bucket = segments::segments_bucket(&storage);
+    let mut bytes = backend.get(&seg_bucket, &seg_key).unwrap().unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x10;
+    backend
+        .put(
+            &seg_bucket,
+            &seg_key,
+            &bytes,
+            &[],
+            eddy_storage::WriteOptions::NO_SYNC,
+        )
+        .unwrap();
+    let read = node.vnode(first).unwrap().read(&key);
+    assert!(matches!(read, Err(KvError::DatatypeCorrupt(_))), "{read:?}");
+    assert_eq!(
+        fetch(&node, "sets").await,
+        want,
+        "the other replicas answer"
+    );
+}
