@@ -632,7 +632,8 @@ async fn a_segmented_set_reads_whole_after_a_crash_at_any_record() {
     let preload = eddy_kv::vnode::segments::SEGMENTED_MIN + 10;
     set_update(&node, (0..preload).map(member).collect(), vec![]).await;
     let mut versions = vec![set_members(&node).await.unwrap().unwrap()];
-    let steps: Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)> = vec![
+    type Members = Vec<Vec<u8>>;
+    let steps: Vec<(Members, Members)> = vec![
         (vec![member(90_001)], vec![]),
         (vec![member(90_002)], vec![member(3)]),
         (vec![], vec![member(1_500)]),
