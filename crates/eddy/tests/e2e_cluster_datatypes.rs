@@ -5,7 +5,10 @@
 //! the counter counts every acknowledged increment exactly once (its value
 //! lies between the acknowledged increments and those plus the failed
 //! ones, which may or may not have been applied), and the set holds every
-//! acknowledged member and nothing that was never added.
+//! acknowledged member and nothing that was never added. The set starts
+//! with enough members to be stored in segments, so its adds reach the
+//! other replicas as deltas, concurrent ones from three coordinators
+//! (replicas behind them caught up with the whole set).
 
 mod support;
 
@@ -22,6 +25,9 @@ const SETTLE: Duration = Duration::from_secs(90);
 const JSON: [(&str, &str); 1] = [("Content-Type", "application/json")];
 const COUNTER: &str = "/types/counters/buckets/b/datatypes/hot";
 const SET: &str = "/types/sets/buckets/b/datatypes/members";
+/// Members the set starts with: enough to be stored in segments (note 020
+/// §6, `SEGMENTED_MIN`).
+const PRELOAD: usize = 2_100;
 
 /// What one client thread saw.
 #[derive(Default)]
@@ -87,6 +93,11 @@ fn read(node: &TestNode, path: &str) -> Value {
 fn counters_and_sets_keep_every_acknowledged_update_through_a_kill() {
     let mut nodes = form(3, SETTLE);
     create_types(&nodes[0], &nodes);
+    let preloaded: BTreeSet<String> = (0..PRELOAD).map(|i| format!("p{i}")).collect();
+    let all: Vec<&String> = preloaded.iter().collect();
+    let body = serde_json::json!({ "add_all": all }).to_string();
+    let added = nodes[0].http("POST", SET, &JSON, body.as_bytes());
+    assert_eq!(added.status, 204, "{added:?}");
     let stop = Arc::new(AtomicBool::new(false));
     let workers: Vec<_> = nodes
         .iter()
@@ -128,8 +139,12 @@ fn counters_and_sets_keep_every_acknowledged_update_through_a_kill() {
         .iter()
         .map(|m| m.as_str().unwrap().to_string())
         .collect();
-    let acked: BTreeSet<&String> = seen.iter().flat_map(|s| &s.acked_members).collect();
-    let attempted: BTreeSet<&String> = seen.iter().flat_map(|s| &s.attempted_members).collect();
+    let acked: BTreeSet<&String> = (seen.iter().flat_map(|s| &s.acked_members))
+        .chain(&preloaded)
+        .collect();
+    let attempted: BTreeSet<&String> = (seen.iter().flat_map(|s| &s.attempted_members))
+        .chain(&preloaded)
+        .collect();
     for m in &acked {
         assert!(members.contains(*m), "acknowledged member {m} is missing");
     }
@@ -142,4 +157,17 @@ fn counters_and_sets_keep_every_acknowledged_update_through_a_kill() {
         attempted.len(),
         members.len()
     );
+    let stat = |n: &TestNode, name: &str| {
+        let r = n.http("GET", "/stats", &[], b"");
+        serde_json::from_slice::<Value>(&r.body).unwrap()[name]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let deltas: u64 = nodes.iter().map(|n| stat(n, "set_deltas_total")).sum();
+    let behind: u64 = nodes
+        .iter()
+        .map(|n| stat(n, "set_deltas_behind_total"))
+        .sum();
+    println!("set deltas: {deltas} sent, {behind} behind");
+    assert!(deltas > 0, "the set's adds went out as deltas");
 }
