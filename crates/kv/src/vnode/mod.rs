@@ -624,14 +624,26 @@ impl Vnode {
         records: Records,
     ) -> Result<(Durability, Option<Lsn>), KvError> {
         let target = self.checked_target(&key.bucket)?;
-        let mut batch = eddy_storage::WriteBatch::default();
-        for p in puts {
-            match p.value {
-                Some(value) => batch.put(&p.bucket, &p.key, value, p.specs.clone(), None),
-                None => batch.delete(&p.bucket, &p.key),
-            };
+        match puts {
+            // One object, as most writes are: the backend's own put, which
+            // need not copy it into a batch.
+            [one] if one.value.is_some() => {
+                let value = one.value.unwrap_or_default();
+                let (bucket, k) = (&one.bucket, &one.key);
+                self.backend
+                    .put(bucket, k, value, &one.specs, WriteOptions::NO_SYNC)?;
+            }
+            _ => {
+                let mut batch = eddy_storage::WriteBatch::default();
+                for p in puts {
+                    match p.value {
+                        Some(value) => batch.put(&p.bucket, &p.key, value, p.specs.clone(), None),
+                        None => batch.delete(&p.bucket, &p.key),
+                    };
+                }
+                self.backend.write(batch, WriteOptions::NO_SYNC)?;
+            }
         }
-        self.backend.write(batch, WriteOptions::NO_SYNC)?;
         self.written[Self::stripe(key)].notify_all();
         if let (Records::Skip, Target::Log(_)) = (records, target) {
             return Ok((Durability::Backend, None));
@@ -643,12 +655,8 @@ impl Vnode {
                 Some(value) => Op::Put { value },
                 None => Op::Delete,
             };
-            let at_key = StorageKey {
-                bucket: p.bucket.to_vec(),
-                key: p.key.to_vec(),
-            };
             let same = if i == 0 { same_as } else { None };
-            let (d, at) = self.logged(target, &at_key, op, same)?;
+            let (d, at) = self.logged(target, (&p.bucket, &p.key), op, same)?;
             durability = d;
             if i == 0 {
                 first_at = at;
@@ -665,7 +673,8 @@ impl Vnode {
                 let target = self.checked_target(&key.bucket)?;
                 self.backend
                     .delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
-                self.logged(target, key, Op::Delete, None).map(|_| ())
+                self.logged(target, (&key.bucket, &key.key), Op::Delete, None)
+                    .map(|_| ())
             }
             _ => Ok(()),
         }
@@ -702,7 +711,7 @@ impl Vnode {
     fn logged(
         &self,
         target: Target<'_>,
-        key: &StorageKey,
+        (bucket, key): (&[u8], &[u8]),
         op: Op<'_>,
         same_as: Option<Lsn>,
     ) -> Result<(Durability, Option<Lsn>), KvError> {
@@ -714,8 +723,8 @@ impl Vnode {
         let record = Record {
             partition: self.partition.0,
             incarnation: self.incarnation,
-            bucket: &key.bucket,
-            key: &key.key,
+            bucket,
+            key,
             op,
         };
         let at = log.append(&record, same_as)?;
