@@ -19,7 +19,11 @@
 //!   segment records of contiguous member ranges, so that an operation
 //!   reads and writes the root and the segments its members fall in.
 //! - [`Map`]: a map (riak_dt_map) of counters, sets, registers, flags and
-//!   nested maps, whose contents all share the map's clock.
+//!   nested maps, whose contents all share the map's clock;
+//!   [`MapRoot`], [`MapSegment`]: a big map stored likewise, in ranges of
+//!   its top-level fields.
+//! - [`Root`], [`Segment`], [`Delta`]: segmented values and operation
+//!   deltas of either type behind one API, for the storage.
 //!
 //! Each state writes and reads its stored body (`encode`, `decode`) with
 //! the building blocks of [`codec`]; docs/formats/datatypes.md describes
@@ -40,6 +44,7 @@ mod map;
 mod op;
 mod op_codec;
 mod orswot;
+mod segmented;
 mod state;
 
 pub use codec::DecodeError;
@@ -50,11 +55,14 @@ pub use gset::GSet;
 pub use hll::{HLL_PRECISION_DEFAULT, HLL_PRECISION_MAX, HLL_PRECISION_MIN, Hll, HllError};
 pub use map::Map;
 pub use map::delta::MapDelta;
+pub use map::segmented::{MapRoot, MapSegment};
 pub use op::{
     DataType, DtError, Field, FieldOp, FieldType, FieldValue, FlagOp, MAP_DEPTH_MAX, MapOp,
     MapUpdate, Op, SetOp, Value,
 };
 pub use orswot::delta::{NotReady, OrswotDelta};
-pub use orswot::segmented::{SEGMENT_MEMBERS, SegmentRef, SegmentWrite, SetRoot, SetSegment};
+pub use orswot::segmented::{SetRoot, SetSegment};
 pub use orswot::{Orswot, Precondition};
+pub use segmented::table::{SEGMENT_MEMBERS, SegmentRecords, SegmentRef, SegmentWrite};
+pub use segmented::{Delta, Root, Segment};
 pub use state::{FORMAT_VERSION, State};

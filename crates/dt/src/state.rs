@@ -12,7 +12,7 @@ use eddy_object::{Actor, VersionVector};
 
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::op::{DataType, DtError, Op, SetOp, Value};
-use crate::{GSet, Hll, Map, Orswot, PnCounter};
+use crate::{GSet, Hll, Map, Orswot, OrswotDelta, PnCounter};
 
 /// The stored encoding's format version.
 pub const FORMAT_VERSION: u8 = 1;
@@ -66,7 +66,7 @@ impl State {
             (State::Counter(c), Op::Counter(n)) => {
                 c.increment(actor, *n).map_err(|_| DtError::Overflow)
             }
-            (State::Set(s), Op::Set(set_op)) => apply_set(s, actor, set_op, context),
+            (State::Set(s), Op::Set(set_op)) => apply_set(s, actor, set_op, context).map(drop),
             (State::Map(m), Op::Map(map_op)) => m.apply(actor, map_op, context, now_us),
             (State::Hll(h), Op::Hll(adds)) => {
                 adds.iter().for_each(|e| h.add(e));
@@ -169,17 +169,16 @@ impl State {
 
 /// A set operation, all or nothing: adds, then removes; without a context
 /// every removed member must be present (or added by this operation).
-/// Every operation mints a dot ([`Orswot::apply_op`]).
-fn apply_set(
+/// Every operation mints a dot ([`Orswot::apply_op`]). Returns its delta.
+pub(crate) fn apply_set(
     s: &mut Orswot,
     actor: Actor,
     op: &SetOp,
     context: Option<&VersionVector>,
-) -> Result<(), DtError> {
+) -> Result<OrswotDelta, DtError> {
     let adds: Vec<&[u8]> = op.adds.iter().map(Vec::as_slice).collect();
     let removes: Vec<&[u8]> = op.removes.iter().map(Vec::as_slice).collect();
     s.apply_op(actor, &adds, &removes, context)
-        .map(drop)
         .map_err(|crate::Precondition::NotPresent(m)| DtError::NotPresent(m))
 }
 

@@ -866,6 +866,6 @@ fn a_root_with_an_impossible_table_is_refused() {
     *none.last_mut().unwrap() = 0;
     assert_eq!(
         SetRoot::decode(&none),
-        Err(DecodeError("set root without segments"))
+        Err(DecodeError("root without segments"))
     );
 }

@@ -37,7 +37,7 @@ impl Step<'_> {
 
 /// The field an update applies to: the operation's type decides the
 /// field's type.
-fn target_field(u: &MapUpdate) -> Field {
+pub(super) fn target_field(u: &MapUpdate) -> Field {
     Field::new(u.field.name.clone(), u.op.kind())
 }
 

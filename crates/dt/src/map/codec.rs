@@ -9,6 +9,10 @@
 //! without repeats and covered by the clock; set members with dots;
 //! deferred removes whose context the clock does not descend; nothing left
 //! over inside a length-prefixed body. It never panics.
+//!
+//! The pieces (fields, deferred removes, targets) are shared with the
+//! records of a segmented map ([`super::segmented`]) and a delta's wire
+//! form ([`super::delta`]), which check the same rules.
 
 use std::collections::BTreeSet;
 
@@ -19,7 +23,7 @@ use super::{Deferred, Map, Removal, Target};
 use crate::codec::{ActorTable, DecodeError, Reader, Writer};
 use crate::op::{Field, FieldType, MAP_DEPTH_MAX};
 
-fn kind_of(tag: u8) -> Result<FieldType, DecodeError> {
+pub(super) fn kind_of(tag: u8) -> Result<FieldType, DecodeError> {
     FieldType::from_tag(tag).ok_or(DecodeError("unknown map field type"))
 }
 
@@ -32,18 +36,12 @@ impl Map {
     pub fn encode(&self, w: &mut Writer) {
         let mut actors = BTreeSet::new();
         actors.extend(self.clock.entries().iter().map(|e| e.0));
-        fields_actors(&self.fields, &mut actors);
-        actors.extend(self.deferred.keys().flatten().map(|e| e.0));
+        embedded_actors(self.fields.values(), &mut actors);
+        deferred_actors(&self.deferred, &mut actors);
         let table = w.actor_table(actors);
         w.clock(&table, &self.clock);
-        write_fields(w, &table, &self.fields);
-        w.len(self.deferred.len());
-        for (context, targets) in &self.deferred {
-            let context = VersionVector::from_entries(context.iter().copied());
-            w.clock(&table, &context);
-            w.len(targets.len());
-            targets.iter().for_each(|t| write_target(w, t));
-        }
+        write_fields(w, &table, self.fields.iter());
+        write_deferred(w, &table, &self.deferred);
     }
 
     /// Reads a map [`Map::encode`] wrote (the caller checks that nothing
@@ -51,10 +49,7 @@ impl Map {
     pub fn decode(r: &mut Reader) -> Result<Map, DecodeError> {
         let table = r.actor_table()?;
         let clock = r.clock(&table)?;
-        let dec = Decoder {
-            table: &table,
-            clock: &clock,
-        };
+        let dec = Decoder::new(&table, &clock);
         let fields = dec.fields(r, 1)?;
         let deferred = dec.deferred(r)?;
         Ok(Map {
@@ -65,20 +60,30 @@ impl Map {
     }
 }
 
-fn fields_actors(fields: &Fields, out: &mut BTreeSet<Actor>) {
-    for e in fields.values() {
+/// Adds the actors the deferred removes' contexts name to `out`.
+pub(super) fn deferred_actors(deferred: &Deferred, out: &mut BTreeSet<Actor>) {
+    out.extend(deferred.keys().flatten().map(|e| e.0));
+}
+
+/// Adds every actor the fields' dots and counter entries name (nested
+/// maps' too) to `out`.
+pub(super) fn embedded_actors<'a>(
+    fields: impl IntoIterator<Item = &'a Embedded>,
+    out: &mut BTreeSet<Actor>,
+) {
+    for e in fields {
         out.extend(e.presence.iter().map(|d| d.actor));
         match &e.store {
             Store::Counter(entries) => out.extend(entries.keys().copied()),
             Store::Set(members) => out.extend(members.values().flatten().map(|d| d.actor)),
             Store::Register(entries) => out.extend(entries.keys().map(|d| d.actor)),
             Store::Flag(dots) => out.extend(dots.iter().map(|d| d.actor)),
-            Store::Map(nested) => fields_actors(nested, out),
+            Store::Map(nested) => embedded_actors(nested.values(), out),
         }
     }
 }
 
-fn write_dot(w: &mut Writer, table: &ActorTable, dot: Dot) {
+pub(super) fn write_dot(w: &mut Writer, table: &ActorTable, dot: Dot) {
     w.actor(table, dot.actor);
     w.varint(dot.counter);
 }
@@ -88,7 +93,14 @@ fn write_dots(w: &mut Writer, table: &ActorTable, dots: &Dots) {
     dots.iter().for_each(|&d| write_dot(w, table, d));
 }
 
-fn write_fields(w: &mut Writer, table: &ActorTable, fields: &Fields) {
+/// Writes fields (in order): their count, then each field's name, type
+/// tag and length-prefixed body (presence, contents). A map's fields, a
+/// nested map's, a segment's and a delta's present fields share it.
+pub(super) fn write_fields<'a>(
+    w: &mut Writer,
+    table: &ActorTable,
+    fields: impl ExactSizeIterator<Item = (&'a Field, &'a Embedded)>,
+) {
     w.len(fields.len());
     for (field, e) in fields {
         w.bytes(&field.name);
@@ -127,11 +139,23 @@ fn write_store(w: &mut Writer, table: &ActorTable, store: &Store) {
             }
         }
         Store::Flag(dots) => write_dots(w, table, dots),
-        Store::Map(nested) => write_fields(w, table, nested),
+        Store::Map(nested) => write_fields(w, table, nested.iter()),
     }
 }
 
-fn write_target(w: &mut Writer, target: &Target) {
+/// Writes the deferred removes: their count, then by context (in order)
+/// the context and its targets.
+pub(super) fn write_deferred(w: &mut Writer, table: &ActorTable, deferred: &Deferred) {
+    w.len(deferred.len());
+    for (context, targets) in deferred {
+        let context = VersionVector::from_entries(context.iter().copied());
+        w.clock(table, &context);
+        w.len(targets.len());
+        targets.iter().for_each(|t| write_target(w, t));
+    }
+}
+
+pub(super) fn write_target(w: &mut Writer, target: &Target) {
     w.len(target.path.len());
     target.path.iter().for_each(|name| w.bytes(name));
     match &target.removal {
@@ -167,12 +191,18 @@ fn sorted<T: Ord>(
     Ok(())
 }
 
-struct Decoder<'a> {
+/// Reads what the writers above wrote, with the actor table of the record
+/// and the clock every dot must be covered by.
+pub(super) struct Decoder<'a> {
     table: &'a ActorTable,
     clock: &'a VersionVector,
 }
 
-impl Decoder<'_> {
+impl<'a> Decoder<'a> {
+    pub(super) fn new(table: &'a ActorTable, clock: &'a VersionVector) -> Decoder<'a> {
+        Decoder { table, clock }
+    }
+
     fn dot(&self, r: &mut Reader) -> Result<Dot, DecodeError> {
         let actor = r.actor(self.table)?;
         let counter = r.varint()?;
@@ -190,7 +220,9 @@ impl Decoder<'_> {
         Ok(list.into_iter().collect())
     }
 
-    fn fields(&self, r: &mut Reader, depth: usize) -> Result<Fields, DecodeError> {
+    /// Fields as [`write_fields`] wrote them, at nesting `depth` (1: a
+    /// top-level map's).
+    pub(super) fn fields(&self, r: &mut Reader, depth: usize) -> Result<Fields, DecodeError> {
         if depth > MAP_DEPTH_MAX {
             return Err(DecodeError("maps nested too deep"));
         }
@@ -256,7 +288,7 @@ impl Decoder<'_> {
         })
     }
 
-    fn deferred(&self, r: &mut Reader) -> Result<Deferred, DecodeError> {
+    pub(super) fn deferred(&self, r: &mut Reader) -> Result<Deferred, DecodeError> {
         let n = r.count(2)?;
         let mut list = Vec::with_capacity(n);
         for _ in 0..n {
@@ -277,7 +309,7 @@ impl Decoder<'_> {
     }
 }
 
-fn target(r: &mut Reader) -> Result<Target, DecodeError> {
+pub(super) fn target(r: &mut Reader) -> Result<Target, DecodeError> {
     let depth = r.count(1)?;
     if depth >= MAP_DEPTH_MAX {
         return Err(DecodeError("deferred remove nested too deep"));

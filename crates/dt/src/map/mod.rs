@@ -13,11 +13,15 @@
 //!   the clock now descends ([`merge`]).
 //!
 //! The context a client reads and sends back is the map's clock.
+//! [`delta`] runs an operation as a delta another replica can join without
+//! the whole state; [`segmented`] stores a big map as a root and segments
+//! of top-level fields so that an operation reads and writes only a few.
 
 mod apply;
 mod codec;
 pub mod delta;
 mod merge;
+pub mod segmented;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -60,6 +64,21 @@ pub(crate) enum Removal {
 pub(crate) struct Target {
     pub path: Vec<Vec<u8>>,
     pub removal: Removal,
+}
+
+impl Target {
+    /// The top-level field holding what the remove removes: the first map
+    /// of its path, else the field it removes, the set field it removes a
+    /// member of, or the flag field it disables. Running the remove
+    /// ([`run_target`]) reads and changes that field only.
+    pub(crate) fn top_field(&self) -> Field {
+        match (self.path.first(), &self.removal) {
+            (Some(map), _) => Field::new(map.clone(), FieldType::Map),
+            (None, Removal::Field(field)) => field.clone(),
+            (None, Removal::Member { set, .. }) => Field::new(set.clone(), FieldType::Set),
+            (None, Removal::Disable { flag }) => Field::new(flag.clone(), FieldType::Flag),
+        }
+    }
 }
 
 impl Map {

@@ -32,7 +32,7 @@ use super::{Dots, Orswot, Precondition};
 
 /// The first byte of an encoded delta: its format (distinct from a stored
 /// state's version, a set root's and a segment's first byte).
-const DELTA_FORMAT: u8 = 0x83;
+pub(crate) const DELTA_FORMAT: u8 = 0x83;
 
 /// What one set operation changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
