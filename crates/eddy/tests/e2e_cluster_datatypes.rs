@@ -163,10 +163,10 @@ fn counters_and_sets_keep_every_acknowledged_update_through_a_kill() {
             .as_u64()
             .unwrap_or(0)
     };
-    let deltas: u64 = nodes.iter().map(|n| stat(n, "set_deltas_total")).sum();
+    let deltas: u64 = nodes.iter().map(|n| stat(n, "datatype_deltas_total")).sum();
     let behind: u64 = nodes
         .iter()
-        .map(|n| stat(n, "set_deltas_behind_total"))
+        .map(|n| stat(n, "datatype_deltas_behind_total"))
         .sum();
     println!("set deltas: {deltas} sent, {behind} behind");
     assert!(deltas > 0, "the set's adds went out as deltas");

@@ -130,8 +130,8 @@ pub struct NodeCounters {
     /// Set operations' deltas sent to replicas instead of whole objects
     /// (design note 020 §6), and replicas that answered them `Behind`
     /// and were sent the whole object.
-    pub set_deltas: AtomicU64,
-    pub set_deltas_behind: AtomicU64,
+    pub datatype_deltas: AtomicU64,
+    pub datatype_deltas_behind: AtomicU64,
 }
 
 impl NodeCounters {

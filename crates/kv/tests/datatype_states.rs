@@ -270,9 +270,9 @@ async fn preload(node: &Arc<Node>) {
 
 /// How many of `node`'s partitions hold the key as a root record, after
 /// checking that each partition holds exactly the segments its root names.
-fn segmented_replicas(node: &Arc<Node>) -> usize {
+fn segmented_replicas(node: &Arc<Node>, bucket_type: &str) -> usize {
     use eddy_kv::vnode::segments;
-    let storage = bucket("sets").storage_bucket();
+    let storage = bucket(bucket_type).storage_bucket();
     let segments_bucket = segments::segments_bucket(&storage);
     let mut roots = 0;
     for p in 0..RING {
@@ -290,9 +290,8 @@ fn segmented_replicas(node: &Arc<Node>) -> usize {
             Some(bytes) if segments::is_root_record(&bytes) => {
                 roots += 1;
                 let root = segments::decode_root_record(&bytes).unwrap().root;
-                root.segments()
-                    .iter()
-                    .map(|s| segments::segment_key(b"k", s.id))
+                (root.ids().into_iter())
+                    .map(|id| segments::segment_key(b"k", id))
                     .collect()
             }
             _ => Default::default(),
@@ -311,7 +310,7 @@ async fn set_history(steps: Vec<Step>) -> Result<(), TestCaseError> {
         preload(node).await;
     }
     prop_assert!(
-        segmented_replicas(&segmented) > 0,
+        segmented_replicas(&segmented, "sets") > 0,
         "the preload is segmented"
     );
     for (n, step) in steps.iter().enumerate() {
@@ -327,7 +326,7 @@ async fn set_history(steps: Vec<Step>) -> Result<(), TestCaseError> {
         let want = stored(&plain, "sets");
         prop_assert!(stored(&cached, "sets") == want, "step {n}");
         prop_assert!(stored(&segmented, "sets") == want, "step {n}");
-        segmented_replicas(&segmented);
+        segmented_replicas(&segmented, "sets");
     }
     prop_assert_eq!(plain.datatype_states().hits, 0);
     Ok(())
@@ -356,7 +355,7 @@ async fn a_replica_behind_a_delta_is_sent_the_whole_object() {
     let deltas = |n: &Arc<Node>| {
         let c = &n.counters;
         let read = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-        (read(&c.set_deltas), read(&c.set_deltas_behind))
+        (read(&c.datatype_deltas), read(&c.datatype_deltas_behind))
     };
     for node in [&segmented, &plain] {
         preload(node).await;
@@ -397,7 +396,7 @@ async fn a_replica_behind_a_delta_is_sent_the_whole_object() {
     }
     assert!(stored(&segmented, "sets") == want);
     assert_eq!(fetch(&segmented, "sets").await, fetch(&plain, "sets").await);
-    segmented_replicas(&segmented);
+    segmented_replicas(&segmented, "sets");
 
     // Both other replicas behind: the put needs an answer from one, so it
     // sends them the whole object before it answers.
@@ -418,7 +417,7 @@ async fn a_replica_behind_a_delta_is_sent_the_whole_object() {
     let (sent, behind) = deltas(&segmented);
     assert_eq!((sent, behind), (6, 3), "both replicas were behind");
     assert!(stored(&segmented, "sets") == stored(&plain, "sets"));
-    segmented_replicas(&segmented);
+    segmented_replicas(&segmented, "sets");
 }
 
 #[tokio::test]
@@ -458,8 +457,10 @@ async fn consecutive_updates_of_a_big_set_use_the_cached_state() {
 
 #[tokio::test]
 async fn a_big_map_updated_with_and_without_the_cache_stores_the_same() {
+    let dir = tempfile::tempdir().unwrap();
     let cached = node(64 << 20);
     let plain = node(0);
+    let segmented = node_over(0, Some(dir.path()));
     let field = |i: usize| Field::new(member("field", i), FieldType::Counter);
     let incr = |i: usize, by: i64| MapUpdate {
         field: field(i),
@@ -467,7 +468,7 @@ async fn a_big_map_updated_with_and_without_the_cache_stores_the_same() {
     };
     let preload = Op::Map(MapOp {
         removes: vec![],
-        updates: (0..1_500).map(|i| incr(i, 1)).collect(),
+        updates: (0..PRELOAD).map(|i| incr(i, 1)).collect(),
     });
     let steps = [
         (
@@ -506,16 +507,32 @@ async fn a_big_map_updated_with_and_without_the_cache_stores_the_same() {
             false,
         ),
     ];
-    for node in [&cached, &plain] {
+    for node in [&cached, &plain, &segmented] {
         assert_eq!(update(node, "maps", preload.clone(), false).await, "ok");
     }
+    assert!(
+        segmented_replicas(&segmented, "maps") > 0,
+        "the map is segmented"
+    );
     for (op, context) in steps {
         let a = update(&cached, "maps", op.clone(), context).await;
-        let b = update(&plain, "maps", op, context).await;
+        let b = update(&plain, "maps", op.clone(), context).await;
+        let c = update(&segmented, "maps", op, context).await;
         assert_eq!(a, b);
-        assert_eq!(fetch(&cached, "maps").await, fetch(&plain, "maps").await);
-        assert!(stored(&cached, "maps") == stored(&plain, "maps"));
+        assert_eq!(a, c);
+        let want = fetch(&plain, "maps").await;
+        assert_eq!(fetch(&cached, "maps").await, want);
+        assert_eq!(fetch(&segmented, "maps").await, want);
+        let want = stored(&plain, "maps");
+        assert!(stored(&cached, "maps") == want);
+        assert!(stored(&segmented, "maps") == want);
+        segmented_replicas(&segmented, "maps");
     }
+    let deltas = segmented
+        .counters
+        .datatype_deltas
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(deltas > 0, "map operations went out as deltas");
     assert!(
         cached.datatype_states().hits >= 3,
         "{:?}",
@@ -544,7 +561,7 @@ async fn a_damaged_segment_fails_its_replica_never_reads_wrong() {
     let root = segments::decode_root_record(&backend.get(&storage, b"k").unwrap().unwrap())
         .unwrap()
         .root;
-    let seg_key = segments::segment_key(b"k", root.segments()[1].id);
+    let seg_key = segments::segment_key(b"k", root.id(1));
     let seg_bucket = segments::segments_bucket(&storage);
     let mut bytes = backend.get(&seg_bucket, &seg_key).unwrap().unwrap();
     let at = bytes.len() / 2;
@@ -565,4 +582,159 @@ async fn a_damaged_segment_fails_its_replica_never_reads_wrong() {
         want,
         "the other replicas answer"
     );
+}
+
+/// One step of a big map's history.
+#[derive(Clone, Debug)]
+enum MapStep {
+    /// Increments counter field `i` by the amount.
+    Incr(usize, i64),
+    /// Adds a member to set field `i`.
+    SetAdd(usize, usize),
+    /// Assigns register field `i`.
+    Assign(usize, usize),
+    /// Removes field `i` (a counter) with the context just read, or
+    /// without one (refused when absent).
+    Remove(usize, bool),
+    /// Removes counter field `a` and increments counter field `b`.
+    RemoveIncr(usize, usize),
+    /// A concurrent version of another actor merged into one replica.
+    ForeignOne(usize),
+    Delete,
+}
+
+fn map_step() -> impl Strategy<Value = MapStep> {
+    let field = 0..PRELOAD + 20;
+    prop_oneof![
+        4 => (field.clone(), -3..4i64).prop_map(|(i, n)| MapStep::Incr(i, n)),
+        2 => (0..20usize, 0..30usize).prop_map(|(i, m)| MapStep::SetAdd(i, m)),
+        2 => (0..20usize, 0..30usize).prop_map(|(i, v)| MapStep::Assign(i, v)),
+        3 => (field.clone(), any::<bool>()).prop_map(|(i, c)| MapStep::Remove(i, c)),
+        2 => (field.clone(), field).prop_map(|(a, b)| MapStep::RemoveIncr(a, b)),
+        1 => (0..20usize).prop_map(MapStep::ForeignOne),
+        1 => Just(MapStep::Delete),
+    ]
+}
+
+fn counter_field(i: usize) -> Field {
+    Field::new(member("field", i), FieldType::Counter)
+}
+
+fn map_update(field: Field, op: FieldOp) -> MapUpdate {
+    MapUpdate { field, op }
+}
+
+async fn run_map_step(node: &Arc<Node>, step: &MapStep, foreign_actor: u64) -> String {
+    let map_op = |removes: Vec<Field>, updates: Vec<MapUpdate>| Op::Map(MapOp { removes, updates });
+    match step {
+        MapStep::Incr(i, n) => {
+            let u = map_update(counter_field(*i), FieldOp::Counter(*n));
+            update(node, "maps", map_op(vec![], vec![u]), false).await
+        }
+        MapStep::SetAdd(i, m) => {
+            let field = Field::new(member("tags", *i), FieldType::Set);
+            let op = FieldOp::Set(SetOp {
+                adds: vec![member("t", *m)],
+                removes: vec![],
+            });
+            update(
+                node,
+                "maps",
+                map_op(vec![], vec![map_update(field, op)]),
+                false,
+            )
+            .await
+        }
+        MapStep::Assign(i, v) => {
+            let field = Field::new(member("name", *i), FieldType::Register);
+            let op = FieldOp::Register(member("v", *v));
+            update(
+                node,
+                "maps",
+                map_op(vec![], vec![map_update(field, op)]),
+                false,
+            )
+            .await
+        }
+        MapStep::Remove(i, context) => {
+            update(
+                node,
+                "maps",
+                map_op(vec![counter_field(*i)], vec![]),
+                *context,
+            )
+            .await
+        }
+        MapStep::RemoveIncr(a, b) => {
+            let u = map_update(counter_field(*b), FieldOp::Counter(1));
+            update(node, "maps", map_op(vec![counter_field(*a)], vec![u]), true).await
+        }
+        MapStep::ForeignOne(i) => {
+            let mut state = State::new(DataType::Map, 14);
+            let u = map_update(counter_field(*i), FieldOp::Counter(7));
+            state
+                .apply(Actor(foreign_actor), &map_op(vec![], vec![u]), None, 1)
+                .unwrap();
+            let replicas = other_replicas(node, "maps");
+            let one = replicas[*i % replicas.len()];
+            merge_foreign_into(node, "maps", &state, foreign_actor, &[one]);
+            "merged".into()
+        }
+        MapStep::Delete => {
+            let req = DeleteRequest {
+                bucket: bucket("maps"),
+                key: b"k".to_vec(),
+                context: None,
+                options: DeleteOptions::default(),
+            };
+            match node.delete(req).await {
+                Ok(_) => "deleted".into(),
+                Err(e) => format!("error: {e}"),
+            }
+        }
+    }
+}
+
+async fn map_history(steps: Vec<MapStep>) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = node(0);
+    let segmented = node_over(0, Some(dir.path()));
+    let preload = Op::Map(MapOp {
+        removes: vec![],
+        updates: (0..PRELOAD)
+            .map(|i| map_update(counter_field(i), FieldOp::Counter(1)))
+            .collect(),
+    });
+    for node in [&plain, &segmented] {
+        prop_assert_eq!(update(node, "maps", preload.clone(), false).await, "ok");
+    }
+    prop_assert!(
+        segmented_replicas(&segmented, "maps") > 0,
+        "the preload is segmented"
+    );
+    for (n, step) in steps.iter().enumerate() {
+        let foreign_actor = 7_000 + n as u64;
+        let a = run_map_step(&plain, step, foreign_actor).await;
+        let b = run_map_step(&segmented, step, foreign_actor).await;
+        prop_assert_eq!(&a, &b, "step {} {:?}", n, step);
+        prop_assert_eq!(fetch(&segmented, "maps").await, fetch(&plain, "maps").await);
+        prop_assert!(
+            stored(&segmented, "maps") == stored(&plain, "maps"),
+            "step {n}"
+        );
+        segmented_replicas(&segmented, "maps");
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_segmented_map_stores_and_answers_what_a_whole_one_would(
+        steps in prop::collection::vec(map_step(), 1..20)
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(map_history(steps))?;
+    }
 }

@@ -15,8 +15,8 @@ use eddy_kv::remote::wire::{
     STORAGE_ENGINE, WireError,
 };
 use eddy_kv::vnode::msg::{
-    BatchItem, Conditions, Coordinate, DtUpdate, FoldChunk, FoldKind, FoldRequest, IndexMapFold,
-    MapFold, PutAck, PutKind, PutRequest, SetDelta, StorageKey, SyncLevel, VnodeReply,
+    BatchItem, Conditions, Coordinate, DtDelta, DtUpdate, FoldChunk, FoldKind, FoldRequest,
+    IndexMapFold, MapFold, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply,
     VnodeRequest, WritePolicy,
 };
 use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
@@ -871,19 +871,19 @@ fn put_kind() -> impl Strategy<Value = PutKind> {
             }))
         });
     let replicate = bytes(64).prop_map(|b| PutKind::Replicate { encoded: b.into() });
-    let delta = set_delta().prop_map(|d| PutKind::SetDelta(Box::new(d)));
+    let delta = dt_delta().prop_map(|d| PutKind::DtDelta(Box::new(d)));
     // Boxed: the strategies nested in `message` otherwise outgrow a test
     // thread's stack in debug builds.
     prop_oneof![coordinate.boxed(), replicate.boxed(), delta.boxed()]
 }
 
-fn set_delta() -> impl Strategy<Value = SetDelta> {
+fn dt_delta() -> impl Strategy<Value = DtDelta> {
     (
         prop::collection::vec((1..u64::MAX, 1..u64::MAX), 0..4),
         bytes(64),
         bytes(64),
     )
-        .prop_map(|(vv, object, delta)| SetDelta {
+        .prop_map(|(vv, object, delta)| DtDelta {
             before: VersionVector::from_entries(vv.into_iter().map(|(a, c)| (Actor(a), c))),
             object: object.into(),
             delta: delta.into(),
@@ -1058,7 +1058,7 @@ fn reply() -> impl Strategy<Value = VnodeReply> {
             siblings: s as usize,
             delta: None,
         }),
-        (set_delta(), any::<u32>()).prop_map(|(d, s)| VnodeReply::Coordinated {
+        (dt_delta(), any::<u32>()).prop_map(|(d, s)| VnodeReply::Coordinated {
             encoded: Bytes::new(),
             siblings: s as usize,
             delta: Some(Box::new(d)),

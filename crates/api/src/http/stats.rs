@@ -88,8 +88,8 @@ const COUNTERS: [(&str, Counter); 14] = [
     ("node_multi_deletes", |c| &c.multi_deletes),
     ("node_multi_delete_keys", |c| &c.multi_delete_keys),
     ("vnode_batches", |c| &c.vnode_batches),
-    ("set_deltas", |c| &c.set_deltas),
-    ("set_deltas_behind", |c| &c.set_deltas_behind),
+    ("datatype_deltas", |c| &c.datatype_deltas),
+    ("datatype_deltas_behind", |c| &c.datatype_deltas_behind),
 ];
 
 /// Where one of [`COUNTERS`] is among the node's counters.

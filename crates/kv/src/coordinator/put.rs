@@ -33,7 +33,7 @@ use crate::props::BucketProps;
 use crate::props::SyncOnWrite;
 use crate::request::{BucketRef, PutOptions, PutRequest, PutResponse};
 use crate::vnode::msg::{
-    Conditions, Coordinate, PutKind, PutRequest as VnodePut, SetDelta, StorageKey, SyncLevel,
+    Conditions, Coordinate, DtDelta, PutKind, PutRequest as VnodePut, StorageKey, SyncLevel,
     VnodeId, VnodeReply, VnodeRequest, WritePolicy,
 };
 use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
@@ -482,8 +482,8 @@ impl PutFsm<'_> {
         for (i, entry) in others {
             let kind = match &written.delta {
                 Some((delta, _)) => {
-                    NodeCounters::bump(&self.node.counters.set_deltas);
-                    PutKind::SetDelta(Box::new(delta.clone()))
+                    NodeCounters::bump(&self.node.counters.datatype_deltas);
+                    PutKind::DtDelta(Box::new(delta.clone()))
                 }
                 None => PutKind::Replicate {
                     encoded: written.encoded.clone(),
@@ -583,7 +583,7 @@ pub(super) struct Written {
     pub(super) hint: LocalHint,
     /// A set operation's delta, replicated instead of the object, and the
     /// vnode that coordinated it (which holds the whole object).
-    pub(super) delta: Option<(SetDelta, VnodeId)>,
+    pub(super) delta: Option<(DtDelta, VnodeId)>,
 }
 
 /// A coordinating vnode that did not apply the write because it is being

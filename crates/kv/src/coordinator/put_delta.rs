@@ -81,7 +81,7 @@ impl PutFsm<'_> {
         if !matches!(reply.reply, VnodeReply::Put(Err(KvError::Behind))) {
             return Some(reply);
         }
-        NodeCounters::bump(&self.node().counters.set_deltas_behind);
+        NodeCounters::bump(&self.node().counters.datatype_deltas_behind);
         let at = self
             .preflist
             .iter()

@@ -346,7 +346,7 @@ impl NetRemote {
                     coordinated: false,
                     put: false,
                 },
-                PutKind::Replicate { .. } | PutKind::SetDelta(_) => Due::Put,
+                PutKind::Replicate { .. } | PutKind::DtDelta(_) => Due::Put,
             }),
             VnodeRequest::Get { .. } => Some(Due::Get),
             VnodeRequest::Fold(_) => Some(Due::Fold {

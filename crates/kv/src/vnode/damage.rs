@@ -123,8 +123,8 @@ impl Vnode {
     fn remove_copy(&self, key: &StorageKey) -> Result<(), KvError> {
         let mut puts = vec![super::Put::removed(&key.bucket, &key.key)];
         if let Some(root) = self.stored_root(key) {
-            let ids = root.segments().iter().map(|s| s.id);
-            puts.extend(super::set_put::dead_segments(key, ids));
+            let ids = root.ids();
+            puts.extend(super::segmented_put::dead_segments(key, ids));
         }
         self.write_all(key, &puts, None, super::Records::Log)?;
         Ok(())

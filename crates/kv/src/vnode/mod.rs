@@ -39,8 +39,8 @@ pub mod msg;
 pub mod once;
 pub mod replay;
 pub mod reply;
+mod segmented_put;
 pub mod segments;
-mod set_put;
 pub mod states;
 pub mod table;
 
@@ -59,8 +59,8 @@ use crate::mapphase::MapRunner;
 use eddy_dt::State;
 pub use gate::FoldTicket;
 use msg::{
-    Coordinate, DtUpdate, FoldRequest, PutAck, PutKind, PutRequest, StorageKey, SyncLevel,
-    VnodeReply, VnodeRequest, WritePolicy,
+    Coordinate, FoldRequest, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply,
+    VnodeRequest, WritePolicy,
 };
 use reply::{LocalHint, ReplyTo};
 use states::StateCache;
@@ -102,7 +102,7 @@ struct Written {
     encoded: Bytes,
     /// A coordinated set operation on a segmented set: what the other
     /// replicas take in instead of the whole object.
-    delta: Option<Box<msg::SetDelta>>,
+    delta: Option<Box<msg::DtDelta>>,
     /// Its sibling count.
     siblings: usize,
     durability: Durability,
@@ -320,7 +320,7 @@ impl Vnode {
 
     /// The root `key` holds, if it holds a segmented value whose root
     /// decodes (whose segments a write over it removes).
-    fn stored_root(&self, key: &StorageKey) -> Option<eddy_dt::SetRoot> {
+    fn stored_root(&self, key: &StorageKey) -> Option<eddy_dt::Root> {
         let bytes = self.backend.get(&key.bucket, &key.key).ok()??;
         segments::is_root_record(&bytes)
             .then(|| segments::decode_root_record(&bytes).ok())?
@@ -422,15 +422,15 @@ impl Vnode {
             return self.put_once(key, kind, hint, records);
         }
         let Stored { raw, root } = match &kind {
-            PutKind::SetDelta(d) => self.stored_by(key, &mut locked, &d.before)?,
+            PutKind::DtDelta(d) => self.stored_by(key, &mut locked, &d.before)?,
             _ => self.read_stored(key)?,
         };
         let (root, kind) = match (root, kind) {
             (Some(r), PutKind::Coordinate(c)) if self.partial_applies(key, &r, &c) => {
                 return self.put_partial(key, r, *c, policy, records);
             }
-            (r, PutKind::SetDelta(delta)) => {
-                return self.put_delta(key, raw, r, *delta, policy, records);
+            (r, PutKind::DtDelta(delta)) => {
+                return self.put_delta(key, raw, r, *delta, records);
             }
             pair => pair,
         };
@@ -450,8 +450,12 @@ impl Vnode {
                 } = *c;
                 match update {
                     Some(u) => {
-                        let stored =
-                            self.stored_state(key, encoded.as_deref(), current.as_ref(), &u)?;
+                        let stored = self.stored_state(
+                            key,
+                            encoded.as_deref(),
+                            current.as_ref(),
+                            u.datatype,
+                        )?;
                         let (next, new_state) = apply::coordinate_datatype(
                             current.as_ref(),
                             stored,
@@ -473,7 +477,7 @@ impl Vnode {
                     )?,
                 }
             }
-            PutKind::SetDelta(_) => return Err(KvError::Behind),
+            PutKind::DtDelta(_) => return Err(KvError::Behind),
             PutKind::Replicate { encoded } => {
                 let incoming = codec::decode(&encoded)?;
                 let merged = apply::replicate(current.as_ref(), incoming, policy);
@@ -512,20 +516,17 @@ impl Vnode {
         key: &StorageKey,
         encoded: Option<&[u8]>,
         current: Option<&RiakObject>,
-        update: &DtUpdate,
+        datatype: eddy_dt::DataType,
     ) -> Result<Option<State>, KvError> {
         if let Some(bytes) = encoded.filter(|b| self.states.worth_it(b.len())) {
-            let cached = self.states.take(
-                &self.state_key(key),
-                states::stored_hash(bytes),
-                update.datatype,
-            );
+            let hash = states::stored_hash(bytes);
+            let cached = self.states.take(&self.state_key(key), hash, datatype);
             if cached.is_some() {
                 return Ok(cached);
             }
         }
         match current {
-            Some(obj) => crate::datatype::state_of(obj, update.datatype),
+            Some(obj) => crate::datatype::state_of(obj, datatype),
             None => Ok(None),
         }
     }
@@ -599,15 +600,12 @@ impl Vnode {
         &self,
         key: &StorageKey,
         first: (Put<'_>, Option<Lsn>),
-        old_root: Option<&eddy_dt::SetRoot>,
+        old_root: Option<&eddy_dt::Root>,
         records: Records,
     ) -> Result<(Durability, Option<Lsn>), KvError> {
         let mut puts = vec![first.0];
         if let Some(root) = old_root {
-            puts.extend(set_put::dead_segments(
-                key,
-                root.segments().iter().map(|s| s.id),
-            ));
+            puts.extend(segmented_put::dead_segments(key, root.ids()));
         }
         self.write_all(key, &puts, first.1, records)
     }
@@ -803,7 +801,7 @@ struct Stored {
 struct Layout<'a> {
     shape: Shape,
     /// The root the key held, whose segments the write replaces.
-    old_root: Option<&'a eddy_dt::SetRoot>,
+    old_root: Option<&'a eddy_dt::Root>,
 }
 
 /// Whole, or as a root and segments ([`segments`]).

@@ -102,12 +102,12 @@ pub enum PutKind {
     /// replica holding exactly the version the operation was applied to
     /// can; any other answers [`KvError::Behind`] and is sent the whole
     /// object.
-    SetDelta(Box<SetDelta>),
+    DtDelta(Box<DtDelta>),
 }
 
 /// A set operation as its replicas take it in.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SetDelta {
+pub struct DtDelta {
     /// The version vector of the object the operation was applied to.
     pub before: VersionVector,
     /// The new version, encoded, its one content's value empty.
@@ -270,7 +270,7 @@ pub enum VnodeReply {
     Coordinated {
         encoded: Bytes,
         siblings: usize,
-        delta: Option<Box<SetDelta>>,
+        delta: Option<Box<DtDelta>>,
     },
     /// A put's outcome at this vnode (after the sync, if it asked for one).
     Put(Result<PutAck, KvError>),

@@ -33,7 +33,7 @@ impl Vnode {
             PutKind::Coordinate(c) => (first_version(c.content), None),
             PutKind::Replicate { encoded } => (codec::decode(&encoded)?, Some(encoded)),
             // Write-once buckets hold no data type values: never a delta.
-            PutKind::SetDelta(_) => return Err(KvError::Behind),
+            PutKind::DtDelta(_) => return Err(KvError::Behind),
         };
         let current = match incoming.index_entries().is_empty() {
             true => None,

@@ -1,7 +1,7 @@
-//! The vnode's writes of segmented sets ([`super::segments`]): a
-//! coordinated set operation applied to the root and the segments its
-//! members fall in (never the whole set), and a whole set written as a
-//! root and segments.
+//! The vnode's writes of segmented sets and maps ([`super::segments`]): a
+//! coordinated operation applied to the root and the segments it touches
+//! (never the whole value), a delta another vnode coordinated joined the
+//! same way, and a whole value written as a root and segments.
 //!
 //! Invariant: the records of one write go to the backend in one batch and
 //! to the commit log in this order — the new segments, the root record,
@@ -12,11 +12,11 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use eddy_dt::{DataType, DtError, OrswotDelta, Precondition, SetRoot, State};
+use eddy_dt::{DataType, Delta, DtError, Root, State};
 use eddy_object::{Content, RiakObject, Sibling, codec};
 use eddy_storage::IndexSpec;
 
-use super::msg::{Conditions, DtUpdate, SetDelta, StorageKey, WritePolicy};
+use super::msg::{Conditions, Coordinate, DtDelta, StorageKey, WritePolicy};
 use super::segments::{self, StoredRoot};
 use super::{Durability, Put, Records, Vnode, Written, apply};
 use crate::commitlog::Lsn;
@@ -24,64 +24,60 @@ use crate::error::KvError;
 
 impl Vnode {
     /// Whether a coordinated write over the segmented value `stored` runs
-    /// on its root and the segments its members fall in: a set operation,
-    /// the set big enough to stay segmented, in a bucket that allows it.
+    /// on its root and the segments it touches: an operation of the
+    /// value's type, the value big enough to stay segmented, in a bucket
+    /// that allows it.
     pub(super) fn partial_applies(
         &self,
         key: &StorageKey,
         stored: &StoredRoot,
-        coordinate: &super::msg::Coordinate,
+        coordinate: &Coordinate,
     ) -> bool {
-        let set_op = matches!(
-            coordinate.update.as_deref(),
-            Some(DtUpdate {
-                op: eddy_dt::Op::Set(_),
-                datatype: DataType::Set,
-                ..
-            })
-        );
-        set_op && stored.root.len() >= segments::SEGMENTED_KEEP && self.may_segment(key)
+        let datatype = stored.root.datatype();
+        let same_type = coordinate
+            .update
+            .as_deref()
+            .is_some_and(|u| u.datatype == datatype && u.op.datatype() == datatype);
+        same_type && stored.root.len() >= segments::SEGMENTED_KEEP && self.may_segment(key)
     }
 
-    /// Applies a coordinated set operation ([`Vnode::partial_applies`]) as
+    /// Applies a coordinated operation ([`Vnode::partial_applies`]) as
     /// this vnode's actor to the segmented value `stored`: reads the
-    /// segments its members fall in, applies it there, writes those
-    /// segments and the root. Caller holds the key's lock.
+    /// segments it touches, applies it there, writes those segments and
+    /// the root. Caller holds the key's lock.
     pub(super) fn put_partial(
         &self,
         key: &StorageKey,
         stored: StoredRoot,
-        coordinate: super::msg::Coordinate,
+        coordinate: Coordinate,
         policy: WritePolicy,
         records: Records,
     ) -> Result<Written, KvError> {
-        let super::msg::Coordinate {
+        let Coordinate {
             content, update, ..
         } = coordinate;
-        let Some(eddy_dt::Op::Set(op)) = update.as_deref().map(|u| &u.op) else {
-            return Err(KvError::Datatype(DtError::WrongType {
-                op: DataType::Set,
-                datatype: DataType::Set,
-            }));
+        let Some(update) = update else {
+            return Err(KvError::Behind);
         };
-        let context = update.as_deref().and_then(|u| u.context.as_ref());
-        let members = op.adds.iter().chain(&op.removes).map(Vec::as_slice);
-        let touched = stored.root.touched(members);
+        let touched = stored.root.touched_by_op(&update.op)?;
         let loaded = segments::read_segments(&*self.backend, key, &stored.root, &touched)?;
-        let mut set = stored.root.partial(loaded);
-        let adds: Vec<&[u8]> = op.adds.iter().map(Vec::as_slice).collect();
-        let removes: Vec<&[u8]> = op.removes.iter().map(Vec::as_slice).collect();
-        let delta = set
-            .apply_op(self.actor, &adds, &removes, context)
-            .map_err(|Precondition::NotPresent(m)| DtError::NotPresent(m))?;
-        let mut next = self.next_version(&stored.object, content, policy)?;
-        let sent = SetDelta {
+        let mut partial = stored.root.partial(loaded)?;
+        let now_us = content.meta.last_modified_us;
+        let context = update.context.as_ref();
+        let delta = partial
+            .apply_with_delta(self.actor, &update.op, context, now_us)?
+            .ok_or(KvError::Datatype(DtError::WrongType {
+                op: update.op.datatype(),
+                datatype: stored.root.datatype(),
+            }))?;
+        let mut next = self.next_version(&stored.object, content, update.datatype, policy)?;
+        let sent = DtDelta {
             before: stored.object.vv.clone(),
             object: codec::encode(&next).into(),
             delta: delta.encode().into(),
         };
         let mut root = stored.root;
-        let written = root.write_back(set, &touched);
+        let written = root.write_back(partial, &touched)?;
         next.siblings[0].content.value = root.encode();
         let record = segments::encode_root_record(&next);
         let specs = apply::index_specs(Some(&stored.object), &next);
@@ -96,22 +92,20 @@ impl Vnode {
         })
     }
 
-    /// Takes in a set operation another vnode coordinated
-    /// ([`super::msg::PutKind::SetDelta`]) if this vnode holds exactly the version it
-    /// was applied to, else answers [`KvError::Behind`] having changed
-    /// nothing. `raw` and `root` are what the key holds. Caller holds the
-    /// key's lock.
+    /// Takes in an operation another vnode coordinated
+    /// ([`super::msg::PutKind::DtDelta`]) if this vnode holds exactly the
+    /// version it was applied to, else answers [`KvError::Behind`] having
+    /// changed nothing. `raw` and `root` are what the key holds. Caller
+    /// holds the key's lock.
     pub(super) fn put_delta(
         &self,
         key: &StorageKey,
         raw: Option<Bytes>,
         root: Option<StoredRoot>,
-        sent: SetDelta,
-        policy: WritePolicy,
+        sent: DtDelta,
         records: Records,
     ) -> Result<Written, KvError> {
-        let _ = policy;
-        let delta = OrswotDelta::decode(&sent.delta)?;
+        let delta = Delta::decode(&sent.delta)?;
         let mut next = codec::decode(&sent.object)?;
         if next.siblings.len() != 1 {
             return Err(KvError::Behind);
@@ -129,12 +123,15 @@ impl Vnode {
         }
         let durability = match root {
             Some(stored) if stored.object.vv == sent.before && self.may_segment(key) => {
-                let touched = stored.root.touched_by_delta(&delta);
+                let touched = stored
+                    .root
+                    .touched_by_delta(&delta)
+                    .map_err(|_| KvError::Behind)?;
                 let loaded = segments::read_segments(&*self.backend, key, &stored.root, &touched)?;
-                let mut set = stored.root.partial(loaded);
-                set.join_delta(&delta).map_err(|_| KvError::Behind)?;
+                let mut partial = stored.root.partial(loaded)?;
+                partial.join_delta(&delta).map_err(|_| KvError::Behind)?;
                 let mut root = stored.root;
-                let written = root.write_back(set, &touched);
+                let written = root.write_back(partial, &touched)?;
                 next.siblings[0].content.value = root.encode();
                 let record = segments::encode_root_record(&next);
                 let specs = apply::index_specs(Some(&stored.object), &next);
@@ -153,15 +150,15 @@ impl Vnode {
         })
     }
 
-    /// [`Vnode::put_delta`] over a key stored whole: its one set content
-    /// decoded (or taken from the decoded states), the delta joined, the
-    /// result written in segments where allowed.
+    /// [`Vnode::put_delta`] over a key stored whole: its one content's
+    /// state decoded (or taken from the decoded states), the delta joined,
+    /// the result written in segments where allowed.
     fn join_whole(
         &self,
         key: &StorageKey,
         raw: Option<Bytes>,
         before: &eddy_object::VersionVector,
-        delta: &OrswotDelta,
+        delta: &Delta,
         mut next: RiakObject,
         records: Records,
     ) -> Result<Durability, KvError> {
@@ -172,20 +169,12 @@ impl Vnode {
         if current.vv != *before || current.siblings.len() != 1 {
             return Err(KvError::Behind);
         }
-        let update = DtUpdate {
-            op: eddy_dt::Op::Set(eddy_dt::SetOp::default()),
-            datatype: DataType::Set,
-            hll_precision: 0,
-            context: None,
-        };
-        let Some(State::Set(mut set)) =
-            self.stored_state(key, Some(&raw), Some(&current), &update)?
-        else {
+        let datatype = delta.datatype();
+        let Some(mut state) = self.stored_state(key, Some(&raw), Some(&current), datatype)? else {
             return Err(KvError::Behind);
         };
-        set.join_delta(delta).map_err(|_| KvError::Behind)?;
+        state.join_delta(delta).map_err(|_| KvError::Behind)?;
         let specs = apply::index_specs(Some(&current), &next);
-        let state = State::Set(set);
         if self.may_segment(key) && segments::worth_segmenting(&next, &state, false) {
             return Ok(self
                 .write_segmented(key, &next, state, specs, None, records)?
@@ -200,15 +189,16 @@ impl Vnode {
     }
 
     /// The version a coordinated data type write makes of `stored` (one
-    /// live set content): one content, `content` with a set's content
-    /// type, superseding the stored one.
+    /// live content of `datatype`): one content, `content` with the type's
+    /// content type, superseding the stored one.
     fn next_version(
         &self,
         stored: &RiakObject,
         mut content: Content,
+        datatype: DataType,
         policy: WritePolicy,
     ) -> Result<RiakObject, KvError> {
-        content.meta.content_type = Some(DataType::Set.content_type().as_bytes().to_vec());
+        content.meta.content_type = Some(datatype.content_type().as_bytes().to_vec());
         let seen = stored.vv.clone();
         let none = Conditions::default();
         let next = apply::coordinate(Some(stored), &seen, content, &none, policy, self.actor)?;
@@ -218,25 +208,26 @@ impl Vnode {
         }
     }
 
-    /// Writes `next`, whose one content holds `state` (a set), as a root
-    /// and segments, replacing the segments of `old_root` if the key had
-    /// one. Caller holds the key's lock.
+    /// Writes `next`, whose one content holds `state` (a set or a map), as
+    /// a root and segments, replacing the segments of `old_root` if the key
+    /// had one. Caller holds the key's lock.
     pub(super) fn write_segmented(
         &self,
         key: &StorageKey,
         next: &RiakObject,
         state: State,
         specs: Vec<IndexSpec>,
-        old_root: Option<&SetRoot>,
+        old_root: Option<&Root>,
         records: Records,
     ) -> Result<(Durability, Option<Lsn>), KvError> {
-        let State::Set(set) = state else {
+        let datatype = state.datatype();
+        let first_id = old_root.map_or(0, Root::next_id);
+        let Ok((root, segments)) = state.into_segments(first_id) else {
             return Err(KvError::Datatype(DtError::WrongType {
-                op: state.datatype(),
+                op: datatype,
                 datatype: DataType::Set,
             }));
         };
-        let (root, segments) = set.into_segments(old_root.map_or(0, SetRoot::next_id));
         let object = RiakObject {
             vv: next.vv.clone(),
             siblings: next
@@ -252,7 +243,7 @@ impl Vnode {
                 .collect(),
         };
         let record = segments::encode_root_record(&object);
-        let dead = old_root.map(|r| r.segments().iter().map(|s| s.id).collect());
+        let dead = old_root.map(Root::ids);
         let (durability, _) = self.write_parts(
             key,
             &segments,

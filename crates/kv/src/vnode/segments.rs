@@ -1,14 +1,14 @@
-//! Big sets stored as a root record and segment records (design note 020
-//! §6), so that an operation on a set of 100,000 members reads and writes
-//! a few kilobytes, not the whole set.
+//! Big sets and maps stored as a root record and segment records (design
+//! note 020 §6), so that an operation on a set of 100,000 members (a map of
+//! 100,000 fields) reads and writes a few kilobytes, not the whole value.
 //!
 //! A segmented value's key holds a **root record**: the object (its
 //! version vector, its one content's metadata) in object format version 2
-//! (docs/formats/object.md), whose content value is the set's
-//! [`SetRoot`] (its clock, deferred removes and table of segments). Each
+//! (docs/formats/object.md), whose content value is the value's
+//! [`Root`] (its clock, deferred removes and table of segments). Each
 //! segment is a record of the key's [`segments_bucket`] under
 //! [`segment_key`] (the object key and the segment's id), holding one
-//! range of the members ([`eddy_dt::SetSegment`]).
+//! range of the members or top-level fields ([`eddy_dt::Segment`]).
 //!
 //! Outside the vnode a value is always whole: every read of the backend
 //! that leaves this module ([`read_object`], [`whole_bytes`]) assembles a
@@ -24,14 +24,15 @@
 //!   names them and the replaced ones deleted after it, each write in
 //!   the commit log in that order, so every prefix of the writes (a crash
 //!   anywhere) leaves a readable value, old or new;
-//! - only a value with one live content that is a set is segmented, and
+//! - only a value with one live content that is a set or a map is
+//!   segmented, and
 //!   only in a bucket whose backend persists records and never expires or
 //!   evicts one (`Capabilities::expires`), where the records of one value
 //!   live and die together;
 //! - a segment that does not match its root's digest, or is missing, fails
 //!   the read ([`KvError::DatatypeCorrupt`]), it is never skipped.
 
-use eddy_dt::{DataType, DecodeError, Orswot, SetRoot, SetSegment, State};
+use eddy_dt::{DataType, DecodeError, Root, Segment, State};
 use eddy_object::{RiakObject, codec};
 use eddy_storage::{Backend, Capabilities};
 
@@ -39,10 +40,11 @@ use super::msg::StorageKey;
 use crate::error::KvError;
 pub use crate::request::{segments_bucket, segments_owner};
 
-/// A set is written in segments once it holds this many members.
+/// A set (map) is written in segments once it holds this many members
+/// (top-level fields).
 pub const SEGMENTED_MIN: usize = 2 * eddy_dt::SEGMENT_MEMBERS;
 
-/// A segmented set stays segmented down to this many members; below, its
+/// A segmented value stays segmented down to this many entries; below, its
 /// next full write stores it whole.
 pub const SEGMENTED_KEEP: u64 = eddy_dt::SEGMENT_MEMBERS as u64;
 
@@ -59,7 +61,7 @@ pub fn is_root_record(bytes: &[u8]) -> bool {
 #[derive(Clone, Debug)]
 pub struct StoredRoot {
     pub object: RiakObject,
-    pub root: SetRoot,
+    pub root: Root,
 }
 
 /// Decodes a root record ([`is_root_record`]).
@@ -68,14 +70,14 @@ pub fn decode_root_record(bytes: &[u8]) -> Result<StoredRoot, KvError> {
     v1[2] = codec::VERSION;
     let object = codec::decode(&v1)?;
     let root = match object.siblings.as_slice() {
-        [one] if !one.content.meta.deleted => SetRoot::decode(&one.content.value)?,
+        [one] if !one.content.meta.deleted => Root::decode(&one.content.value)?,
         _ => return Err(corrupt("a root record holds one live content")),
     };
     Ok(StoredRoot { object, root })
 }
 
 /// The root record of `object`, whose one content's value is an encoded
-/// [`SetRoot`].
+/// [`Root`].
 pub fn encode_root_record(object: &RiakObject) -> Vec<u8> {
     let mut bytes = codec::encode(object);
     bytes[2] = ROOT_RECORD_VERSION;
@@ -96,71 +98,71 @@ pub fn allowed(capabilities: Capabilities) -> bool {
     capabilities.persistent && !capabilities.expires
 }
 
-/// The set `object` holds, if it should be written in segments: one live
-/// content, a set, and `state` (that content's state) big enough.
+/// Whether `object` should be written in segments: one live content of
+/// `state`'s type, a set or a map, and `state` (that content's state) big
+/// enough (`keep`: it was segmented, and may stay so down to
+/// [`SEGMENTED_KEEP`]).
 pub fn worth_segmenting(object: &RiakObject, state: &State, keep: bool) -> bool {
-    let State::Set(set) = state else {
+    let Some(len) = state.segmentable_len() else {
         return false;
     };
     let big = match keep {
-        true => set.len() as u64 >= SEGMENTED_KEEP,
-        false => set.len() >= SEGMENTED_MIN,
+        true => len as u64 >= SEGMENTED_KEEP,
+        false => len >= SEGMENTED_MIN,
     };
-    big && matches!(object.siblings.as_slice(), [one] if is_set(one))
+    big && matches!(object.siblings.as_slice(), [one] if holds(one, state.datatype()))
 }
 
-fn is_set(sibling: &eddy_object::Sibling) -> bool {
+fn holds(sibling: &eddy_object::Sibling, datatype: DataType) -> bool {
     let ct = sibling
         .content
         .meta
         .content_type
         .as_deref()
         .unwrap_or_default();
-    !sibling.content.meta.deleted && DataType::from_content_type(ct) == Some(DataType::Set)
+    !sibling.content.meta.deleted && DataType::from_content_type(ct) == Some(datatype)
 }
 
 /// Reads and checks the segments of `root` at table indexes `indexes`.
 pub fn read_segments(
     backend: &dyn Backend,
     key: &StorageKey,
-    root: &SetRoot,
+    root: &Root,
     indexes: &[usize],
-) -> Result<Vec<(usize, SetSegment)>, KvError> {
+) -> Result<Vec<(usize, Segment)>, KvError> {
     let bucket = segments_bucket(&key.bucket);
-    let table = root.segments();
     indexes
         .iter()
         .map(|&i| {
-            let id = table[i].id;
             let bytes = backend
-                .get(&bucket, &segment_key(&key.key, id))?
-                .ok_or_else(|| corrupt("a segment of a stored set is missing"))?;
+                .get(&bucket, &segment_key(&key.key, root.id(i)))?
+                .ok_or_else(|| corrupt("a segment of a stored value is missing"))?;
             Ok((i, root.decode_segment(i, &bytes)?))
         })
         .collect()
 }
 
-/// The whole set a root record stands for.
-pub fn assemble_set(
+/// The whole value a root stands for.
+pub fn assemble_state(
     backend: &dyn Backend,
     key: &StorageKey,
-    root: &SetRoot,
-) -> Result<Orswot, KvError> {
-    let all: Vec<usize> = (0..root.segments().len()).collect();
+    root: &Root,
+) -> Result<State, KvError> {
+    let all: Vec<usize> = (0..root.segment_count()).collect();
     let segments = read_segments(backend, key, root, &all)?;
     Ok(root.assemble(segments.into_iter().map(|(_, s)| s).collect())?)
 }
 
 /// The whole object a root record stands for: its content's value the
-/// whole set's state.
+/// whole value's state.
 pub fn assemble(
     backend: &dyn Backend,
     key: &StorageKey,
     stored: &StoredRoot,
 ) -> Result<RiakObject, KvError> {
-    let set = assemble_set(backend, key, &stored.root)?;
+    let state = assemble_state(backend, key, &stored.root)?;
     let mut object = stored.object.clone();
-    object.siblings[0].content.value = State::Set(set).encode();
+    object.siblings[0].content.value = state.encode();
     Ok(object)
 }
 

@@ -169,7 +169,7 @@ pub fn item_bytes(item: &BatchItem) -> usize {
             let body = match &put.kind {
                 PutKind::Replicate { encoded } => encoded.len(),
                 PutKind::Coordinate(c) => c.content.value.len() + 64,
-                PutKind::SetDelta(d) => d.object.len() + d.delta.len() + 64,
+                PutKind::DtDelta(d) => d.object.len() + d.delta.len() + 64,
             };
             let props = put.props.as_deref().map_or(0, |p| {
                 let len = |e: &Option<crate::metadata::entries::StampedEntry>| {

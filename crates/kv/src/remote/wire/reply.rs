@@ -52,7 +52,7 @@ pub(super) fn encode(w: &mut Writer, reply: &VnodeReply) -> Result<(), WireError
         } => {
             w.u8(OP_COORDINATED_DELTA);
             w.u64(*siblings as u64);
-            super::request::set_delta(w, delta)?;
+            super::request::dt_delta(w, delta)?;
         }
         VnodeReply::Put(Ok(ack)) => {
             w.u8(OP_PUT_OK);
@@ -130,7 +130,7 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<VnodeReply, WireError> {
         OP_COORDINATED_DELTA => VnodeReply::Coordinated {
             siblings: r.count()?,
             encoded: Bytes::new(),
-            delta: Some(Box::new(super::request::read_set_delta(r)?)),
+            delta: Some(Box::new(super::request::read_dt_delta(r)?)),
         },
         OP_PUT_OK => VnodeReply::Put(Ok(PutAck { durable: r.flag()? })),
         OP_PUT_ERROR => VnodeReply::Put(Err(error::decode(r)?)),

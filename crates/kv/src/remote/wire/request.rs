@@ -29,8 +29,8 @@ use crate::index::query::{IndexScan, REGEX_BYTES_MAX, ScanField};
 use crate::keyfilter::{self, KeyFilter};
 use crate::mapphase::MAP_PHASE_BYTES_MAX;
 use crate::vnode::msg::{
-    Conditions, Coordinate, FoldKind, FoldRequest, IndexMapFold, MapFold, PutKind, PutRequest,
-    SetDelta, StorageKey, SyncLevel, VnodeRequest, WritePolicy,
+    Conditions, Coordinate, DtDelta, FoldKind, FoldRequest, IndexMapFold, MapFold, PutKind,
+    PutRequest, StorageKey, SyncLevel, VnodeRequest, WritePolicy,
 };
 
 const OP_COORDINATE: u8 = 1;
@@ -40,8 +40,8 @@ const OP_REAP: u8 = 4;
 const OP_FOLD: u8 = 5;
 const OP_COORDINATE_PROPS: u8 = 6;
 const OP_REPLICATE_PROPS: u8 = 7;
-const OP_SET_DELTA: u8 = 11;
-const OP_SET_DELTA_PROPS: u8 = 12;
+const OP_DT_DELTA: u8 = 11;
+const OP_DT_DELTA_PROPS: u8 = 12;
 const FOLD_KEYS: u8 = 1;
 const FOLD_BUCKETS: u8 = 2;
 const FOLD_INDEX: u8 = 3;
@@ -90,7 +90,7 @@ pub(super) fn size_hint(req: &VnodeRequest) -> usize {
             let body = match &put.kind {
                 PutKind::Coordinate(c) => 64 + c.content.value.len(),
                 PutKind::Replicate { encoded } => 4 + encoded.len(),
-                PutKind::SetDelta(d) => 64 + d.object.len() + d.delta.len(),
+                PutKind::DtDelta(d) => 64 + d.object.len() + d.delta.len(),
             };
             let props = put.props.as_deref().map_or(0, super::props::size_hint);
             1 + key(&put.key) + 10 + props + body
@@ -118,8 +118,8 @@ pub(super) fn encode(w: &mut Writer, req: &VnodeRequest) -> Result<(), WireError
                 (PutKind::Replicate { .. }, false) => OP_REPLICATE,
                 (PutKind::Coordinate(_), true) => OP_COORDINATE_PROPS,
                 (PutKind::Replicate { .. }, true) => OP_REPLICATE_PROPS,
-                (PutKind::SetDelta(_), false) => OP_SET_DELTA,
-                (PutKind::SetDelta(_), true) => OP_SET_DELTA_PROPS,
+                (PutKind::DtDelta(_), false) => OP_DT_DELTA,
+                (PutKind::DtDelta(_), true) => OP_DT_DELTA_PROPS,
             };
             w.u8(op);
             key(w, &put.key)?;
@@ -131,7 +131,7 @@ pub(super) fn encode(w: &mut Writer, req: &VnodeRequest) -> Result<(), WireError
             match &put.kind {
                 PutKind::Coordinate(c) => coordinate(w, c),
                 PutKind::Replicate { encoded } => w.blob("replicated object", encoded),
-                PutKind::SetDelta(d) => set_delta(w, d),
+                PutKind::DtDelta(d) => dt_delta(w, d),
             }
         }
         VnodeRequest::Get { key: k } => {
@@ -305,16 +305,16 @@ fn check_ranges(n: usize) -> Result<(), WireError> {
 
 /// A set operation's delta: the version it applied to, the new version
 /// (its value empty) and the delta.
-pub(super) fn set_delta(w: &mut Writer, d: &SetDelta) -> Result<(), WireError> {
+pub(super) fn dt_delta(w: &mut Writer, d: &DtDelta) -> Result<(), WireError> {
     w.blob("delta version", &codec::encode_vv(&d.before))?;
     w.blob("delta object", &d.object)?;
     w.blob("delta", &d.delta)
 }
 
-pub(super) fn read_set_delta(r: &mut Reader<'_>) -> Result<SetDelta, WireError> {
+pub(super) fn read_dt_delta(r: &mut Reader<'_>) -> Result<DtDelta, WireError> {
     let before = r.blob("delta version")?;
     let before = codec::decode_vv(&before).map_err(|_| WireError::Malformed("delta version"))?;
-    Ok(SetDelta {
+    Ok(DtDelta {
         before,
         object: r.blob("delta object")?,
         delta: r.blob("delta")?,
@@ -324,13 +324,13 @@ pub(super) fn read_set_delta(r: &mut Reader<'_>) -> Result<SetDelta, WireError> 
 pub(super) fn decode(r: &mut Reader<'_>) -> Result<VnodeRequest, WireError> {
     let op = r.u8()?;
     match op {
-        OP_COORDINATE | OP_REPLICATE | OP_COORDINATE_PROPS | OP_REPLICATE_PROPS | OP_SET_DELTA
-        | OP_SET_DELTA_PROPS => {
+        OP_COORDINATE | OP_REPLICATE | OP_COORDINATE_PROPS | OP_REPLICATE_PROPS | OP_DT_DELTA
+        | OP_DT_DELTA_PROPS => {
             let key = read_key(r)?;
             let policy = read_policy(r)?;
             let sync = read_sync(r)?;
             let props = match op {
-                OP_COORDINATE_PROPS | OP_REPLICATE_PROPS | OP_SET_DELTA_PROPS => {
+                OP_COORDINATE_PROPS | OP_REPLICATE_PROPS | OP_DT_DELTA_PROPS => {
                     Some(Arc::new(super::props::decode(r)?))
                 }
                 _ => None,
@@ -339,9 +339,7 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<VnodeRequest, WireError> {
                 OP_COORDINATE | OP_COORDINATE_PROPS => {
                     PutKind::Coordinate(Box::new(read_coordinate(r)?))
                 }
-                OP_SET_DELTA | OP_SET_DELTA_PROPS => {
-                    PutKind::SetDelta(Box::new(read_set_delta(r)?))
-                }
+                OP_DT_DELTA | OP_DT_DELTA_PROPS => PutKind::DtDelta(Box::new(read_dt_delta(r)?)),
                 _ => PutKind::Replicate {
                     encoded: r.blob("replicated object")?,
                 },
