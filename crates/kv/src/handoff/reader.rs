@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use super::HandoffConfig;
 use super::order::{BatchBuilder, keys_after};
 use super::wire::{Digest, Item, Position};
+use crate::KvError;
 use crate::request::segments_owner;
 use crate::vnode::msg::StorageKey;
 use crate::vnode::segments;
@@ -318,12 +319,19 @@ fn err(e: impl std::fmt::Display) -> String {
 }
 
 /// `key`'s stored object as the receiver takes it: a segmented value
-/// assembled whole.
+/// assembled whole. One that cannot be assembled (a segment missing or
+/// damaged) is skipped with a warning, as the receiver skips an object that
+/// does not decode: it could not be read anywhere.
 fn read_whole(backend: &dyn Backend, key: &StorageKey) -> Result<Option<Vec<u8>>, String> {
     let Some(bytes) = backend.get(&key.bucket, &key.key).map_err(err)? else {
         return Ok(None);
     };
-    segments::whole_bytes(backend, key, bytes)
-        .map(Some)
-        .map_err(|e| e.to_string())
+    match segments::whole_bytes(backend, key, bytes) {
+        Ok(whole) => Ok(Some(whole)),
+        Err(e @ (KvError::DatatypeCorrupt(_) | KvError::Corrupt(_))) => {
+            tracing::warn!("segmented object not handed off: {e}");
+            Ok(None)
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
