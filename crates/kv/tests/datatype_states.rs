@@ -215,6 +215,20 @@ fn stored(node: &Arc<Node>, bucket_type: &str) -> Vec<Stored> {
         .collect()
 }
 
+/// Deletes the key of `bucket_type`'s bucket: what the delete answered.
+async fn delete(node: &Arc<Node>, bucket_type: &str) -> String {
+    let req = DeleteRequest {
+        bucket: bucket(bucket_type),
+        key: b"k".to_vec(),
+        context: None,
+        options: DeleteOptions::default(),
+    };
+    match node.delete(req).await {
+        Ok(_) => "deleted".into(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
 async fn run_set_step(node: &Arc<Node>, step: &Step, foreign_actor: u64) -> String {
     match step {
         Step::Add(ids) => {
@@ -245,18 +259,7 @@ async fn run_set_step(node: &Arc<Node>, step: &Step, foreign_actor: u64) -> Stri
             merge_foreign_into(node, "sets", &state, foreign_actor, &[one]);
             "merged".into()
         }
-        Step::Delete => {
-            let req = DeleteRequest {
-                bucket: bucket("sets"),
-                key: b"k".to_vec(),
-                context: None,
-                options: DeleteOptions::default(),
-            };
-            match node.delete(req).await {
-                Ok(_) => "deleted".into(),
-                Err(e) => format!("error: {e}"),
-            }
-        }
+        Step::Delete => delete(node, "sets").await,
     }
 }
 
@@ -680,18 +683,7 @@ async fn run_map_step(node: &Arc<Node>, step: &MapStep, foreign_actor: u64) -> S
             merge_foreign_into(node, "maps", &state, foreign_actor, &[one]);
             "merged".into()
         }
-        MapStep::Delete => {
-            let req = DeleteRequest {
-                bucket: bucket("maps"),
-                key: b"k".to_vec(),
-                context: None,
-                options: DeleteOptions::default(),
-            };
-            match node.delete(req).await {
-                Ok(_) => "deleted".into(),
-                Err(e) => format!("error: {e}"),
-            }
-        }
+        MapStep::Delete => delete(node, "maps").await,
     }
 }
 
@@ -737,4 +729,43 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(map_history(steps))?;
     }
+}
+
+/// An update of a segmented set that asks for the body gets the whole new
+/// value and its context (read from the coordinating vnode after the
+/// quorum), as an unsegmented one does.
+#[tokio::test]
+async fn return_body_of_a_segmented_update_is_the_whole_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let segmented = node_over(0, Some(dir.path()));
+    let plain = node(0);
+    let mut bodies = Vec::new();
+    for node in [&segmented, &plain] {
+        preload(node).await;
+        let req = DtUpdateRequest {
+            bucket: bucket("sets"),
+            key: Some(b"k".to_vec()),
+            op: set_op(vec![member("x", 1)], vec![member("p", 0)]),
+            context: fetch(node, "sets").await.map(|(_, c)| c),
+            options: PutOptions {
+                return_body: true,
+                ..PutOptions::default()
+            },
+        };
+        let body = node.dt_update(req).await.unwrap().body.unwrap();
+        bodies.push((body.state.value(), body.context));
+    }
+    assert!(
+        segmented
+            .counters
+            .datatype_deltas
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0
+    );
+    let eddy_dt::Value::Set(members) = &bodies[0].0 else {
+        panic!("not a set")
+    };
+    assert_eq!(members.len(), PRELOAD, "one added, one removed");
+    assert!(members.contains(&member("x", 1)) && !members.contains(&member("p", 0)));
+    assert_eq!(bodies[0], bodies[1]);
 }
