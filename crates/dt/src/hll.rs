@@ -142,7 +142,7 @@ impl Hll {
     }
 
     /// The estimated number of distinct elements added: linear counting
-    /// while it reads at most [`LINEAR_COUNTING_MAX_PER_REGISTER`]·m, then
+    /// while it reads at most `LINEAR_COUNTING_MAX_PER_REGISTER`·m, then
     /// the raw estimate, never below that cutoff.
     pub fn estimate(&self) -> u64 {
         let m = self.registers.len() as f64;
