@@ -321,10 +321,7 @@ impl Vnode {
     /// The root `key` holds, if it holds a segmented value whose root
     /// decodes (whose segments a write over it removes).
     fn stored_root(&self, key: &StorageKey) -> Option<eddy_dt::Root> {
-        let bytes = self.backend.get(&key.bucket, &key.key).ok()??;
-        segments::is_root_record(&bytes)
-            .then(|| segments::decode_root_record(&bytes).ok())?
-            .map(|r| r.root)
+        Some(self.read_stored(key).ok()?.root?.root)
     }
 
     /// What `key` holds once it holds version `before` or one not behind
@@ -341,14 +338,7 @@ impl Vnode {
         let until = std::time::Instant::now() + DELTA_WAIT;
         loop {
             let stored = self.read_stored(key)?;
-            let version = match &stored.root {
-                Some(r) => r.object.vv.clone(),
-                None => stored
-                    .raw
-                    .as_deref()
-                    .and_then(segments::version_of)
-                    .unwrap_or_default(),
-            };
+            let version = stored.version().unwrap_or_default();
             let behind = version != *before && before.descends(&version);
             if !behind || std::time::Instant::now() >= until {
                 return Ok(stored);
@@ -421,16 +411,17 @@ impl Vnode {
         if policy.write_once {
             return self.put_once(key, kind, hint, records);
         }
-        let Stored { raw, root } = match &kind {
+        let stored = match &kind {
             PutKind::DtDelta(d) => self.stored_by(key, &mut locked, &d.before)?,
             _ => self.read_stored(key)?,
         };
+        if let PutKind::DtDelta(delta) = kind {
+            return self.put_delta(key, stored, *delta, records);
+        }
+        let Stored { raw, root } = stored;
         let (root, kind) = match (root, kind) {
             (Some(r), PutKind::Coordinate(c)) if self.partial_applies(key, &r, &c) => {
                 return self.put_partial(key, r, *c, policy, records);
-            }
-            (r, PutKind::DtDelta(delta)) => {
-                return self.put_delta(key, raw, r, *delta, records);
             }
             pair => pair,
         };
@@ -625,11 +616,16 @@ impl Vnode {
         match puts {
             // One object, as most writes are: the backend's own put, which
             // need not copy it into a batch.
-            [one] if one.value.is_some() => {
-                let value = one.value.unwrap_or_default();
-                let (bucket, k) = (&one.bucket, &one.key);
+            [
+                Put {
+                    bucket,
+                    key: k,
+                    value: Some(value),
+                    specs,
+                },
+            ] => {
                 self.backend
-                    .put(bucket, k, value, &one.specs, WriteOptions::NO_SYNC)?;
+                    .put(bucket, k, value, specs, WriteOptions::NO_SYNC)?;
             }
             _ => {
                 let mut batch = eddy_storage::WriteBatch::default();
@@ -795,6 +791,17 @@ struct Stored {
     raw: Option<Bytes>,
     /// The root, when `raw` is a segmented value's root record.
     root: Option<segments::StoredRoot>,
+}
+
+impl Stored {
+    /// The version vector of what the key holds (its root's object's, or
+    /// its stored object's), if it holds a readable object.
+    fn version(&self) -> Option<VersionVector> {
+        match &self.root {
+            Some(r) => Some(r.object.vv.clone()),
+            None => segments::version_of(self.raw.as_deref()?),
+        }
+    }
 }
 
 /// How a put stores its object.

@@ -18,7 +18,7 @@ use eddy_storage::IndexSpec;
 
 use super::msg::{Conditions, Coordinate, DtDelta, StorageKey, WritePolicy};
 use super::segments::{self, StoredRoot};
-use super::{Durability, Put, Records, Vnode, Written, apply};
+use super::{Durability, Put, Records, Stored, Vnode, Written, apply};
 use crate::commitlog::Lsn;
 use crate::error::KvError;
 
@@ -95,13 +95,12 @@ impl Vnode {
     /// Takes in an operation another vnode coordinated
     /// ([`super::msg::PutKind::DtDelta`]) if this vnode holds exactly the
     /// version it was applied to, else answers [`KvError::Behind`] having
-    /// changed nothing. `raw` and `root` are what the key holds. Caller
+    /// changed nothing. `stored` is what the key holds. Caller
     /// holds the key's lock.
     pub(super) fn put_delta(
         &self,
         key: &StorageKey,
-        raw: Option<Bytes>,
-        root: Option<StoredRoot>,
+        stored: Stored,
         sent: DtDelta,
         records: Records,
     ) -> Result<Written, KvError> {
@@ -112,7 +111,7 @@ impl Vnode {
         }
         // A replica already past the new version (it took the whole object
         // of a later operation) has the operation: nothing to write.
-        if stored_version(raw.as_deref(), root.as_ref()).is_some_and(|vv| vv.descends(&next.vv)) {
+        if stored.version().is_some_and(|vv| vv.descends(&next.vv)) {
             return Ok(Written {
                 encoded: Bytes::new(),
                 delta: None,
@@ -121,6 +120,7 @@ impl Vnode {
                 logged_at: None,
             });
         }
+        let Stored { raw, root } = stored;
         let durability = match root {
             Some(stored) if stored.object.vv == sent.before && self.may_segment(key) => {
                 let touched = stored
@@ -279,18 +279,6 @@ impl Vnode {
         puts.push(Put::object(key, record, specs));
         puts.extend(dead_segments(key, dead));
         self.write_all(key, &puts, None, records)
-    }
-}
-
-/// The version vector of what a key holds: its root's object's, or its
-/// stored object's.
-fn stored_version(
-    raw: Option<&[u8]>,
-    root: Option<&StoredRoot>,
-) -> Option<eddy_object::VersionVector> {
-    match root {
-        Some(r) => Some(r.object.vv.clone()),
-        None => segments::version_of(raw?),
     }
 }
 
