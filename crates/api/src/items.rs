@@ -6,7 +6,7 @@
 //! Invariant: the joined list has one result per item given to [`split`],
 //! each at its item's position.
 
-use eddy_kv::KvError;
+use eddy_model::KvError;
 
 /// Where the items that failed to translate were, and why.
 pub(crate) struct Failed<E> {

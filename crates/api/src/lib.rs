@@ -5,7 +5,6 @@
 
 pub mod http;
 mod items;
-pub mod mapred;
 pub mod net;
 pub mod pb;
 pub mod version;

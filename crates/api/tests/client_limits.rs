@@ -5,8 +5,9 @@
 mod http_support;
 mod pb_support;
 
-use eddy_kv::limits::{Limit, MetaLimits};
-use eddy_kv::{BucketRef, NodeConfig, PutOptions, PutRequest};
+use eddy_kv::NodeConfig;
+use eddy_model::limits::{Limit, MetaLimits};
+use eddy_model::{BucketRef, PutOptions, PutRequest};
 use eddy_object::Content;
 use eddy_wire::codes;
 use eddy_wire::proto::{RpbBucketProps, RpbLink, RpbPair, RpbSetBucketReq};

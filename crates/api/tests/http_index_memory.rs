@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use eddy_api::http::HttpConfig;
 use eddy_bitcask::{Bitcask, BitcaskConfig};
-use eddy_kv::BucketRef;
 use eddy_kv::repair::Partition;
+use eddy_model::BucketRef;
 use eddy_storage::Backend;
 use http_support::{Server, node_config, start_on};
 use serde_json::Value;

@@ -4,8 +4,8 @@
 
 mod http_support;
 
-use eddy_kv::BucketRef;
 use eddy_kv::repair::Partition;
+use eddy_model::BucketRef;
 use eddy_object::{Actor, Content, RiakObject, VersionVector, codec, merge};
 use eddy_storage::WriteOptions;
 use http_support::start;

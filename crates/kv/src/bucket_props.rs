@@ -9,11 +9,11 @@
 
 use std::sync::Arc;
 
-use crate::error::KvError;
 use crate::node::Node;
-use crate::props::{BucketProps, PropsError, PropsPatch};
-use crate::request::BucketRef;
-use crate::types::RegistryError;
+use eddy_model::error::KvError;
+use eddy_model::props::{BucketProps, PropsError, PropsPatch};
+use eddy_model::request::BucketRef;
+use eddy_model::types::RegistryError;
 
 /// Most props one change may carry that Eddy does not know (stored as given,
 /// as Riak does).

@@ -43,30 +43,15 @@
 
 pub mod bucket_props;
 pub mod clock;
-pub mod commitlog;
 pub mod coordinator;
 pub mod core;
-pub mod datatype;
-pub mod error;
 pub mod handoff;
-pub mod index;
-pub mod keyfilter;
-pub mod limits;
-pub mod mapphase;
-pub mod metadata;
+pub mod index_memory;
 pub mod node;
-pub mod props;
-pub mod quorum;
 pub mod refusal;
 pub mod remote;
 pub mod repair;
-pub mod request;
 pub mod router;
-pub mod types;
-pub mod vnode;
 
 pub use coordinator::delete::DeleteOutcome;
-pub use error::KvError;
 pub use node::{DeleteMode, Liveness, Node, NodeConfig, StartError, VnodeFactory, VnodeParts};
-pub use quorum::Quorum;
-pub use request::*;

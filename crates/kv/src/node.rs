@@ -19,12 +19,12 @@ use eddy_ring::{NodeName, Partition, Ring, RingError};
 use eddy_storage::Backend;
 
 use crate::clock::{Clock, SystemClock};
-use crate::commitlog::{self, CommitLog, LogOptions};
 use crate::coordinator::RingView;
-use crate::request::BucketRef;
-use crate::types::BucketRegistry;
-use crate::vnode::table::VnodeTable;
-use crate::vnode::{VnodeHandle, replay};
+use eddy_model::request::BucketRef;
+use eddy_model::types::BucketRegistry;
+use eddy_vnode::commitlog::{self, CommitLog, LogOptions};
+use eddy_vnode::table::VnodeTable;
+use eddy_vnode::{VnodeHandle, replay};
 
 /// What happens to a tombstone once a delete succeeded (`delete_mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,9 +54,9 @@ pub struct NodeConfig {
     /// Longest key accepted.
     pub key_bytes_max: usize,
     /// Per-object limits on usermeta, links and index entries.
-    pub meta_limits: crate::limits::MetaLimits,
+    pub meta_limits: eddy_model::limits::MetaLimits,
     /// Bounds on multi-key requests.
-    pub multi: crate::limits::MultiLimits,
+    pub multi: eddy_model::limits::MultiLimits,
     /// Timeout when a request names none (Riak's is 60 s).
     pub default_timeout_ms: u64,
     /// Where the node's commit log lives; `None` makes `dw` writes sync
@@ -76,8 +76,11 @@ pub struct NodeConfig {
     pub blocking_inline: bool,
     /// Memory the vnodes may keep decoded big data type states in, so
     /// that an update does not decode them again
-    /// ([`crate::vnode::states`]); 0 keeps none.
+    /// ([`eddy_vnode::states`]); 0 keeps none.
     pub datatype_cache_bytes: usize,
+    /// Runs map phases at this node's vnodes (the query layer's
+    /// `Jobs`; design note 017); `None`: map folds fail.
+    pub map_runner: Option<Arc<dyn eddy_vnode::mapphase::MapRunner>>,
 }
 
 impl Default for NodeConfig {
@@ -91,15 +94,16 @@ impl Default for NodeConfig {
             object_size_warn_bytes: 5 * 1024 * 1024,
             object_size_max_bytes: 50 * 1024 * 1024,
             key_bytes_max: eddy_storage::limits::KEY_BYTES_MAX,
-            meta_limits: crate::limits::MetaLimits::default(),
-            multi: crate::limits::MultiLimits::default(),
+            meta_limits: eddy_model::limits::MetaLimits::default(),
+            multi: eddy_model::limits::MultiLimits::default(),
             default_timeout_ms: 60_000,
             commit_log_dir: None,
             commit_log: LogOptions::default(),
             partitions_dir: None,
             clock: Arc::new(SystemClock),
             blocking_inline: false,
-            datatype_cache_bytes: crate::vnode::states::BUDGET_BYTES_DEFAULT,
+            datatype_cache_bytes: eddy_vnode::states::BUDGET_BYTES_DEFAULT,
+            map_runner: None,
         }
     }
 }
@@ -163,7 +167,7 @@ pub struct Node {
     pub(crate) vnodes: Arc<VnodeTable>,
     log: Option<Arc<CommitLog>>,
     /// The vnodes' decoded data type states.
-    states: Arc<crate::vnode::states::StateCache>,
+    states: Arc<eddy_vnode::states::StateCache>,
     pub(crate) registry: Arc<BucketRegistry>,
     pub counters: NodeCounters,
     /// Partition repair's bookkeeping (design note 009).
@@ -181,8 +185,6 @@ pub struct Node {
     handoffs: OnceLock<std::sync::Weak<crate::handoff::Handoffs>>,
     /// Which other nodes are up; unset: all are (a single node).
     pub(crate) liveness: OnceLock<Arc<dyn Liveness>>,
-    /// Runs map phases at this node's vnodes; unset: map folds fail.
-    map_runner: parking_lot::RwLock<Option<Arc<dyn crate::mapphase::MapRunner>>>,
     /// Serialises the start of vnodes, so a partition gets one.
     starting: parking_lot::Mutex<()>,
     /// Serialises the sweeps of dropped buckets (design note 018).
@@ -266,11 +268,11 @@ impl Node {
             }
             None => (None, Vec::new()),
         };
-        let states = Arc::new(crate::vnode::states::StateCache::new(
+        let states = Arc::new(eddy_vnode::states::StateCache::new(
             config.datatype_cache_bytes,
         ));
         for (p, parts) in opened {
-            vnodes.insert(crate::vnode::Vnode::with_incarnation(
+            vnodes.insert(eddy_vnode::Vnode::with_incarnation(
                 p,
                 parts.incarnation,
                 parts.actor,
@@ -295,7 +297,6 @@ impl Node {
             factory: OnceLock::new(),
             liveness: OnceLock::new(),
             handoffs: OnceLock::new(),
-            map_runner: parking_lot::RwLock::new(None),
             starting: parking_lot::Mutex::new(()),
             sweeping: parking_lot::Mutex::new(()),
             me: std::sync::Weak::new(),
@@ -384,15 +385,9 @@ impl Node {
         let _ = self.liveness.set(liveness);
     }
 
-    /// Gives the node what runs map phases at its vnodes (the query
-    /// layer's runner; design note 017). A later call replaces it.
-    pub fn set_map_runner(&self, runner: Arc<dyn crate::mapphase::MapRunner>) {
-        *self.map_runner.write() = Some(runner);
-    }
-
     /// The node's map runner, if it was given one.
-    pub fn map_runner(&self) -> Option<Arc<dyn crate::mapphase::MapRunner>> {
-        self.map_runner.read().clone()
+    pub fn map_runner(&self) -> Option<Arc<dyn eddy_vnode::mapphase::MapRunner>> {
+        self.config.map_runner.clone()
     }
 
     /// Lets the node start vnodes while it runs (once).
@@ -402,17 +397,20 @@ impl Node {
 
     /// Starts partition `p`'s vnode on this node if it runs none, and
     /// returns it. Blocking (opens a backend): not for a runtime thread.
-    pub fn start_vnode(&self, p: Partition) -> Result<VnodeHandle, crate::KvError> {
+    pub fn start_vnode(&self, p: Partition) -> Result<VnodeHandle, eddy_model::KvError> {
         let _one_at_a_time = self.starting.lock();
         if let Some(vnode) = self.vnode(p) {
             return Ok(vnode);
         }
         if p.0 >= self.ring_now().size() {
-            return Err(crate::KvError::NotHosted(p.0));
+            return Err(eddy_model::KvError::NotHosted(p.0));
         }
-        let factory = self.factory.get().ok_or(crate::KvError::NotHosted(p.0))?;
-        let parts = factory.open(p).map_err(crate::KvError::VnodeStart)?;
-        let vnode = crate::vnode::Vnode::with_incarnation(
+        let factory = self
+            .factory
+            .get()
+            .ok_or(eddy_model::KvError::NotHosted(p.0))?;
+        let parts = factory.open(p).map_err(eddy_model::KvError::VnodeStart)?;
+        let vnode = eddy_vnode::Vnode::with_incarnation(
             p,
             parts.incarnation,
             parts.actor,
@@ -462,7 +460,7 @@ impl Node {
 
     /// The vnodes' cache of decoded data type states: what it holds and
     /// how often it served.
-    pub fn datatype_states(&self) -> crate::vnode::states::StateCacheStats {
+    pub fn datatype_states(&self) -> eddy_vnode::states::StateCacheStats {
         self.states.stats()
     }
 
@@ -482,7 +480,7 @@ impl Node {
         &self,
         bucket: &BucketRef,
         key: &[u8],
-    ) -> Result<Vec<(Partition, NodeName)>, crate::KvError> {
+    ) -> Result<Vec<(Partition, NodeName)>, eddy_model::KvError> {
         let props = self.props(bucket)?;
         self.check_key(key)?;
         let hash = Node::key_hash(bucket, key);

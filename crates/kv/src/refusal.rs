@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use eddy_storage::StorageError;
 use parking_lot::Mutex;
 
-use crate::error::KvError;
+use eddy_model::error::KvError;
 
 /// Why the last write was refused for lack of a resource, if it was.
 #[derive(Default)]

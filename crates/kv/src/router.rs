@@ -26,14 +26,14 @@
 
 use eddy_ring::{NodeName, Partition};
 
-use crate::error::KvError;
-use crate::metadata::entries::PropsEntries;
 use crate::node::Node;
 use crate::node::NodeCounters;
-use crate::request::BucketRef;
-use crate::vnode::Vnode;
-use crate::vnode::msg::{BatchItem, StorageKey, VnodeId, VnodeReply, VnodeRequest};
-use crate::vnode::reply::{LocalHint, ReplyTo};
+use eddy_model::error::KvError;
+use eddy_model::metadata::entries::PropsEntries;
+use eddy_model::request::BucketRef;
+use eddy_vnode::Vnode;
+use eddy_vnode::msg::{BatchItem, StorageKey, VnodeId, VnodeReply, VnodeRequest};
+use eddy_vnode::reply::{LocalHint, ReplyTo};
 
 /// Sends vnode requests to other nodes.
 pub trait RemoteVnodes: Send + Sync + std::fmt::Debug {
@@ -123,7 +123,7 @@ impl Node {
             // A repair from a node that has not heard of a drop: what it
             // would write is never read (design note 018).
             if put.props.is_none() && self.is_dropped_generation(&put.key.bucket) {
-                let ack = Ok(crate::vnode::msg::PutAck { durable: true });
+                let ack = Ok(eddy_vnode::msg::PutAck { durable: true });
                 return reply.send(partition, VnodeReply::Put(ack), LocalHint::default());
             }
         }
@@ -228,7 +228,7 @@ impl Node {
     pub(crate) fn local_vnode(
         &self,
         entry: &crate::coordinator::PreflistEntry,
-    ) -> Option<crate::vnode::VnodeHandle> {
+    ) -> Option<eddy_vnode::VnodeHandle> {
         entry
             .local
             .then(|| self.vnode(entry.id.partition))

@@ -7,18 +7,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use eddy_kv::core::put::PutFailure;
-use eddy_kv::limits::MultiLimits;
-use eddy_kv::props::BucketProps;
 use eddy_kv::router::{RemoteVnodes, unanswerable};
-use eddy_kv::types::BucketRegistry;
-use eddy_kv::vnode::msg::{BatchItem, VnodeId, VnodeRequest};
-use eddy_kv::vnode::reply::ReplyTo;
 use eddy_kv::*;
+use eddy_model::error::PutFailure;
+use eddy_model::limits::MultiLimits;
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_object::{Actor, Content};
 use eddy_ring::{ClaimParams, NodeName, Partition, Ring, claim};
 use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
+use eddy_vnode::msg::{BatchItem, VnodeId, VnodeRequest};
+use eddy_vnode::reply::ReplyTo;
 use parking_lot::Mutex;
 
 const RING_SIZE: u32 = 16;
@@ -101,10 +102,12 @@ fn name(i: usize) -> NodeName {
 }
 
 fn cluster(size: usize) -> Cluster {
-    cluster_with(size, MultiLimits::default())
+    cluster_with(size, MultiLimits::default(), |_| false)
 }
 
-fn cluster_with(size: usize, multi: MultiLimits) -> Cluster {
+/// A cluster of `size` nodes; node `i` runs map phases at its vnodes
+/// (with [`MapKeys`]) when `maps(i)`.
+fn cluster_with(size: usize, multi: MultiLimits, maps: fn(usize) -> bool) -> Cluster {
     let members: Vec<NodeName> = (0..size).map(name).collect();
     let single = Ring::single(RING_SIZE, members[0].clone()).unwrap();
     let plan = claim(&single, &members, &ClaimParams::default()).unwrap();
@@ -113,11 +116,15 @@ fn cluster_with(size: usize, multi: MultiLimits) -> Cluster {
     let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
     let nodes: Vec<Arc<Node>> = members
         .iter()
-        .map(|me| {
+        .enumerate()
+        .map(|(i, me)| {
+            let map_runner: Option<Arc<dyn eddy_vnode::mapphase::MapRunner>> =
+                maps(i).then(|| Arc::new(MapKeys) as _);
             let config = NodeConfig {
                 node_name: me.clone(),
                 ring_size: RING_SIZE,
                 multi,
+                map_runner,
                 ..NodeConfig::default()
             };
             let owned = ring.owned_by(me);
@@ -446,7 +453,7 @@ async fn index_range_pages(
     lo: i64,
     hi: i64,
 ) -> Result<Vec<(String, String)>, KvError> {
-    let mut req = eddy_kv::index::IndexRequest {
+    let mut req = eddy_model::index::IndexRequest {
         field: b"n_int".to_vec(),
         start: lo.to_string().into_bytes(),
         end: Some(hi.to_string().into_bytes()),
@@ -477,7 +484,7 @@ async fn filtered(
     i: usize,
     json: &serde_json::Value,
 ) -> Result<Vec<Vec<u8>>, KvError> {
-    let filter = eddy_kv::keyfilter::KeyFilter::parse(json).unwrap();
+    let filter = eddy_model::keyfilter::KeyFilter::parse(json).unwrap();
     let node = c.nodes[i].clone();
     let timeout = std::time::Duration::from_secs(30);
     tokio::task::spawn_blocking(move || {
@@ -659,13 +666,14 @@ async fn multi_key_requests_with_a_node_down_fail_per_key_not_per_request() {
 }
 
 /// A map runner answering `[key]` for each object it is given.
+#[derive(Debug)]
 struct MapKeys;
 
-impl eddy_kv::mapphase::MapRunner for MapKeys {
+impl eddy_vnode::mapphase::MapRunner for MapKeys {
     fn run(
         &self,
         _phase: &[u8],
-        inputs: Vec<eddy_kv::mapphase::MapInput>,
+        inputs: Vec<eddy_vnode::mapphase::MapInput>,
     ) -> Result<Vec<u8>, String> {
         assert!(inputs.iter().all(|i| !i.object.is_deleted()));
         let keys: Vec<String> = inputs
@@ -684,7 +692,7 @@ async fn mapped(
     i: usize,
     json: Option<serde_json::Value>,
 ) -> Result<Vec<Vec<u8>>, KvError> {
-    let filter = json.map(|j| eddy_kv::keyfilter::KeyFilter::parse(&j).unwrap());
+    let filter = json.map(|j| eddy_model::keyfilter::KeyFilter::parse(&j).unwrap());
     let node = c.nodes[i].clone();
     let timeout = std::time::Duration::from_secs(30);
     let lists = tokio::task::spawn_blocking(move || {
@@ -701,9 +709,9 @@ async fn mapped(
     Ok(keys)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn maps_at_the_vnodes_see_every_live_key_once_across_nodes() {
-    let c = cluster(4);
+/// Writes 300 keys through the four nodes in turn and deletes every
+/// seventh; answers the live ones, sorted.
+async fn fill_for_maps(c: &Cluster) -> Vec<Vec<u8>> {
     let mut live = Vec::new();
     for k in 0..300u32 {
         let key = format!("k-{k}");
@@ -725,14 +733,19 @@ async fn maps_at_the_vnodes_see_every_live_key_once_across_nodes() {
         }
     }
     live.sort();
+    live
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maps_at_the_vnodes_see_every_live_key_once_across_nodes() {
     // Only node 0 runs map phases: its four vnodes cannot cover the ring,
     // and another node's vnode without a runner fails the map.
-    c.nodes[0].set_map_runner(Arc::new(MapKeys));
+    let c = cluster_with(4, MultiLimits::default(), |i| i == 0);
+    fill_for_maps(&c).await;
     let err = mapped(&c, 0, None).await.unwrap_err();
     assert!(err.to_string().contains("no map phase runner"), "{err}");
-    for node in &c.nodes[1..] {
-        node.set_map_runner(Arc::new(MapKeys));
-    }
+    let c = cluster_with(4, MultiLimits::default(), |_| true);
+    let live = fill_for_maps(&c).await;
     for i in 0..4 {
         assert_eq!(mapped(&c, i, None).await.unwrap(), live, "from node {i}");
     }
@@ -975,7 +988,7 @@ async fn small_batches_and_waves_answer_alike() {
         concurrency: 2,
         ..MultiLimits::default()
     };
-    let c = cluster_with(3, limits);
+    let c = cluster_with(3, limits, |_| false);
     let bucket = siblings_bucket(&c);
     let keys: Vec<Vec<u8>> = (0..40).map(|k| format!("w{k}").into_bytes()).collect();
     let objects = keys

@@ -6,10 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eddy_kv::commitlog::{self, CommitLog, Entry, LogOptions, Op, Record, SyncStrategy};
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_object::{Actor, Content};
 use eddy_ring::Partition;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
@@ -17,6 +17,7 @@ use eddy_storage::{
     Backend, BackendStatus, Capabilities, FoldControl, FoldOptions, IndexQuery, KeyVisitor,
     ObjectVisitor, StorageError, WriteBatch, WriteOptions,
 };
+use eddy_vnode::commitlog::{self, CommitLog, Entry, LogOptions, Op, Record, SyncStrategy};
 use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 
@@ -603,7 +604,7 @@ async fn set_members(node: &Arc<Node>) -> Result<Option<Vec<Vec<u8>>>, KvError> 
 /// The members of the set partition `p` holds, if it holds one; a copy
 /// that does not read fails the test.
 fn replica_members(node: &Arc<Node>, p: u32) -> Option<Vec<Vec<u8>>> {
-    let key = eddy_kv::vnode::msg::StorageKey {
+    let key = eddy_vnode::msg::StorageKey {
         bucket: BucketRef::typed("sets", b"b".to_vec()).storage_bucket(),
         key: b"k".to_vec(),
     };
@@ -611,7 +612,7 @@ fn replica_members(node: &Arc<Node>, p: u32) -> Option<Vec<Vec<u8>>> {
     let object = vnode
         .read(&key)
         .unwrap_or_else(|e| panic!("partition {p}: {e}"))?;
-    let state = eddy_kv::datatype::state_of(&object, eddy_dt::DataType::Set).unwrap()?;
+    let state = eddy_vnode::datatype::state_of(&object, eddy_dt::DataType::Set).unwrap()?;
     match state.value() {
         eddy_dt::Value::Set(members) => Some(members),
         other => panic!("not a set: {other:?}"),
@@ -629,7 +630,7 @@ async fn a_segmented_set_reads_whole_after_a_crash_at_any_record() {
     let backends = fresh_backends();
     let node = start_with_sets(&backends, &log_dir);
     let member = |i: usize| format!("m{i:05}").into_bytes();
-    let preload = eddy_kv::vnode::segments::SEGMENTED_MIN + 10;
+    let preload = eddy_vnode::segments::SEGMENTED_MIN + 10;
     set_update(&node, (0..preload).map(member).collect(), vec![]).await;
     let mut versions = vec![set_members(&node).await.unwrap().unwrap()];
     type Members = Vec<Vec<u8>>;
@@ -647,7 +648,7 @@ async fn a_segmented_set_reads_whole_after_a_crash_at_any_record() {
         let backend = node.partition_backend(Partition(p)).unwrap();
         let storage = BucketRef::typed("sets", b"b".to_vec()).storage_bucket();
         let bytes = backend.get(&storage, b"k").unwrap();
-        bytes.is_some_and(|b| eddy_kv::vnode::segments::is_root_record(&b))
+        bytes.is_some_and(|b| eddy_vnode::segments::is_root_record(&b))
     });
     assert!(segmented, "the set is stored in segments");
     let copy = dir.path().join("crashed");

@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use eddy_kv::KvError;
-use eddy_kv::commitlog::{self, CommitLog, LogOptions, Op, Record};
+use eddy_model::KvError;
 use eddy_storage::{Resource, StorageError};
+use eddy_vnode::commitlog::{self, CommitLog, LogOptions, Op, Record};
 
 fn record<'a>(key: &'a [u8], value: &'a [u8]) -> Record<'a> {
     Record {

@@ -4,8 +4,8 @@
 //! Regenerate the current version's (only for a deliberate new version)
 //! with `EDDY_WRITE_FIXTURES=1 cargo test -p eddy-kv --test commitlog_fixture`.
 
-use eddy_kv::commitlog::segment::{self, End};
-use eddy_kv::commitlog::{Dropped, Entry, FIRST_INCARNATION, Op, Position, Record, Synced};
+use eddy_vnode::commitlog::segment::{self, End};
+use eddy_vnode::commitlog::{Dropped, Entry, FIRST_INCARNATION, Op, Position, Record, Synced};
 
 const V1: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -184,11 +184,11 @@ fn commit_log_format_v4_is_pinned() {
 }
 
 /// Replays a fixture; what was applied as (partition, incarnation, op).
-fn replay(path: &str) -> (Vec<(u32, u64, String)>, eddy_kv::commitlog::Recovered) {
+fn replay(path: &str) -> (Vec<(u32, u64, String)>, eddy_vnode::commitlog::Recovered) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(path, segment::path(dir.path(), 0)).unwrap();
     let mut applied = Vec::new();
-    let out = eddy_kv::commitlog::recover(dir.path(), |r| {
+    let out = eddy_vnode::commitlog::recover(dir.path(), |r| {
         applied.push((r.partition, r.incarnation, format!("{:?}", r.op)));
         Ok(())
     })

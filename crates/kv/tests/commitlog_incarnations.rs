@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use eddy_kv::commitlog::{
+use eddy_vnode::commitlog::{
     self, CommitLog, Dropped, FIRST_INCARNATION, LogOptions, Op, Record, Recovered,
 };
 use proptest::prelude::*;

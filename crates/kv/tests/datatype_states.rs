@@ -1,6 +1,6 @@
 //! Neither the vnodes' cache of decoded data type states
-//! (`eddy_kv::vnode::states`) nor big sets stored in segments
-//! (`eddy_kv::vnode::segments`) change anything a node stores or answers:
+//! (`eddy_vnode::states`) nor big sets stored in segments
+//! (`eddy_vnode::segments`) change anything a node stores or answers:
 //! three nodes with the same actors and clock — one keeping states, one
 //! not, one storing big sets in segments (bitcask, which allows them) —
 //! take the same random updates of a big set, failed ones, deletes and
@@ -14,21 +14,22 @@ use std::sync::Arc;
 use eddy_bitcask::{Bitcask, BitcaskConfig};
 use eddy_dt::{DataType, Field, FieldOp, FieldType, MapOp, MapUpdate, Op, SetOp, State};
 use eddy_kv::coordinator::datatype::{DtFetchRequest, DtUpdateRequest};
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
-use eddy_kv::vnode::msg::{StorageKey, WritePolicy};
 use eddy_kv::*;
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_object::{Actor, Content, Dot, RiakObject, Sibling, VersionVector, codec};
 use eddy_ring::Partition;
 use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
+use eddy_vnode::msg::{StorageKey, WritePolicy};
 use proptest::prelude::*;
 use serde_json::json;
 
 const RING: u32 = 8;
 /// Members preloaded: enough for the stored value to be cached, and to be
 /// stored in segments where allowed.
-const PRELOAD: usize = eddy_kv::vnode::segments::SEGMENTED_MIN + 50;
+const PRELOAD: usize = eddy_vnode::segments::SEGMENTED_MIN + 50;
 
 fn node(cache_bytes: usize) -> Arc<Node> {
     node_over(cache_bytes, None)
@@ -274,7 +275,7 @@ async fn preload(node: &Arc<Node>) {
 /// How many of `node`'s partitions hold the key as a root record, after
 /// checking that each partition holds exactly the segments its root names.
 fn segmented_replicas(node: &Arc<Node>, bucket_type: &str) -> usize {
-    use eddy_kv::vnode::segments;
+    use eddy_vnode::segments;
     let storage = bucket(bucket_type).storage_bucket();
     let segments_bucket = segments::segments_bucket(&storage);
     let mut roots = 0;
@@ -547,7 +548,7 @@ async fn a_big_map_updated_with_and_without_the_cache_stores_the_same() {
 /// root's digest), never reads as another set; the other replicas answer.
 #[tokio::test]
 async fn a_damaged_segment_fails_its_replica_never_reads_wrong() {
-    use eddy_kv::vnode::segments;
+    use eddy_vnode::segments;
     let dir = tempfile::tempdir().unwrap();
     let node = node_over(0, Some(dir.path()));
     preload(&node).await;

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use eddy_dt::{DtError, Field, FieldOp, FieldType, FieldValue, MapOp, MapUpdate, Op, SetOp, Value};
 use eddy_kv::coordinator::datatype::{DtFetchRequest, DtUpdateRequest};
-use eddy_kv::error::DatatypeBucketError;
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
+use eddy_model::error::DatatypeBucketError;
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_object::{Actor, Content};
 use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};

@@ -5,10 +5,11 @@
 
 use std::sync::Arc;
 
-use eddy_kv::index::IndexRequest;
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::{BucketRegistry, RegistryError};
 use eddy_kv::*;
+use eddy_model::index::IndexRequest;
+use eddy_model::props::BucketProps;
+use eddy_model::types::{BucketRegistry, RegistryError};
+use eddy_model::*;
 use eddy_object::{Actor, Content};
 use eddy_ring::Partition;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};

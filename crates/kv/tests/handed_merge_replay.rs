@@ -8,14 +8,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use eddy_bitcask::{Bitcask, BitcaskConfig};
-use eddy_kv::commitlog::{LogOptions, SyncStrategy};
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
-use eddy_kv::vnode::msg::{StorageKey, WritePolicy};
 use eddy_kv::*;
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_object::{Actor, Content, RiakObject, codec, merge};
 use eddy_ring::{Partition, Ring};
 use eddy_storage::Backend;
+use eddy_vnode::commitlog::{LogOptions, SyncStrategy};
+use eddy_vnode::msg::{StorageKey, WritePolicy};
 
 const RING: u32 = 8;
 

@@ -63,7 +63,7 @@ async fn hinted_handoff_over_bitcask() {
 /// one value) and to new keys, recording the last value of each.
 async fn write_some(
     m: &Member,
-    b: &eddy_kv::BucketRef,
+    b: &eddy_model::BucketRef,
     keys: &[Vec<u8>],
     fresh: &[Vec<u8>],
     round: usize,

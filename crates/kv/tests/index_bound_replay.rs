@@ -7,14 +7,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use eddy_bitcask::{Bitcask, BitcaskConfig};
-use eddy_kv::commitlog::{LogOptions, SyncStrategy};
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
-use eddy_kv::vnode::msg::StorageKey;
 use eddy_kv::*;
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_object::{Actor, Content};
 use eddy_ring::{Partition, Ring};
 use eddy_storage::{Backend, StorageError};
+use eddy_vnode::commitlog::{LogOptions, SyncStrategy};
+use eddy_vnode::msg::StorageKey;
 
 const RING: u32 = 8;
 

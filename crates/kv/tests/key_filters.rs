@@ -7,8 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use eddy_kv::keyfilter::KeyFilter;
 use eddy_kv::*;
+use eddy_model::keyfilter::KeyFilter;
+use eddy_model::*;
 use eddy_storage::ManualClock;
 use serde_json::json;
 

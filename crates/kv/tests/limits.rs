@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use eddy_kv::limits::{Limit, MetaLimits};
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
+use eddy_model::limits::{Limit, MetaLimits};
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_object::{Actor, Content, Link};
 use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};

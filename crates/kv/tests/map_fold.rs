@@ -8,21 +8,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use eddy_kv::keyfilter::KeyFilter;
-use eddy_kv::mapphase::{MAP_BATCH, MapInput, MapRunner};
 use eddy_kv::*;
+use eddy_model::keyfilter::KeyFilter;
+use eddy_model::*;
 use eddy_storage::ManualClock;
+use eddy_vnode::mapphase::{MAP_BATCH, MapInput, MapRunner};
 use serde_json::json;
 
 mod expiring_support;
 
-use expiring_support::{delete, invoices, node, put};
+use expiring_support::{delete, invoices, node, node_with, put};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Answers `[key]` for each object, or fails when the phase says `fail`;
 /// counts its calls and checks it is never given a tombstone.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Keys {
     calls: AtomicUsize,
 }
@@ -71,9 +72,8 @@ fn names(range: std::ops::Range<usize>) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_live_key_is_mapped_once_and_deleted_ones_never() {
-    let node = node(ManualClock::new(1_000), 0);
     let runner = Arc::new(Keys::default());
-    node.set_map_runner(runner.clone());
+    let node = node_with(ManualClock::new(1_000), 0, Some(runner.clone()));
     let all = names(0..1200);
     for k in &all {
         put(&node, invoices(), k).await;
@@ -100,8 +100,7 @@ async fn every_live_key_is_mapped_once_and_deleted_ones_never() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_objects_are_never_mapped() {
     let clock = ManualClock::new(1_000);
-    let node = node(clock.clone(), 60);
-    node.set_map_runner(Arc::new(Keys::default()));
+    let node = node_with(clock.clone(), 60, Some(Arc::new(Keys::default())));
     put(&node, invoices(), "old").await;
     clock.advance(61);
     put(&node, invoices(), "new").await;
@@ -113,11 +112,12 @@ async fn expired_objects_are_never_mapped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_no_runner_and_the_timeout_are_errors() {
-    let node = node(ManualClock::new(1_000), 0);
-    put(&node, invoices(), "a").await;
-    let err = mapped(&node, None, b"keys", TIMEOUT).await.unwrap_err();
+    let without = node(ManualClock::new(1_000), 0);
+    put(&without, invoices(), "a").await;
+    let err = mapped(&without, None, b"keys", TIMEOUT).await.unwrap_err();
     assert!(err.to_string().contains("no map phase runner"), "{err}");
-    node.set_map_runner(Arc::new(Keys::default()));
+    let node = node_with(ManualClock::new(1_000), 0, Some(Arc::new(Keys::default())));
+    put(&node, invoices(), "a").await;
     let err = mapped(&node, None, b"fail", TIMEOUT).await.unwrap_err();
     assert!(
         matches!(&err, KvError::BadQuery(m) if m == "the phase failed"),
@@ -156,7 +156,7 @@ async fn put_tagged(node: &Arc<Node>, key: &str, tag: &str) {
 /// The keys the runner answered for the objects of the 2i range query
 /// `tag_bin` `start`..`end`, sorted.
 async fn index_mapped(node: &Arc<Node>, start: &str, end: &str) -> Vec<String> {
-    let req = eddy_kv::index::IndexRequest {
+    let req = eddy_model::index::IndexRequest {
         field: b"tag_bin".to_vec(),
         start: start.as_bytes().to_vec(),
         end: Some(end.as_bytes().to_vec()),
@@ -180,8 +180,7 @@ async fn index_mapped(node: &Arc<Node>, start: &str, end: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_index_input_maps_each_live_entrys_object_once() {
     let clock = ManualClock::new(1_000);
-    let node = node(clock.clone(), 60);
-    node.set_map_runner(Arc::new(Keys::default()));
+    let node = node_with(clock.clone(), 60, Some(Arc::new(Keys::default())));
     let all = names(0..900);
     for (i, k) in all.iter().enumerate() {
         put_tagged(&node, k, &format!("t{}", i % 3)).await;

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_object::{Actor, Content};
 use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
@@ -304,7 +305,7 @@ async fn a_node_owning_nothing_with_every_owner_down_refuses_a_put() {
     match put.await {
         Err(KvError::WriteQuorum(failure)) => assert_eq!(
             failure,
-            eddy_kv::core::put::PutFailure::W { needed: 2, got: 0 }
+            eddy_model::error::PutFailure::W { needed: 2, got: 0 }
         ),
         other => panic!("expected a write quorum failure, got {other:?}"),
     }

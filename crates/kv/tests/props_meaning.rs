@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
-use eddy_kv::core::put::PutFailure;
-use eddy_kv::props::{BucketProps, PropsError, PropsPatch, SyncOnWrite};
-use eddy_kv::quorum::QuorumError;
-use eddy_kv::types::{BucketRegistry, DEFAULT_TYPE, RegistryError};
 use eddy_kv::*;
+use eddy_model::error::PutFailure;
+use eddy_model::props::{BucketProps, PropsError, PropsPatch, SyncOnWrite};
+use eddy_model::quorum::QuorumError;
+use eddy_model::types::{BucketRegistry, DEFAULT_TYPE, RegistryError};
+use eddy_model::*;
 use eddy_object::{Actor, Content};
 use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};

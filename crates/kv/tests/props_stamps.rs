@@ -13,12 +13,13 @@
 
 use std::sync::Arc;
 
-use eddy_kv::metadata::entries::{EntryStamp, PropsVersion};
-use eddy_kv::metadata::{SharedBucket, SharedMetadata, SharedType};
-use eddy_kv::props::BucketProps;
 use eddy_kv::remote::{Inline, NetRemote, RemoteConfig, inbound_for};
-use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
+use eddy_model::metadata::entries::{EntryStamp, PropsVersion};
+use eddy_model::metadata::{SharedBucket, SharedMetadata, SharedType};
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_net::sim::SimNetwork;
 use eddy_object::{Actor, Content, codec};
 use eddy_ring::{ClaimParams, NodeName, Partition, Ring, claim};

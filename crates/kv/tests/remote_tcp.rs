@@ -7,13 +7,13 @@ mod remote_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eddy_kv::KvError;
 use eddy_kv::remote::{NetRemote, RemoteConfig, WorkerPool};
 use eddy_kv::router::RemoteVnodes;
-use eddy_kv::vnode::msg::{VnodeId, VnodeReply};
-use eddy_kv::vnode::reply::ReplyTo;
+use eddy_model::KvError;
 use eddy_net::{NetConfig, Transport};
 use eddy_ring::Partition;
+use eddy_vnode::msg::{VnodeId, VnodeReply};
+use eddy_vnode::reply::ReplyTo;
 use remote_support::*;
 use tokio::sync::mpsc::unbounded_channel;
 
@@ -101,9 +101,9 @@ async fn puts_and_gets_over_tcp_run_on_the_worker_pool() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn durable_replies_leave_from_the_syncer_thread() {
     use eddy_bitcask::{Bitcask, BitcaskConfig};
-    use eddy_kv::commitlog::{CommitLog, LogOptions, SyncStrategy};
-    use eddy_kv::vnode::Vnode;
-    use eddy_kv::vnode::msg::PutAck;
+    use eddy_vnode::Vnode;
+    use eddy_vnode::commitlog::{CommitLog, LogOptions, SyncStrategy};
+    use eddy_vnode::msg::PutAck;
 
     let dir = tempfile::tempdir().unwrap();
     let opts = LogOptions {
@@ -170,9 +170,9 @@ async fn durable_replies_leave_from_the_syncer_thread() {
 /// back only the keys it matches.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_filtered_key_listing_runs_its_filter_at_the_remote_vnodes() {
-    use eddy_kv::BucketRef;
-    use eddy_kv::keyfilter::KeyFilter;
-    use eddy_kv::vnode::msg::{FoldKind, FoldRequest, VnodeRequest};
+    use eddy_model::BucketRef;
+    use eddy_model::keyfilter::KeyFilter;
+    use eddy_vnode::msg::{FoldKind, FoldRequest, VnodeRequest};
 
     let a = start("a").await;
     let b = start("b").await;

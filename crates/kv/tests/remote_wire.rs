@@ -7,21 +7,21 @@
 use bytes::Bytes;
 use std::sync::Arc;
 
-use eddy_kv::KvError;
-use eddy_kv::keyfilter::KeyFilter;
-use eddy_kv::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
 use eddy_kv::remote::wire::{
     self, BatchAnswer, BatchEnvelope, BatchReply, Message, OTHER_ENGINE, RequestEnvelope,
     STORAGE_ENGINE, WireError,
 };
-use eddy_kv::vnode::msg::{
+use eddy_model::KvError;
+use eddy_model::keyfilter::KeyFilter;
+use eddy_model::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
+use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
+use eddy_ring::Partition;
+use eddy_storage::{Resource, StorageError};
+use eddy_vnode::msg::{
     BatchItem, Conditions, Coordinate, DtDelta, DtUpdate, FoldChunk, FoldKind, FoldRequest,
     IndexMapFold, MapFold, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply,
     VnodeRequest, WritePolicy,
 };
-use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
-use eddy_ring::Partition;
-use eddy_storage::{Resource, StorageError};
 use proptest::prelude::*;
 
 fn fixture(name: &str) -> Bytes {
@@ -371,7 +371,7 @@ fn map_fold(filtered: bool) -> FoldRequest {
 /// objects of `tag_bin` entries from "a" to "m" whose terms match `^b`,
 /// for partitions 3 and 9 of 64.
 fn index_map_fold() -> FoldRequest {
-    use eddy_kv::index::{IndexScan, ScanField};
+    use eddy_model::index::{IndexScan, ScanField};
     let FoldKind::Map(map) = map_fold(false).kind else {
         unreachable!()
     };
@@ -565,7 +565,7 @@ fn a_map_phase_longer_than_its_limit_is_refused() {
     let FoldKind::Map(m) = &mut req.kind else {
         unreachable!()
     };
-    m.phase = vec![b' '; eddy_kv::mapphase::MAP_PHASE_BYTES_MAX + 1].into();
+    m.phase = vec![b' '; eddy_vnode::mapphase::MAP_PHASE_BYTES_MAX + 1].into();
     let err = wire::encode_request(1, Partition(0), &VnodeRequest::Fold(req)).unwrap_err();
     assert!(
         matches!(
@@ -1279,8 +1279,8 @@ fn key_filter() -> impl Strategy<Value = Arc<KeyFilter>> {
         })
 }
 
-fn index_scan() -> impl Strategy<Value = eddy_kv::index::IndexScan> {
-    use eddy_kv::index::{IndexScan, ScanField};
+fn index_scan() -> impl Strategy<Value = eddy_model::index::IndexScan> {
+    use eddy_model::index::{IndexScan, ScanField};
     let bytes = || prop::collection::vec(any::<u8>(), 0..16);
     let field = prop_oneof![
         Just(ScanField::Bucket),

@@ -11,14 +11,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eddy_bitcask::{Bitcask, BitcaskConfig};
-use eddy_kv::props::BucketProps;
-use eddy_kv::repair::marker;
-use eddy_kv::types::BucketRegistry;
-use eddy_kv::vnode::msg::StorageKey;
 use eddy_kv::*;
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_object::{Actor, Content, codec};
 use eddy_ring::Partition;
 use eddy_storage::Backend;
+use eddy_vnode::marker;
+use eddy_vnode::msg::StorageKey;
 
 const RING: u32 = 8;
 const KEYS: u32 = 120;

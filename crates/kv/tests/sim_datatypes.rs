@@ -64,7 +64,7 @@ use std::collections::BTreeMap;
 use eddy_dt::{
     DataType, Field, FieldOp, FieldType, FieldValue, MapOp, MapUpdate, Op, SetOp, Value,
 };
-use eddy_kv::{GetOptions, Quorum};
+use eddy_model::{GetOptions, Quorum};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sim_support::SimCluster;

@@ -10,6 +10,7 @@ mod sim_support;
 use std::time::Duration;
 
 use eddy_kv::*;
+use eddy_model::*;
 use eddy_net::sim::LinkFaults;
 use eddy_object::Content;
 use eddy_ring::NodeName;

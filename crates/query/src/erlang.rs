@@ -230,7 +230,7 @@ fn count_of(v: &Value) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use eddy_kv::BucketRef;
+    use eddy_model::BucketRef;
 
     fn input(key: &str) -> BKey {
         BKey {

@@ -5,7 +5,7 @@
 //! and what the function said, in the JSON shape Riak reports
 //! (`{"phase":N,"error":...,"input":...,"type":...,"stack":...}`).
 
-use eddy_kv::KvError;
+use eddy_model::KvError;
 use serde_json::{Value, json};
 
 #[derive(Debug, thiserror::Error)]

@@ -20,8 +20,8 @@
 
 use std::time::Instant;
 
-use eddy_kv::BucketRef;
-use eddy_kv::index::term::{self, FieldKind};
+use eddy_model::BucketRef;
+use eddy_model::index::term::{self, FieldKind};
 use eddy_object::RiakObject;
 use serde_json::Value;
 
@@ -97,7 +97,7 @@ pub struct MapRedOutput {
 }
 
 /// Runs jobs; JavaScript phases need a pool.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Executor {
     js: Option<JsPool>,
 }

@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use eddy_kv::BucketRef;
+use eddy_model::BucketRef;
 use serde_json::{Map, Value};
 
 use crate::error::MapRedError;

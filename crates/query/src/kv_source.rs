@@ -12,10 +12,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use eddy_kv::Quorum;
-use eddy_kv::index::IndexRequest;
-use eddy_kv::keyfilter::KeyFilter;
-use eddy_kv::{BucketRef, GetOptions, GetRequest, GetResponse, KvError, Node};
+use eddy_kv::Node;
+use eddy_model::Quorum;
+use eddy_model::index::IndexRequest;
+use eddy_model::keyfilter::KeyFilter;
+use eddy_model::{BucketRef, GetOptions, GetRequest, GetResponse, KvError};
 use eddy_object::RiakObject;
 use serde_json::Value;
 use tokio::runtime::Handle;

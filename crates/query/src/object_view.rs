@@ -7,7 +7,7 @@
 //! Values and names that are not UTF-8 are shown lossily: JSON has no
 //! bytes, and Riak's JavaScript could not see them either.
 
-use eddy_kv::BucketRef;
+use eddy_model::BucketRef;
 use eddy_object::{Content, RiakObject, context};
 use serde_json::{Map, Value, json};
 

@@ -9,7 +9,7 @@
 //! A failure travels back as text, Riak's phase report or `timeout`,
 //! which [`failure`] turns into the error the job reports.
 
-use eddy_kv::mapphase::{MapInput, MapRunner};
+use eddy_vnode::mapphase::{MapInput, MapRunner};
 use serde_json::Value;
 
 use crate::error::MapRedError;
@@ -17,6 +17,7 @@ use crate::exec::Executor;
 use crate::job::BKey;
 
 /// Runs map phases for a node's vnodes with an executor's JavaScript pool.
+#[derive(Debug)]
 pub struct Runner {
     executor: Executor,
 }

@@ -14,7 +14,7 @@
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use eddy_kv::types::{RegistryError, TypeInfo, TypeStatus};
+use eddy_model::types::{RegistryError, TypeInfo, TypeStatus};
 use serde_json::{Value, json};
 
 use super::error::ApiError;

@@ -30,14 +30,14 @@ pub async fn get(app: &App, bucket_type: &str, query: &Query) -> Result<Response
     app.node
         .registry()
         .type_info(bucket_type)
-        .map_err(eddy_kv::KvError::from)?;
+        .map_err(eddy_model::KvError::from)?;
     let timeout_ms = list_timeout_ms(query)?;
     let node = app.node.clone();
     let t = bucket_type.to_string();
     let fold = tokio::task::spawn_blocking(move || node.list_buckets_blocking(&t));
     let listed = tokio::time::timeout(Duration::from_millis(timeout_ms), fold)
         .await
-        .map_err(|_| ApiError::from(eddy_kv::KvError::Timeout))?;
+        .map_err(|_| ApiError::from(eddy_model::KvError::Timeout))?;
     let buckets = listed.map_err(|e| {
         ApiError::new(
             axum::http::StatusCode::INTERNAL_SERVER_ERROR,

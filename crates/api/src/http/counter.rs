@@ -13,8 +13,8 @@ use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use eddy_dt::Op;
-use eddy_kv::BucketRef;
 use eddy_kv::coordinator::datatype::{DtFetchRequest, DtUpdateRequest};
+use eddy_model::BucketRef;
 
 use super::error::ApiError;
 use super::params::Query;

@@ -15,8 +15,8 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use eddy_kv::BucketRef;
 use eddy_kv::coordinator::datatype::{DtFetchRequest, DtUpdateRequest};
+use eddy_model::BucketRef;
 use serde_json::Value as Json;
 
 use super::dt_json::{self, body_json, not_found_json};

@@ -16,7 +16,7 @@
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use eddy_kv::BucketRef;
+use eddy_model::BucketRef;
 use serde_json::json;
 
 use super::error::ApiError;

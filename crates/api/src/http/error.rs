@@ -5,11 +5,11 @@
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
-use eddy_kv::KvError;
-use eddy_kv::core::put::PutFailure;
-use eddy_kv::error::DatatypeBucketError;
-use eddy_kv::quorum::QuorumError;
-use eddy_kv::types::RegistryError;
+use eddy_model::KvError;
+use eddy_model::error::DatatypeBucketError;
+use eddy_model::error::PutFailure;
+use eddy_model::quorum::QuorumError;
+use eddy_model::types::RegistryError;
 use eddy_storage::{Resource, StorageError};
 
 /// A failed request: the status and the plain-text body to send.

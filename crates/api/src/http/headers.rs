@@ -12,8 +12,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use axum::http::HeaderMap;
 use bytes::Bytes;
-use eddy_kv::BucketRef;
-use eddy_kv::index::term::canonical_entry;
+use eddy_model::BucketRef;
+use eddy_model::index::term::canonical_entry;
 use eddy_object::{Content, Link, Metadata, Pairs, VersionVector, context};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 

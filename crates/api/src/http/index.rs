@@ -16,7 +16,7 @@
 //! not UTF-8 are percent-encoded, as key lists write them.
 //!
 //! The query's rules (field kinds, `_int` order, pagination, the regex)
-//! are kv's ([`eddy_kv::index`]); this module owns only the HTTP shape.
+//! are kv's ([`eddy_model::index`]); this module owns only the HTTP shape.
 //! A malformed query is a 400 saying what is wrong, in Riak's words where
 //! Riak has them; a query over its time is a 503.
 
@@ -26,10 +26,10 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
-use eddy_kv::KvError;
-use eddy_kv::index::query::BUCKET_FIELD;
-use eddy_kv::index::term::{self, FieldKind};
-use eddy_kv::index::{IndexPage, IndexRequest};
+use eddy_model::KvError;
+use eddy_model::index::query::BUCKET_FIELD;
+use eddy_model::index::term::{self, FieldKind};
+use eddy_model::index::{IndexPage, IndexRequest};
 use serde_json::{Map, Value, json};
 
 use super::error::ApiError;

@@ -17,7 +17,7 @@ use axum::body::Body;
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use bytes::Bytes;
-use eddy_kv::KvError;
+use eddy_model::KvError;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;

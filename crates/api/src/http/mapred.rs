@@ -13,7 +13,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use eddy_kv::KvError;
+use eddy_model::KvError;
 use eddy_query::MapRedError;
 use eddy_query::exec::MapRedOutput;
 use serde_json::{Value, json};
@@ -42,7 +42,11 @@ pub async fn handle(app: Arc<App>, query: &Query, req: Request) -> Result<Respon
     };
     let (parts, body) = req.into_parts();
     let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
-    let output = crate::mapred::run(app.node.clone(), body.to_vec())
+    let output = app
+        .config
+        .jobs
+        .clone()
+        .run(app.node.clone(), body.to_vec())
         .await
         .map_err(job_error)?;
     Ok(match chunked {

@@ -26,8 +26,8 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use eddy_kv::index::term::canonical_entry;
-use eddy_kv::{
+use eddy_model::index::term::canonical_entry;
+use eddy_model::{
     MultiDeleteKey, MultiDeleteRequest, MultiGetRequest, MultiPutObject, MultiPutRequest,
 };
 use eddy_object::{Content, Link, Metadata, VersionVector, context};

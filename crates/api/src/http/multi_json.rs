@@ -9,7 +9,8 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use eddy_kv::{DeleteOutcome, GetResponse, PutResponse};
+use eddy_kv::DeleteOutcome;
+use eddy_model::{GetResponse, PutResponse};
 use eddy_object::{Content, RiakObject, context};
 use serde_json::{Map, Value, json};
 

@@ -6,7 +6,7 @@
 
 use std::hash::{BuildHasher, Hasher};
 
-use eddy_kv::BucketRef;
+use eddy_model::BucketRef;
 use eddy_object::Content;
 
 use super::headers::content_headers;

@@ -5,7 +5,8 @@
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use eddy_kv::{DeleteOutcome, DeleteRequest};
+use eddy_kv::DeleteOutcome;
+use eddy_model::DeleteRequest;
 
 use super::conditional;
 use super::error::ApiError;

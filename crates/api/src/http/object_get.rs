@@ -6,7 +6,7 @@
 use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use eddy_kv::{GetRequest, GetResponse};
+use eddy_model::{GetRequest, GetResponse};
 
 use super::conditional::{self, Current, Verdict};
 use super::error::ApiError;

@@ -9,7 +9,7 @@
 use axum::extract::Request;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use eddy_kv::{PutRequest, PutResponse};
+use eddy_model::{PutRequest, PutResponse};
 
 use super::conditional;
 use super::error::ApiError;

@@ -3,7 +3,7 @@
 //! `notfound_ok`, `returnbody`, `timeout`, `vtag`, `deletedvclock`) into the
 //! request model's options, with Riak's messages for bad values.
 
-use eddy_kv::{DeleteOptions, GetOptions, PutOptions, Quorum};
+use eddy_model::{DeleteOptions, GetOptions, PutOptions, Quorum};
 
 use super::error::ApiError;
 

@@ -8,9 +8,9 @@
 use axum::extract::Request;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
-use eddy_kv::props::{PropsError, PropsPatch};
-use eddy_kv::types::RegistryError;
-use eddy_kv::{BucketRef, KvError};
+use eddy_model::props::{PropsError, PropsPatch};
+use eddy_model::types::RegistryError;
+use eddy_model::{BucketRef, KvError};
 use serde_json::{Map, Value};
 
 use super::error::ApiError;

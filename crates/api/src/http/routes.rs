@@ -48,8 +48,8 @@ use std::sync::Arc;
 use axum::extract::Request;
 use axum::http::Method;
 use axum::response::Response;
-use eddy_kv::BucketRef;
-use eddy_kv::types::DEFAULT_TYPE;
+use eddy_model::BucketRef;
+use eddy_model::types::DEFAULT_TYPE;
 
 use super::admin::{self, AdminRoute};
 use super::cluster::{self, ClusterRoute};

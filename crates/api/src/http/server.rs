@@ -12,6 +12,8 @@ use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use bytes::{Bytes, BytesMut};
 use eddy_kv::Node;
+use eddy_query::Jobs;
+use eddy_query::js::JsLimits;
 use tokio_stream::StreamExt;
 
 use super::error::ApiError;
@@ -47,6 +49,9 @@ pub struct HttpConfig {
     /// The node's handoff manager, for the transfers running now
     /// (`transfers`' `active` and `inbound`).
     pub handoffs: Option<Arc<eddy_kv::handoff::Handoffs>>,
+    /// The node's MapReduce (its JavaScript pool and limits), shared with
+    /// the PB front end and the node's vnodes.
+    pub jobs: Arc<Jobs>,
 }
 
 impl Default for HttpConfig {
@@ -61,6 +66,7 @@ impl Default for HttpConfig {
             budget: None,
             membership: None,
             handoffs: None,
+            jobs: Jobs::new(Some(JsLimits::default())),
         }
     }
 }

@@ -15,8 +15,9 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use axum::response::Response;
+use eddy_kv::Node;
 use eddy_kv::node::NodeCounters;
-use eddy_kv::{GetResponse, KvError, Node, PutResponse};
+use eddy_model::{GetResponse, KvError, PutResponse};
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};

@@ -6,8 +6,8 @@
 use axum::extract::Request;
 use axum::http::Method;
 use axum::response::Response;
-use eddy_kv::KvError;
-use eddy_kv::types::{DEFAULT_TYPE, TypeStatus};
+use eddy_model::KvError;
+use eddy_model::types::{DEFAULT_TYPE, TypeStatus};
 use serde_json::{Value, json};
 
 use super::error::ApiError;
@@ -38,7 +38,7 @@ pub async fn handle(app: &App, name: &str, req: Request) -> Result<Response, Api
             let patch = parse_props_body(&parts.headers, &body, "bucket type")?;
             app.node
                 .check_patch(&patch)
-                .map_err(|p| registry_error(eddy_kv::types::RegistryError::Props(p)))?;
+                .map_err(|p| registry_error(eddy_model::types::RegistryError::Props(p)))?;
             app.node
                 .registry()
                 .update_type(name, &patch)

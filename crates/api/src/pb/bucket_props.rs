@@ -9,8 +9,9 @@ use eddy_wire::codes;
 use eddy_wire::proto::{RpbGetBucketReq, RpbGetBucketResp, RpbResetBucketReq, RpbSetBucketReq};
 use std::sync::Arc;
 
-use eddy_kv::types::RegistryError;
-use eddy_kv::{KvError, Node};
+use eddy_kv::Node;
+use eddy_model::KvError;
+use eddy_model::types::RegistryError;
 use prost::Message;
 
 use super::error::PbError;

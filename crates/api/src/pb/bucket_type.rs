@@ -36,7 +36,7 @@ pub(crate) async fn set(session: &Session, out: &mut Outbox, body: &[u8]) -> Res
     let patch = to_patch(req.props)?;
     blocking(&session.node, move |node| {
         node.check_patch(&patch)
-            .map_err(eddy_kv::types::RegistryError::Props)?;
+            .map_err(eddy_model::types::RegistryError::Props)?;
         node.registry().update_type(&name, &patch)
     })
     .await?;

@@ -6,7 +6,7 @@
 //! Outgoing `last_mod` is whole seconds and `last_mod_usecs` the remaining
 //! microseconds, as Riak sends them.
 
-use eddy_kv::index::term::canonical_entry;
+use eddy_model::index::term::canonical_entry;
 use eddy_object::{Content, Link, Metadata, RiakObject};
 use eddy_wire::proto::{RpbContent, RpbLink, RpbPair};
 

@@ -11,7 +11,7 @@
 
 use eddy_dt::Op;
 use eddy_kv::coordinator::datatype::{DtFetchRequest, DtUpdateRequest};
-use eddy_kv::{GetOptions, PutOptions};
+use eddy_model::{GetOptions, PutOptions};
 use eddy_wire::codes;
 use eddy_wire::proto::{
     RpbCounterGetReq, RpbCounterGetResp, RpbCounterUpdateReq, RpbCounterUpdateResp,

@@ -13,11 +13,11 @@
 //! the node sees it ([`super::dt_codec`]); bucket refusals use Riak's
 //! texts (note 019 §1).
 
-use eddy_kv::KvError;
 use eddy_kv::coordinator::datatype::{DtBody, DtFetchRequest, DtUpdateRequest};
-use eddy_kv::error::DatatypeBucketError;
-use eddy_kv::types::RegistryError;
-use eddy_kv::{GetOptions, PutOptions};
+use eddy_model::KvError;
+use eddy_model::error::DatatypeBucketError;
+use eddy_model::types::RegistryError;
+use eddy_model::{GetOptions, PutOptions};
 use eddy_wire::codes;
 use eddy_wire::proto::{DtFetchReq, DtFetchResp, DtUpdateReq, DtUpdateResp};
 use prost::Message;

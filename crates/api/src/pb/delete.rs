@@ -1,7 +1,7 @@
 //! `RpbDelReq` (13) → `RpbDelResp` (14, bodiless). Deleting a key that is
 //! not there succeeds, as in Riak.
 
-use eddy_kv::{DeleteOptions, DeleteRequest};
+use eddy_model::{DeleteOptions, DeleteRequest};
 use eddy_wire::codes;
 use eddy_wire::proto::RpbDelReq;
 use prost::Message;

@@ -5,10 +5,10 @@
 //! clients match on texts like `{n_val_violation,3}`, `notfound`,
 //! `match_found` or `modified`; this module keeps those spellings.
 
-use eddy_kv::KvError;
-use eddy_kv::core::put::PutFailure;
-use eddy_kv::quorum::QuorumError;
-use eddy_kv::types::RegistryError;
+use eddy_model::KvError;
+use eddy_model::error::PutFailure;
+use eddy_model::quorum::QuorumError;
+use eddy_model::types::RegistryError;
 use eddy_object::context::ContextError;
 
 use super::read::ReadError;
@@ -31,7 +31,7 @@ pub enum PbError {
     NotUtf8(&'static str),
     /// A secondary-index entry has an unknown field type or a bad term.
     #[error(transparent)]
-    InvalidIndex(#[from] eddy_kv::index::term::TermError),
+    InvalidIndex(#[from] eddy_model::index::term::TermError),
     /// A request's vclock is not a context this node issued.
     #[error("Invalid vclock: {0}")]
     Context(#[from] ContextError),
@@ -146,7 +146,7 @@ impl PbError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use eddy_kv::props::PropsError;
+    use eddy_model::props::PropsError;
 
     #[test]
     fn texts_match_riak() {

@@ -5,7 +5,7 @@
 //! current vclock answers `unchanged` and no content; `head` sends the
 //! metadata without values.
 
-use eddy_kv::{GetOptions, GetRequest, GetResponse};
+use eddy_model::{GetOptions, GetRequest, GetResponse};
 use eddy_object::context;
 use eddy_wire::codes;
 use eddy_wire::proto::{RpbGetReq, RpbGetResp};

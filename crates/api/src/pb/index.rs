@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use eddy_kv::KvError;
-use eddy_kv::index::{IndexPage, IndexRequest};
+use eddy_model::KvError;
+use eddy_model::index::{IndexPage, IndexRequest};
 use eddy_wire::codes;
 use eddy_wire::proto::{RpbIndexReq, RpbIndexResp, RpbPair};
 use prost::Message;

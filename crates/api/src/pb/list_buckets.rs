@@ -5,7 +5,7 @@ use eddy_wire::codes;
 use eddy_wire::proto::{RpbListBucketsReq, RpbListBucketsResp};
 use std::time::Duration;
 
-use eddy_kv::KvError;
+use eddy_model::KvError;
 use prost::Message;
 
 use super::error::PbError;

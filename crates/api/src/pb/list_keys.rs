@@ -9,7 +9,7 @@ use eddy_wire::codes;
 use eddy_wire::proto::{RpbListKeysReq, RpbListKeysResp};
 use std::time::Duration;
 
-use eddy_kv::KvError;
+use eddy_model::KvError;
 use prost::Message;
 use tokio::sync::mpsc;
 use tokio::time::Instant;

@@ -30,7 +30,10 @@ pub(crate) async fn handle(
             "Unsupported content type {shown:?}: jobs are application/json"
         )));
     }
-    let output = crate::mapred::run(session.node.clone(), req.request)
+    let output = session
+        .jobs
+        .clone()
+        .run(session.node.clone(), req.request)
         .await
         .map_err(|e| PbError::MapRed(error_text(&e)))?;
     for (phase, values) in output.phases {

@@ -11,9 +11,10 @@
 //! bucket or type, more items than allowed, quorums the bucket refuses —
 //! is answered with `RpbErrorResp`, in the single operations' words.
 
-use eddy_kv::{
-    DeleteOptions, DeleteOutcome, GetOptions, GetResponse, MultiDeleteKey, MultiDeleteRequest,
-    MultiGetRequest, MultiPutObject, MultiPutRequest, PutOptions, PutResponse,
+use eddy_kv::DeleteOutcome;
+use eddy_model::{
+    DeleteOptions, GetOptions, GetResponse, MultiDeleteKey, MultiDeleteRequest, MultiGetRequest,
+    MultiPutObject, MultiPutRequest, PutOptions, PutResponse,
 };
 use eddy_object::context as causal;
 use eddy_wire::codes;

@@ -6,9 +6,9 @@
 //! interpreting (`search_index`, `repl`, `hll_precision`, …) round-trip.
 //! Quorum fields use Riak's special `uint32` values.
 
-use eddy_kv::Quorum;
-use eddy_kv::props::{PropsError, PropsPatch};
-use eddy_kv::types::RegistryError;
+use eddy_model::Quorum;
+use eddy_model::props::{PropsError, PropsPatch};
+use eddy_model::types::RegistryError;
 use eddy_wire::proto::rpb_bucket_props::{RpbReplMode, SyncOnWrite};
 use eddy_wire::proto::{RpbBucketProps, RpbCommitHook, RpbModFun};
 use serde_json::{Map, Value, json};
@@ -284,7 +284,7 @@ fn sync_from_json(v: &Value) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use eddy_kv::props::BucketProps;
+    use eddy_model::props::BucketProps;
     use eddy_wire::quorum as special;
 
     #[test]

@@ -11,9 +11,8 @@ use eddy_wire::codes;
 use eddy_wire::proto::{RpbPutReq, RpbPutResp};
 use std::sync::Arc;
 
-use eddy_kv::{
-    BucketRef, GetOptions, GetRequest, GetResponse, KvError, Node, PutOptions, PutRequest,
-};
+use eddy_kv::Node;
+use eddy_model::{BucketRef, GetOptions, GetRequest, GetResponse, KvError, PutOptions, PutRequest};
 use eddy_object::context;
 use prost::Message;
 

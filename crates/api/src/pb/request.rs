@@ -1,7 +1,7 @@
 //! Field translations shared by the operations: bucket and type names,
 //! quorum values, causal contexts.
 
-use eddy_kv::{BucketRef, Quorum};
+use eddy_model::{BucketRef, Quorum};
 use eddy_object::VersionVector;
 use eddy_object::context;
 use eddy_wire::Quorum as WireQuorum;
@@ -23,7 +23,7 @@ pub fn bucket_ref(bucket_type: Option<Vec<u8>>, bucket: Vec<u8>) -> Result<Bucke
 /// A bucket type name; a missing one is `default`.
 pub fn type_name(bucket_type: Option<Vec<u8>>) -> Result<String, PbError> {
     match bucket_type {
-        None => Ok(eddy_kv::types::DEFAULT_TYPE.to_string()),
+        None => Ok(eddy_model::types::DEFAULT_TYPE.to_string()),
         Some(t) if t.is_empty() => Err(PbError::ZeroLength("Type")),
         Some(t) => String::from_utf8(t).map_err(|_| PbError::NotUtf8("Type")),
     }

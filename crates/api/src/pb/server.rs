@@ -17,6 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eddy_kv::Node;
+use eddy_query::Jobs;
+use eddy_query::js::JsLimits;
 use prost::Message;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -53,6 +55,9 @@ pub struct PbConfig {
     /// The node-wide budget of request bytes being received; `None`
     /// bounds each frame only by `frame_bytes_max`.
     pub budget: Option<Arc<RequestBudget>>,
+    /// The node's MapReduce (its JavaScript pool and limits), shared with
+    /// the HTTP front end and the node's vnodes.
+    pub jobs: Arc<Jobs>,
 }
 
 impl Default for PbConfig {
@@ -64,6 +69,7 @@ impl Default for PbConfig {
             request_timeout: Some(Duration::from_secs(60)),
             table: None,
             budget: None,
+            jobs: Jobs::new(Some(JsLimits::default())),
         }
     }
 }
@@ -128,6 +134,8 @@ fn error_frame(e: &PbError, out: &mut Vec<u8>) {
 /// What one connection's requests share.
 pub(crate) struct Session {
     pub node: Arc<Node>,
+    /// The node's MapReduce.
+    pub jobs: Arc<Jobs>,
     /// The client id set by `RpbSetClientIdReq` (Riak echoes it back).
     pub client_id: Vec<u8>,
 }
@@ -186,6 +194,7 @@ impl Connection {
         };
         let mut session = Session {
             node: self.node.clone(),
+            jobs: self.config.jobs.clone(),
             client_id: vec![0; 4],
         };
         while let Some(frame) = self.next_frame(&mut reader, &slot).await {

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use eddy_api::http::{HttpConfig, serve};
-use eddy_kv::props::BucketProps;
 use eddy_kv::repair::Partition;
-use eddy_kv::types::BucketRegistry;
 use eddy_kv::{Node, NodeConfig};
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
 use eddy_object::Actor;
 use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
@@ -89,6 +89,11 @@ pub async fn start_on(
     http: HttpConfig,
     open: impl Fn(Partition) -> Arc<dyn Backend>,
 ) -> Server {
+    // The vnodes run map phases with the front end's MapReduce, as a node does.
+    let config = NodeConfig {
+        map_runner: Some(http.jobs.clone()),
+        ..config
+    };
     let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
     let empty = serde_json::Map::new();
     registry.create_type("maps", &empty).unwrap();
@@ -98,7 +103,6 @@ pub async fn start_on(
         (open(p), Actor(1000 + u64::from(p.0)))
     })
     .unwrap();
-    node.set_map_runner(eddy_api::mapred::vnode_runner());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eddy_api::pb::{PbConfig, serve};
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
 use eddy_kv::{Node, NodeConfig};
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
 use eddy_object::Actor;
 use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
@@ -32,6 +32,9 @@ pub fn node() -> Arc<Node> {
     let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
     let config = NodeConfig {
         ring_size: 8,
+        map_runner: Some(eddy_query::Jobs::new(Some(
+            eddy_query::js::JsLimits::default(),
+        ))),
         ..NodeConfig::default()
     };
     let node = Node::start(config, registry, |p| {
@@ -39,7 +42,6 @@ pub fn node() -> Arc<Node> {
         (backend, Actor(1000 + u64::from(p.0)))
     })
     .expect("node starts");
-    node.set_map_runner(eddy_api::mapred::vnode_runner());
     node
 }
 

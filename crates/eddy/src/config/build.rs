@@ -7,14 +7,15 @@
 use std::time::Duration;
 
 use eddy_bitcask::{BitcaskConfig, MergeWindow};
-use eddy_kv::commitlog::{LogOptions, SyncStrategy};
-use eddy_kv::limits::{Limit, MetaLimits, MultiLimits};
-use eddy_kv::props::BucketProps;
-use eddy_kv::{DeleteMode, Quorum};
+use eddy_kv::DeleteMode;
 use eddy_lsm::LsmConfig;
+use eddy_model::Quorum;
+use eddy_model::limits::{Limit, MetaLimits, MultiLimits};
+use eddy_model::props::BucketProps;
 use eddy_query::js::JsLimits;
 use eddy_ring::NodeName;
 use eddy_storage::memory::MemoryConfig;
+use eddy_vnode::commitlog::{LogOptions, SyncStrategy};
 
 use super::load::{ConfigError, Raw};
 use super::settings::*;
@@ -368,7 +369,7 @@ mod tests {
         assert_eq!(s.storage.backend.name(), "bitcask");
         assert_eq!(s.bucket_defaults.n_val, 3);
         assert!(s.bucket_defaults.notfound_ok && !s.bucket_defaults.allow_mult);
-        assert_eq!(s.bucket_defaults.pw, eddy_kv::Quorum::Count(0));
+        assert_eq!(s.bucket_defaults.pw, eddy_model::Quorum::Count(0));
         assert_eq!(s.commit_log.segment_bytes, 64 << 20);
         assert_eq!(s.storage.memory.max_memory_bytes, None);
         assert_eq!(s.storage.bitcask.expiry_secs, 0);
@@ -382,7 +383,7 @@ mod tests {
             Some(std::time::Duration::from_secs(600))
         );
         assert_eq!(s.objects.meta.usermeta.bytes, 64 << 10);
-        assert_eq!(s.multi, eddy_kv::limits::MultiLimits::default());
+        assert_eq!(s.multi, eddy_model::limits::MultiLimits::default());
     }
 
     #[test]

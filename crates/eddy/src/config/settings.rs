@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use eddy_bitcask::BitcaskConfig;
 use eddy_kv::DeleteMode;
-use eddy_kv::commitlog::LogOptions;
-use eddy_kv::limits::{MetaLimits, MultiLimits};
-use eddy_kv::props::BucketProps;
 use eddy_lsm::LsmConfig;
+use eddy_model::limits::{MetaLimits, MultiLimits};
+use eddy_model::props::BucketProps;
 use eddy_query::js::JsLimits;
 use eddy_ring::NodeName;
 use eddy_storage::memory::MemoryConfig;
+use eddy_vnode::commitlog::LogOptions;
 
 /// Every setting of a node, typed.
 #[derive(Clone, Debug)]

@@ -84,7 +84,7 @@ pub fn check(kind: Kind, text: &str) -> Result<(), String> {
             true => Ok(()),
             false => Err(format!("{text:?} is not one of {}", words.join(", "))),
         },
-        Kind::Quorum => eddy_kv::Quorum::parse(text.trim())
+        Kind::Quorum => eddy_model::Quorum::parse(text.trim())
             .map(drop)
             .map_err(|e| e.to_string()),
         Kind::DurationOr(words) if words.contains(&text.trim()) => Ok(()),

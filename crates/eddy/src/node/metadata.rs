@@ -29,9 +29,9 @@
 use std::sync::Arc;
 
 use eddy_cluster::{BucketMetadata, Membership, Stamp};
-use eddy_kv::metadata::entries::EntryStamp;
-use eddy_kv::metadata::{MetadataChange, SharedBucket, SharedMetadata, SharedType};
-use eddy_kv::types::BucketRegistry;
+use eddy_model::metadata::entries::EntryStamp;
+use eddy_model::metadata::{MetadataChange, SharedBucket, SharedMetadata, SharedType};
+use eddy_model::types::BucketRegistry;
 
 /// Shares `registry` through `membership`, both ways.
 pub fn share(registry: &Arc<BucketRegistry>, membership: &Membership) {

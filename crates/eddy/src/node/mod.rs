@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use eddy_kv::types::BucketRegistry;
+use eddy_model::types::BucketRegistry;
 use std::collections::BTreeMap;
 
 use eddy_kv::{Node, NodeConfig, VnodeParts};
@@ -41,7 +41,7 @@ pub enum StartError {
     #[error(transparent)]
     DataDir(#[from] datadir::DataDirError),
     #[error("bucket metadata: {0}")]
-    Registry(#[from] eddy_kv::types::RegistryError),
+    Registry(#[from] eddy_model::types::RegistryError),
     #[error("storage: {0}")]
     Storage(#[from] eddy_storage::StorageError),
     #[error("node: {0}")]
@@ -87,12 +87,14 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     }
     let state = cluster::load_state(settings, &root)?;
     let watch = eddy_kv::handoff::Watch::new();
+    let jobs = eddy_query::Jobs::new(settings.javascript);
     let (node, storage) = open_node(
         settings,
         &datadir,
         Arc::new(registry),
         state.ring().clone(),
         &watch,
+        jobs.clone(),
     )?;
     let damaged = node.damaged_partitions();
     if settings.node.partition_repair == PartitionRepair::Auto && !damaged.is_empty() {
@@ -111,15 +113,15 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     )?;
     let partitions = cluster::Partitions { storage, watch };
     let cluster = cluster::start(settings, &root, &node, state, partitions).await?;
-    eddy_api::mapred::configure(settings.javascript);
-    node.set_map_runner(eddy_api::mapred::vnode_runner());
     let budget = eddy_api::net::RequestBudget::new(
         settings.request_budget.bytes_max,
         settings.request_budget.wait,
     );
     let mut pb_config = pb_config(&settings.protobuf);
     pb_config.budget = Some(budget.clone());
+    pb_config.jobs = jobs.clone();
     let mut http_config = http_config(&settings.http, settings.storage.backend);
+    http_config.jobs = jobs;
     http_config.pb_table = pb_config.table.clone();
     http_config.budget = Some(budget);
     http_config.membership = Some(cluster.membership.clone());
@@ -178,6 +180,7 @@ fn open_node(
     registry: Arc<BucketRegistry>,
     ring: Ring,
     watch: &Arc<eddy_kv::handoff::Watch>,
+    jobs: Arc<eddy_query::Jobs>,
 ) -> Result<(Arc<Node>, Arc<Storage>), StartError> {
     let storage = Arc::new(Storage::new(
         &settings.storage,
@@ -191,9 +194,8 @@ fn open_node(
     let mut opened = BTreeMap::new();
     for p in &partitions {
         let backend = storage.open(*p)?;
-        let marker = eddy_kv::repair::marker::path(&storage.partitions_dir(), *p);
-        let lost =
-            eddy_kv::repair::marker::newly_damaged(Some(&marker), &backend.recovery_report());
+        let marker = eddy_vnode::marker::path(&storage.partitions_dir(), *p);
+        let lost = eddy_vnode::marker::newly_damaged(Some(&marker), &backend.recovery_report());
         let actor = actors.actor(&storage.partition_dir(*p), *p, lost)?;
         let incarnation = vnodes::incarnation(&storage, *p);
         let backend = watch.wrap(*p, backend);
@@ -207,7 +209,10 @@ fn open_node(
         );
     }
     actors.finish();
-    let config = node_config(settings, datadir.root());
+    let config = NodeConfig {
+        map_runner: Some(jobs),
+        ..node_config(settings, datadir.root())
+    };
     let node = Node::start_with(config, registry, ring, &partitions, |p| {
         opened
             .remove(&p)
@@ -225,7 +230,7 @@ fn open_node(
 /// without error: `Node::shutdown` deletes the log's segments only then,
 /// so a log directory left without segments is the proof.
 fn closed_cleanly(root: &Path) -> bool {
-    eddy_kv::commitlog::segment::list(&root.join("commit_log")).is_ok_and(|s| s.is_empty())
+    eddy_vnode::commitlog::segment::list(&root.join("commit_log")).is_ok_and(|s| s.is_empty())
 }
 
 fn bind(setting: &'static str, addr: SocketAddr, backlog: u32) -> Result<TcpListener, StartError> {
@@ -293,6 +298,6 @@ fn pb_config(s: &PbSettings) -> eddy_api::pb::PbConfig {
         read_timeout: s.idle_timeout,
         request_timeout: s.request_timeout,
         table: Some(eddy_api::net::ConnectionTable::new(s.connections_max)),
-        budget: None,
+        ..Default::default()
     }
 }

@@ -10,8 +10,8 @@ use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use eddy_storage::multi::MultiBackend;
 use eddy_storage::{Backend, StorageError};
 
-use eddy_kv::BucketRef;
-use eddy_kv::types::BucketRegistry;
+use eddy_model::BucketRef;
+use eddy_model::types::BucketRegistry;
 
 use crate::config::settings::{StorageBackend, StorageSettings};
 
@@ -94,7 +94,7 @@ impl Storage {
         let registry = self.registry.clone();
         let chooser = Arc::new(move |storage_bucket: &[u8]| {
             // A value's segments live with the value.
-            let owner = eddy_kv::request::segments_owner(storage_bucket);
+            let owner = eddy_model::request::segments_owner(storage_bucket);
             let b = BucketRef::from_storage_bucket(owner.as_deref().unwrap_or(storage_bucket))?;
             let props = registry
                 .bucket_props_shared(&b.bucket_type, &b.bucket)

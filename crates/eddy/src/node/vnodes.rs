@@ -17,9 +17,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use eddy_kv::commitlog::FIRST_INCARNATION;
 use eddy_kv::{Node, VnodeFactory, VnodeParts};
 use eddy_ring::{NodeName, Partition, Ring};
+use eddy_vnode::commitlog::FIRST_INCARNATION;
 
 use super::datadir::{self, DataDirError};
 use super::storage::Storage;

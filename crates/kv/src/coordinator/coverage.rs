@@ -19,10 +19,10 @@ use eddy_ring::{CoverageError, CoverageVnode, NodeName, Partition};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, timeout_at};
 
-use crate::error::KvError;
 use crate::node::Node;
-use crate::vnode::msg::{FoldKind, FoldRequest, VnodeId, VnodeReply, VnodeRequest};
-use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
+use eddy_model::error::KvError;
+use eddy_vnode::msg::{FoldKind, FoldRequest, VnodeId, VnodeReply, VnodeRequest};
+use eddy_vnode::reply::{LocalHint, Reply, ReplyTo};
 
 /// How long a coverage fold may take in all.
 const FOLD_TIMEOUT: Duration = Duration::from_secs(600);
@@ -133,7 +133,7 @@ impl Node {
                 ring_size,
                 ranges: v.filter,
             };
-            let items = crate::vnode::fold::collect(&**handle.backend(), &req, runner.as_deref())?;
+            let items = eddy_vnode::fold::collect(&**handle.backend(), &req, runner.as_deref())?;
             match Instant::now() >= deadline {
                 true => Err(KvError::Timeout),
                 false => Ok(items),

@@ -2,7 +2,7 @@
 //! `DtFetchReq`/`DtUpdateReq` and the legacy counters; design note 020).
 //!
 //! An update is a put whose coordinating vnode applies the operation to
-//! the merged state it holds ([`crate::vnode::msg::DtUpdate`]); the
+//! the merged state it holds ([`eddy_vnode::msg::DtUpdate`]); the
 //! resulting object goes to the other replicas like any put's. A fetch is
 //! a get whose siblings' states are merged by the type.
 //!
@@ -17,13 +17,13 @@ use eddy_dt::{DataType, DtError, MAP_DEPTH_MAX, Op, State, decode_context, encod
 use eddy_object::{Content, codec};
 
 use super::put::generate_key;
-use crate::datatype::{binding, state_of};
-use crate::error::{DatatypeBucketError, KvError};
 use crate::node::{Node, NodeCounters};
-use crate::props::BucketProps;
-use crate::request::{BucketRef, GetOptions, GetRequest, GetResponse, PutOptions};
-use crate::types::DEFAULT_TYPE;
-use crate::vnode::msg::DtUpdate;
+use eddy_model::error::{DatatypeBucketError, KvError};
+use eddy_model::props::BucketProps;
+use eddy_model::request::{BucketRef, GetOptions, GetRequest, GetResponse, PutOptions};
+use eddy_model::types::DEFAULT_TYPE;
+use eddy_vnode::datatype::{binding, state_of};
+use eddy_vnode::msg::DtUpdate;
 
 /// Apply one data type operation.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,9 +6,11 @@ use std::sync::Arc;
 use eddy_object::Content;
 
 use super::storage_key;
-use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
-use crate::request::{DeleteRequest, GetOptions, GetRequest, GetResponse, PutOptions, PutRequest};
+use eddy_model::error::KvError;
+use eddy_model::request::{
+    DeleteRequest, GetOptions, GetRequest, GetResponse, PutOptions, PutRequest,
+};
 
 /// What a delete found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -23,10 +23,10 @@ use std::time::{Duration, Instant};
 
 use eddy_storage::{FoldControl, FoldOptions};
 
-use crate::error::KvError;
 use crate::node::Node;
-use crate::request::BucketRef;
-use crate::vnode::VnodeHandle;
+use eddy_model::error::KvError;
+use eddy_model::request::BucketRef;
+use eddy_vnode::VnodeHandle;
 
 /// What a drop did on this node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,7 +148,7 @@ fn sweep_vnode(vnode: &VnodeHandle, bucket: &BucketRef, generation: u64) -> Resu
     for earlier in 0..generation {
         let objects = bucket.storage_bucket_at(earlier);
         // Big data type values' segments go after their roots.
-        let segments = crate::request::segments_bucket(&objects);
+        let segments = eddy_model::request::segments_bucket(&objects);
         for name in [objects, segments] {
             let mut any = false;
             backend.fold_keys(&FoldOptions::bucket(&name), &mut |_, _| {

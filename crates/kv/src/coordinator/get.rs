@@ -7,7 +7,7 @@
 //! [`GetCore`]. A get that has its answer before every replica replied
 //! leaves a task to collect the rest until the deadline and then repair.
 //!
-//! [`Vnode::read`]: crate::vnode::Vnode::read
+//! [`Vnode::read`]: eddy_vnode::Vnode::read
 
 use std::sync::Arc;
 
@@ -19,16 +19,16 @@ use tokio::time::{Instant, timeout_at};
 
 use super::{PreflistEntry, quorum, storage_key};
 use crate::core::get::{GetCore, GetOutcome, GetReply};
-use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
 use crate::repair::around::{self, ReplicaRead, Verdict};
-use crate::request::{GetRequest, GetResponse};
-use crate::vnode::VnodeHandle;
-use crate::vnode::msg::{
+use eddy_model::error::KvError;
+use eddy_model::request::{GetRequest, GetResponse};
+use eddy_vnode::VnodeHandle;
+use eddy_vnode::msg::{
     PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
 };
-use crate::vnode::once::one_version;
-use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
+use eddy_vnode::once::one_version;
+use eddy_vnode::reply::{LocalHint, Reply, ReplyTo};
 
 impl Node {
     /// Reads an object with the request's (or the bucket's) quorums.
@@ -119,7 +119,7 @@ impl Node {
         all_marked
     }
 
-    pub(crate) fn write_policy(&self, props: &crate::props::BucketProps) -> WritePolicy {
+    pub(crate) fn write_policy(&self, props: &eddy_model::props::BucketProps) -> WritePolicy {
         WritePolicy {
             allow_mult: props.allow_mult,
             last_write_wins: props.last_write_wins,

@@ -1,5 +1,5 @@
 //! 2i queries (Riak's index FSM): a coverage plan, each planned vnode's
-//! scan ([`crate::vnode::index_fold`]), the entries merged in (term, key)
+//! scan ([`eddy_vnode::index_fold`]), the entries merged in (term, key)
 //! order, and the page cut at `max_results` with its continuation.
 //!
 //! Every key range is answered by one vnode of the plan, so no entry comes
@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::KvError;
-use crate::index::query::{ScanField, UNPAGED_RESULTS_MAX};
-use crate::index::{IndexPage, IndexRequest};
 use crate::node::Node;
-use crate::request::BucketRef;
-use crate::vnode::index_fold::decode_entry;
-use crate::vnode::msg::FoldKind;
+use eddy_model::error::KvError;
+use eddy_model::index::query::{ScanField, UNPAGED_RESULTS_MAX};
+use eddy_model::index::{IndexPage, IndexRequest};
+use eddy_model::request::BucketRef;
+use eddy_vnode::index_fold::decode_entry;
+use eddy_vnode::msg::FoldKind;
 
 /// How long a query may take when it names no timeout.
 pub const INDEX_TIMEOUT_DEFAULT: Duration = Duration::from_secs(60);

@@ -1,7 +1,7 @@
 //! Filtered key listing (the keys a MapReduce job over a bucket with key
 //! filters starts from): a coverage plan, each planned vnode running the
 //! filter on the keys of its ranges as it folds them
-//! ([`crate::vnode::fold`]), the keys merged.
+//! ([`eddy_vnode::fold`]), the keys merged.
 //!
 //! Every key range is answered by one vnode of the plan, so no key comes
 //! twice; the keys are still sorted and deduplicated, so the answer does
@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::KvError;
-use crate::keyfilter::KeyFilter;
 use crate::node::Node;
-use crate::request::BucketRef;
-use crate::vnode::msg::FoldKind;
+use eddy_model::error::KvError;
+use eddy_model::keyfilter::KeyFilter;
+use eddy_model::request::BucketRef;
+use eddy_vnode::msg::FoldKind;
 
 /// Most keys a filtered listing answers with; a filter matching more is
 /// refused (the listing is held in memory).

@@ -10,10 +10,10 @@ use std::collections::BTreeSet;
 use eddy_storage::{FoldControl, FoldOptions};
 use tokio::sync::mpsc::Sender;
 
-use crate::error::KvError;
 use crate::node::Node;
-use crate::request::BucketRef;
-use crate::vnode::msg::FoldKind;
+use eddy_model::error::KvError;
+use eddy_model::request::BucketRef;
+use eddy_vnode::msg::FoldKind;
 
 /// Keys sent to the listener at a time.
 pub const KEY_CHUNK_LEN: usize = 1000;
@@ -46,7 +46,7 @@ impl Node {
                     false => ring.partition_of(hash),
                     true => self.first_unmarked(&ring, hash, n_val),
                 };
-                let live = crate::vnode::segments::is_live_record(value);
+                let live = eddy_vnode::segments::is_live_record(value);
                 if lister == handle.partition && live {
                     chunk.push(key.to_vec());
                 }

@@ -2,7 +2,7 @@
 //! planned vnode folding the live objects of its ranges of the bucket
 //! (those a key filter matches, if any), or the objects of a 2i query's
 //! entries in its ranges, through its node's map runner
-//! ([`crate::vnode::map_fold`]); the outputs collected.
+//! ([`eddy_vnode::map_fold`]); the outputs collected.
 //!
 //! Every key range is answered by one vnode of the plan, so each live key
 //! (or each entry) is mapped once. Runs on a blocking thread.
@@ -13,13 +13,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use crate::error::KvError;
-use crate::index::IndexRequest;
-use crate::keyfilter::KeyFilter;
-use crate::mapphase::MAP_PHASE_BYTES_MAX;
 use crate::node::Node;
-use crate::request::BucketRef;
-use crate::vnode::msg::{FoldKind, IndexMapFold, MapFold};
+use eddy_model::error::KvError;
+use eddy_model::index::IndexRequest;
+use eddy_model::keyfilter::KeyFilter;
+use eddy_model::request::BucketRef;
+use eddy_vnode::mapphase::MAP_PHASE_BYTES_MAX;
+use eddy_vnode::msg::{FoldKind, IndexMapFold, MapFold};
 
 impl Node {
     /// Runs `phase` (JSON text for the nodes' map runners) over the live

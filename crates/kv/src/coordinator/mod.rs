@@ -25,13 +25,13 @@ use std::time::Duration;
 use eddy_object::Content;
 use tokio::time::Instant;
 
-use crate::error::KvError;
-use crate::metadata::entries::PropsEntries;
 use crate::node::Node;
-use crate::props::BucketProps;
-use crate::quorum::Quorum;
-use crate::request::BucketRef;
-use crate::vnode::msg::StorageKey;
+use eddy_model::error::KvError;
+use eddy_model::metadata::entries::PropsEntries;
+use eddy_model::props::BucketProps;
+use eddy_model::quorum::Quorum;
+use eddy_model::request::BucketRef;
+use eddy_vnode::msg::StorageKey;
 
 impl Node {
     pub(crate) fn deadline(&self, timeout_ms: Option<u64>) -> Instant {
@@ -62,7 +62,7 @@ impl Node {
             return Err(KvError::Empty("bucket"));
         }
         // Room for a generation: a dropped bucket's name grows by one.
-        let size = bucket.storage_bucket().len() + crate::request::GENERATION_BYTES;
+        let size = bucket.storage_bucket().len() + eddy_model::request::GENERATION_BYTES;
         let max = eddy_storage::limits::BUCKET_BYTES_MAX;
         if size > max {
             return Err(KvError::TooLarge {

@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use eddy_ring::{Annotation, NodeName, Partition, Ring};
 
 use crate::node::{Liveness, Node};
-use crate::vnode::msg::VnodeId;
+use eddy_vnode::msg::VnodeId;
 
 /// The largest n_val whose preflists are cached.
 const CACHED_N_MAX: u32 = 8;

@@ -25,18 +25,19 @@ use tokio::time::{Instant, timeout_at};
 
 use super::put_delta::Behind;
 use super::{PreflistEntry, quorum, storage_key};
-use crate::core::put::{NodeIndex, PutCore, PutFailure, PutReply};
-use crate::error::KvError;
-use crate::metadata::entries::PropsEntries;
+use crate::core::put::{NodeIndex, PutCore, PutReply};
 use crate::node::{Node, NodeCounters};
-use crate::props::BucketProps;
-use crate::props::SyncOnWrite;
-use crate::request::{BucketRef, PutOptions, PutRequest, PutResponse};
-use crate::vnode::msg::{
+use eddy_model::error::KvError;
+use eddy_model::error::PutFailure;
+use eddy_model::metadata::entries::PropsEntries;
+use eddy_model::props::BucketProps;
+use eddy_model::props::SyncOnWrite;
+use eddy_model::request::{BucketRef, PutOptions, PutRequest, PutResponse};
+use eddy_vnode::msg::{
     Conditions, Coordinate, DtDelta, PutKind, PutRequest as VnodePut, StorageKey, SyncLevel,
     VnodeId, VnodeReply, VnodeRequest, WritePolicy,
 };
-use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
+use eddy_vnode::reply::{LocalHint, Reply, ReplyTo};
 
 /// How many times a put starts again under the newer bucket props a
 /// replica refused it with, before it fails with that refusal.
@@ -629,7 +630,7 @@ pub(super) fn refuse_plain_put(bucket: &BucketRef, props: &BucketProps) -> Resul
     else {
         return Ok(());
     };
-    Err(crate::error::DatatypeBucketError::PlainPut {
+    Err(eddy_model::error::DatatypeBucketError::PlainPut {
         bucket_type: bucket.bucket_type.clone(),
         datatype: datatype.name(),
     }

@@ -17,10 +17,10 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, timeout_at};
 
 use super::put::{PutFsm, Written};
-use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
-use crate::vnode::msg::{PutKind, StorageKey, VnodeId, VnodeReply, VnodeRequest};
-use crate::vnode::reply::{LocalHint, Reply, ReplyTo};
+use eddy_model::error::KvError;
+use eddy_vnode::msg::{PutKind, StorageKey, VnodeId, VnodeReply, VnodeRequest};
+use eddy_vnode::reply::{LocalHint, Reply, ReplyTo};
 
 /// The replicas that answered `Behind`, and those sent the whole object.
 #[derive(Default)]

@@ -26,8 +26,8 @@ use tokio::time::{Instant, sleep_until, timeout_at};
 
 use super::PreflistEntry;
 use crate::node::{DeleteMode, Node, NodeCounters};
-use crate::vnode::msg::{StorageKey, VnodeReply, VnodeRequest};
-use crate::vnode::reply::{LocalHint, ReplyTo};
+use eddy_vnode::msg::{StorageKey, VnodeReply, VnodeRequest};
+use eddy_vnode::reply::{LocalHint, ReplyTo};
 
 /// Most reap jobs waiting at once.
 pub const REAP_QUEUE_MAX: usize = 65_536;

@@ -5,6 +5,8 @@
 //! `{node_confirms_val_unsatisfied, Needed, Got}` when it cannot be met).
 //! Fallbacks on one node, or every vnode of a one-node cluster, count once.
 
+use eddy_model::error::PutFailure;
+
 /// Which physical node a reply came from: any number the coordinator gives
 /// each node of the preflist (its place in the member list, say); only
 /// equality matters.
@@ -22,19 +24,6 @@ pub enum PutReply {
     },
     /// The vnode could not apply it.
     Failed { primary: bool },
-}
-
-/// Why a put did not reach its quorums.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PutFailure {
-    /// Fewer than `w` vnodes applied the write.
-    W { needed: u32, got: u32 },
-    /// Fewer than `dw` vnodes made it durable.
-    Dw { needed: u32, got: u32 },
-    /// Fewer than `pw` primaries applied it.
-    Pw { needed: u32, got: u32 },
-    /// Fewer than `node_confirms` distinct nodes applied it.
-    NodeConfirms { needed: u32, got: u32 },
 }
 
 /// The state of one coordinated put.

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use eddy_ring::Partition;
 
 use super::Handoffs;
-use crate::commitlog::CommitLog;
 use crate::node::Node;
-use crate::vnode::VnodeHandle;
+use eddy_vnode::VnodeHandle;
+use eddy_vnode::commitlog::CommitLog;
 
 /// Drops `vnode`, partition `p`'s on `node`. Blocking.
 pub(crate) fn drop_vnode(

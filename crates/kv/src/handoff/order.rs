@@ -16,8 +16,8 @@ use bytes::Bytes;
 use eddy_storage::{Backend, FoldControl, FoldOptions, StorageError};
 
 use super::wire::{Item, Position};
-use crate::request::segments_owner;
-use crate::vnode::msg::StorageKey;
+use eddy_model::request::segments_owner;
+use eddy_vnode::msg::StorageKey;
 
 /// Keeps the `max` smallest keys offered after a position.
 ///

@@ -19,10 +19,10 @@ use tokio::task::JoinHandle;
 use super::HandoffConfig;
 use super::order::{BatchBuilder, keys_after};
 use super::wire::{Digest, Item, Position};
-use crate::KvError;
-use crate::request::segments_owner;
-use crate::vnode::msg::StorageKey;
-use crate::vnode::segments;
+use eddy_model::KvError;
+use eddy_model::request::segments_owner;
+use eddy_vnode::msg::StorageKey;
+use eddy_vnode::segments;
 
 /// A batch read for sending.
 #[derive(Debug)]

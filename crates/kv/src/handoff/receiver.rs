@@ -26,9 +26,9 @@ use super::checkpoint::Checkpoint;
 use super::limit::{Slot, TransferLimit};
 use super::wire::{Digest, Item, Kind, Position, Progress, Reply, Request, TransferKey};
 use crate::node::Node;
-use crate::request::BucketRef;
-use crate::vnode::msg::{StorageKey, WritePolicy};
-use crate::vnode::{Vnode, VnodeHandle};
+use eddy_model::request::BucketRef;
+use eddy_vnode::msg::{StorageKey, WritePolicy};
+use eddy_vnode::{Vnode, VnodeHandle};
 
 /// How long a vnode that an ownership transfer finished into counts as
 /// the partition's next home, whatever this node's ring says: a ring
@@ -396,7 +396,7 @@ fn merge(node: &Node, vnode: &Vnode, items: &[Item]) -> Result<(), String> {
         };
         match vnode.merge_handed(&key, item.encoded.clone(), policy) {
             Ok(()) => {}
-            Err(crate::KvError::Corrupt(e)) => {
+            Err(eddy_model::KvError::Corrupt(e)) => {
                 tracing::warn!(
                     partition = vnode.partition.0,
                     "handed-off object skipped: {e}"

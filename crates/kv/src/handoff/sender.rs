@@ -28,8 +28,8 @@ use super::reader::{self, Prefetch, ReadBatch};
 use super::watch::Watched;
 use super::wire::{Kind, Position, Reply, Request, TransferKey};
 use super::{Completed, Handoffs, finish};
-use crate::vnode::VnodeHandle;
-use crate::vnode::msg::StorageKey;
+use eddy_vnode::VnodeHandle;
+use eddy_vnode::msg::StorageKey;
 
 /// How often a handed ownership transfer sends the writes its vnode took
 /// since the last round (Riak forwards them at once; here they follow

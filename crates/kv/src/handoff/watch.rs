@@ -34,7 +34,7 @@ use eddy_storage::{
 use parking_lot::{Condvar, Mutex};
 
 use crate::node::{VnodeFactory, VnodeParts};
-use crate::vnode::msg::StorageKey;
+use eddy_vnode::msg::StorageKey;
 
 /// Keys recorded per partition before the record gives up and the
 /// transfer folds the whole partition again.

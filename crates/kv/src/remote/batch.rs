@@ -23,9 +23,9 @@ use parking_lot::Mutex;
 
 use super::pending::{Entry, Slot};
 use super::{BATCH_REPLY_BYTES, NetRemote, send_error, too_large, wire};
-use crate::error::KvError;
-use crate::vnode::msg::{BatchItem, VnodeReply};
-use crate::vnode::reply::{Reply, ReplyRoute, ReplyTo};
+use eddy_model::error::KvError;
+use eddy_vnode::msg::{BatchItem, VnodeReply};
+use eddy_vnode::reply::{Reply, ReplyRoute, ReplyTo};
 
 impl NetRemote {
     /// Sends one batch (split in halves while above the frame limit),

@@ -14,9 +14,9 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use parking_lot::Mutex;
 
 use super::Inbound;
-use crate::vnode::msg::{BatchItem, VnodeId, VnodeRequest};
-use crate::vnode::reply::ReplyTo;
 use eddy_net::NodeName;
+use eddy_vnode::msg::{BatchItem, VnodeId, VnodeRequest};
+use eddy_vnode::reply::ReplyTo;
 
 /// A request (or a batch of them) from another node, ready to hand to
 /// local vnodes.
@@ -158,8 +158,8 @@ impl fmt::Debug for WorkerPool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vnode::msg::StorageKey;
     use eddy_ring::{NodeName, Partition};
+    use eddy_vnode::msg::StorageKey;
     use std::sync::mpsc::channel;
 
     fn work(inbound: Inbound) -> Box<Work> {

@@ -11,10 +11,10 @@ use eddy_ring::Partition;
 use super::batch::Collector;
 use super::executor::Job;
 use super::{NetRemote, Work, wire};
-use crate::error::KvError;
 use crate::router::unanswerable;
-use crate::vnode::msg::{VnodeId, VnodeReply, VnodeRequest};
-use crate::vnode::reply::ReplyTo;
+use eddy_model::error::KvError;
+use eddy_vnode::msg::{VnodeId, VnodeReply, VnodeRequest};
+use eddy_vnode::reply::ReplyTo;
 
 impl NetRemote {
     /// Handles one message from the transport: a reply to one of this

@@ -73,11 +73,11 @@ use eddy_ring::Partition;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
-use crate::error::KvError;
 use crate::node::Node;
 use crate::router::{RemoteVnodes, unanswerable};
-use crate::vnode::msg::{BatchItem, PutKind, VnodeId, VnodeReply, VnodeRequest};
-use crate::vnode::reply::{Reply, ReplyRoute, ReplyTo};
+use eddy_model::error::KvError;
+use eddy_vnode::msg::{BatchItem, PutKind, VnodeId, VnodeReply, VnodeRequest};
+use eddy_vnode::reply::{Reply, ReplyRoute, ReplyTo};
 pub use executor::{Executor, Inline, Work, WorkerPool};
 use pending::{Due, Entry, Pending, Slot};
 

@@ -22,9 +22,9 @@ use eddy_ring::{NodeName, Partition};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use crate::error::KvError;
-use crate::vnode::msg::VnodeReply;
-use crate::vnode::reply::ReplyTo;
+use eddy_model::error::KvError;
+use eddy_vnode::msg::VnodeReply;
+use eddy_vnode::reply::ReplyTo;
 
 /// Entries at which the first automatic sweep runs.
 const SWEEP_AT_MIN: usize = 1024;
@@ -329,7 +329,7 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vnode::msg::PutAck;
+    use eddy_vnode::msg::PutAck;
     use tokio::sync::mpsc::unbounded_channel;
 
     fn put_ok() -> VnodeReply {
@@ -348,7 +348,7 @@ mod tests {
         due: Due,
     ) -> (
         Entry,
-        tokio::sync::mpsc::UnboundedReceiver<crate::vnode::reply::Reply>,
+        tokio::sync::mpsc::UnboundedReceiver<eddy_vnode::reply::Reply>,
     ) {
         let (tx, rx) = unbounded_channel();
         let e = Entry::new(NodeName("b".into()), Partition(3), ReplyTo::Local(tx), due);

@@ -16,7 +16,6 @@
 //! - at most one repair runs per partition at a time.
 
 pub mod around;
-pub mod marker;
 mod run;
 
 use std::collections::BTreeSet;
@@ -25,8 +24,8 @@ use std::sync::atomic::AtomicU64;
 
 use eddy_storage::RecoveryReport;
 
-use crate::error::KvError;
 use crate::node::Node;
+use eddy_model::error::KvError;
 
 pub use eddy_ring::Partition;
 pub use run::RepairSummary;
@@ -100,8 +99,8 @@ impl Node {
         for v in self.local_vnodes() {
             let p = v.partition;
             let report = v.backend().recovery_report();
-            let path = partitions_dir.map(|d| marker::path(d, p));
-            if marker::newly_damaged(path.as_deref(), &report) {
+            let path = partitions_dir.map(|d| eddy_vnode::marker::path(d, p));
+            if eddy_vnode::marker::newly_damaged(path.as_deref(), &report) {
                 let files: Vec<String> = report
                     .files
                     .iter()
@@ -110,11 +109,11 @@ impl Node {
                 tracing::warn!(
                     partition = p.0,
                     "recovery lost records: {}; files: {}; partition marked for repair",
-                    marker::describe(&report),
+                    eddy_vnode::marker::describe(&report),
                     files.join(", ")
                 );
                 if let Some(path) = &path
-                    && let Err(e) = marker::write(path, &report)
+                    && let Err(e) = eddy_vnode::marker::write(path, &report)
                 {
                     tracing::error!(partition = p.0, "writing {}: {e}", path.display());
                 }
@@ -176,7 +175,7 @@ impl Node {
         &self.repair.counters
     }
 
-    pub(crate) fn handle_of(&self, p: Partition) -> Result<crate::vnode::VnodeHandle, RepairError> {
+    pub(crate) fn handle_of(&self, p: Partition) -> Result<eddy_vnode::VnodeHandle, RepairError> {
         self.vnode(p).ok_or(RepairError::NoSuchPartition(p.0))
     }
 

@@ -19,11 +19,11 @@ use eddy_ring::Partition;
 use eddy_storage::{FoldControl, FoldOptions};
 
 use super::RepairError;
-use crate::error::KvError;
 use crate::node::Node;
-use crate::request::BucketRef;
-use crate::vnode::damage::KeyRepair;
-use crate::vnode::msg::StorageKey;
+use eddy_model::error::KvError;
+use eddy_model::request::BucketRef;
+use eddy_vnode::damage::KeyRepair;
+use eddy_vnode::msg::StorageKey;
 
 /// What one repair did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -133,7 +133,7 @@ impl Node {
             v.backend()
                 .fold_keys(&FoldOptions::all(), &mut |bucket, key| {
                     // A segmented value is repaired whole, through its root.
-                    if crate::request::segments_owner(bucket).is_some() {
+                    if eddy_model::request::segments_owner(bucket).is_some() {
                         return FoldControl::Continue;
                     }
                     keys.push(StorageKey {
@@ -273,7 +273,7 @@ impl Node {
 
     /// Partition `p`'s vnode on this node: repair reads and writes local
     /// replicas only.
-    fn replica(&self, p: Partition) -> Result<crate::vnode::VnodeHandle, KvError> {
+    fn replica(&self, p: Partition) -> Result<eddy_vnode::VnodeHandle, KvError> {
         self.vnode(p).ok_or(KvError::NotHosted(p.0))
     }
 }

@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_object::{Actor, Content};
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use eddy_storage::{Backend, ManualClock};
@@ -14,10 +15,21 @@ use eddy_storage::{Backend, ManualClock};
 /// The node; its backends expire objects `expiry_secs` after they are
 /// written (0: never), by `clock`. Deletes keep their tombstones.
 pub fn node(clock: Arc<ManualClock>, expiry_secs: u64) -> Arc<Node> {
+    node_with(clock, expiry_secs, None)
+}
+
+/// [`node`], its vnodes running map phases with `map_runner`.
+#[allow(dead_code)] // not every test binary maps
+pub fn node_with(
+    clock: Arc<ManualClock>,
+    expiry_secs: u64,
+    map_runner: Option<Arc<dyn eddy_vnode::mapphase::MapRunner>>,
+) -> Arc<Node> {
     let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
     let config = NodeConfig {
         ring_size: 16,
         delete_mode: DeleteMode::Keep,
+        map_runner,
         ..NodeConfig::default()
     };
     Node::start(config, registry, move |p| {

@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use eddy_bitcask::{Bitcask, BitcaskConfig};
 use eddy_kv::handoff::{HandoffConfig, Handoffs, PartitionStore, TransferState, Watch};
-use eddy_kv::props::BucketProps;
-use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
+use eddy_model::props::BucketProps;
+use eddy_model::types::BucketRegistry;
+use eddy_model::*;
 use eddy_net::sim::SimNetwork;
 use eddy_net::{Incoming, Lane, Transport};
 use eddy_object::{Actor, Content, RiakObject, codec};

@@ -7,17 +7,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use eddy_kv::KvError;
 use eddy_kv::remote::Inbound;
 use eddy_kv::router::unanswerable;
-use eddy_kv::vnode::msg::{
-    Conditions, Coordinate, PutKind, PutRequest, StorageKey, SyncLevel, VnodeRequest, WritePolicy,
-};
-use eddy_kv::vnode::reply::{LocalHint, Reply};
-use eddy_kv::vnode::{Vnode, VnodeHandle};
+use eddy_model::KvError;
 use eddy_object::{Actor, Content, VersionVector, codec};
 use eddy_ring::{NodeName, Partition};
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
+use eddy_vnode::msg::{
+    Conditions, Coordinate, PutKind, PutRequest, StorageKey, SyncLevel, VnodeRequest, WritePolicy,
+};
+use eddy_vnode::reply::{LocalHint, Reply};
+use eddy_vnode::{Vnode, VnodeHandle};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 pub fn node(name: &str) -> NodeName {

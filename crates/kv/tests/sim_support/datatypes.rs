@@ -4,8 +4,8 @@
 
 use eddy_dt::{DataType, Op, State, Value};
 use eddy_kv::coordinator::datatype::{DtFetchRequest, DtUpdateRequest};
-use eddy_kv::datatype::state_of;
-use eddy_kv::*;
+use eddy_model::*;
+use eddy_vnode::datatype::state_of;
 
 use super::{SimCluster, TIMEOUT_MS};
 

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use eddy_kv::keyfilter::KeyFilter;
-use eddy_kv::mapphase::{MapInput, MapRunner};
+use eddy_model::keyfilter::KeyFilter;
+use eddy_vnode::mapphase::{MapInput, MapRunner};
 
 use eddy_object::{Actor, Content, Dot, Link, RiakObject, Sibling, VersionVector};
 use serde_json::json;
@@ -165,7 +165,7 @@ impl Source for Memory {
                 .map_err(|e| crate::vnode_map::failure(&e))?;
             if let Some(max) = self.vnode_output_max.filter(|m| list.len() > *m) {
                 let size = list.len();
-                return Err(eddy_kv::KvError::TooLarge {
+                return Err(eddy_model::KvError::TooLarge {
                     what: "map output",
                     size,
                     max,

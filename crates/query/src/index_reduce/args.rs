@@ -203,7 +203,7 @@ impl<'a> Args<'a> {
     pub fn regex(&self, i: usize) -> Result<Regex, String> {
         let v = self.value(i)?;
         let text = self.check(i, "a regular expression", v.as_str())?;
-        eddy_kv::index::query::compile_regex(text).map_err(|e| self.bad(i, e))
+        eddy_model::index::query::compile_regex(text).map_err(|e| self.bad(i, e))
     }
 }
 

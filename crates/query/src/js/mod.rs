@@ -86,7 +86,7 @@ struct Task {
 }
 
 /// The pool. Cloning shares it; its threads end when the last clone goes.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct JsPool {
     tx: SyncSender<Task>,
     limits: JsLimits,

@@ -20,13 +20,13 @@ use super::plan::{Admission, Outbox};
 use crate::coordinator::get::{GetFsm, Tally, answer};
 use crate::coordinator::{PreflistEntry, quorum};
 use crate::core::get::GetCore;
-use crate::error::KvError;
 use crate::node::{Node, NodeCounters};
-use crate::props::BucketProps;
-use crate::request::{BucketRef, GetOptions, GetResponse};
-use crate::vnode::msg::StorageKey;
-use crate::vnode::msg::{BatchItem, VnodeRequest, WritePolicy};
-use crate::vnode::reply::{KeyedReply, ReplyTo};
+use eddy_model::error::KvError;
+use eddy_model::props::BucketProps;
+use eddy_model::request::{BucketRef, GetOptions, GetResponse};
+use eddy_vnode::msg::StorageKey;
+use eddy_vnode::msg::{BatchItem, VnodeRequest, WritePolicy};
+use eddy_vnode::reply::{KeyedReply, ReplyTo};
 
 /// Local reads between two yields to the runtime.
 const READS_PER_YIELD: usize = 64;

@@ -18,8 +18,8 @@
 //! batches. A multi-delete reads the keys without a context in get waves,
 //! then writes the tombstones in put waves.
 //!
-//! [`MultiLimits::batch_items_max`]: crate::limits::MultiLimits::batch_items_max
-//! [`MultiLimits::batch_bytes_max`]: crate::limits::MultiLimits::batch_bytes_max
+//! [`MultiLimits::batch_items_max`]: eddy_model::limits::MultiLimits::batch_items_max
+//! [`MultiLimits::batch_bytes_max`]: eddy_model::limits::MultiLimits::batch_bytes_max
 //!
 //! Invariants: the answer has exactly one result per item, at the item's
 //! position; what does not depend on the key (the item count, the bucket,
@@ -40,11 +40,11 @@ use tokio::time::Instant;
 
 use super::{content_bytes, quorum};
 use crate::coordinator::delete::DeleteOutcome;
-use crate::error::KvError;
-use crate::limits::MultiLimits;
 use crate::node::{Node, NodeCounters};
-use crate::props::BucketProps;
-use crate::request::{
+use eddy_model::error::KvError;
+use eddy_model::limits::MultiLimits;
+use eddy_model::props::BucketProps;
+use eddy_model::request::{
     BucketRef, DeleteOptions, GetOptions, GetResponse, MultiDeleteRequest, MultiGetRequest,
     MultiPutRequest, PutOptions, PutResponse,
 };

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use eddy_ring::NodeName;
 
-use crate::vnode::msg::{BatchItem, PutKind, VnodeRequest};
+use eddy_vnode::msg::{BatchItem, PutKind, VnodeRequest};
 
 /// How large one batch may grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,7 +172,7 @@ pub fn item_bytes(item: &BatchItem) -> usize {
                 PutKind::DtDelta(d) => d.object.len() + d.delta.len() + 64,
             };
             let props = put.props.as_deref().map_or(0, |p| {
-                let len = |e: &Option<crate::metadata::entries::StampedEntry>| {
+                let len = |e: &Option<eddy_model::metadata::entries::StampedEntry>| {
                     e.as_ref().map_or(0, |e| 24 + e.json.len())
                 };
                 1 + len(&p.bucket_type) + len(&p.bucket)
@@ -187,8 +187,8 @@ pub fn item_bytes(item: &BatchItem) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vnode::msg::StorageKey;
     use eddy_ring::Partition;
+    use eddy_vnode::msg::StorageKey;
 
     fn get(key: &str) -> BatchItem {
         BatchItem {

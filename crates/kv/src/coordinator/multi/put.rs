@@ -28,13 +28,13 @@ use super::plan::{Admission, Outbox};
 use crate::coordinator::content_bytes;
 use crate::coordinator::put::{Coordinated, PutFsm, Target, Write, Written, moving};
 use crate::core::put::{PutCore, PutReply};
-use crate::error::KvError;
-use crate::metadata::entries::PropsEntries;
 use crate::node::{Node, NodeCounters};
-use crate::props::BucketProps;
-use crate::request::{BucketRef, PutOptions, PutResponse};
-use crate::vnode::msg::{BatchItem, Coordinate, PutKind, VnodeReply};
-use crate::vnode::reply::{KeyedReply, LocalHint, Reply, ReplyTo};
+use eddy_model::error::KvError;
+use eddy_model::metadata::entries::PropsEntries;
+use eddy_model::props::BucketProps;
+use eddy_model::request::{BucketRef, PutOptions, PutResponse};
+use eddy_vnode::msg::{BatchItem, Coordinate, PutKind, VnodeReply};
+use eddy_vnode::reply::{KeyedReply, LocalHint, Reply, ReplyTo};
 
 /// Keys coordinated between two yields to the runtime (a local
 /// coordinating vnode writes on the caller's thread).

@@ -12,9 +12,9 @@
 use super::buf::{Reader, Writer};
 use super::{WireError, error, reply, request};
 
-use crate::error::KvError;
-use crate::vnode::msg::{BatchItem, VnodeReply};
+use eddy_model::error::KvError;
 use eddy_ring::Partition;
+use eddy_vnode::msg::{BatchItem, VnodeReply};
 
 /// The op of a batch request.
 pub(super) const OP_BATCH: u8 = 8;

@@ -8,7 +8,7 @@ use eddy_dt::codec::{Reader, Writer};
 use eddy_dt::{DataType, Op};
 
 use super::WireError;
-use crate::vnode::msg::DtUpdate;
+use eddy_vnode::msg::DtUpdate;
 
 pub(super) fn encode(u: &DtUpdate) -> Vec<u8> {
     let mut w = Writer::new();

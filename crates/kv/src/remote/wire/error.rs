@@ -14,7 +14,7 @@ use eddy_storage::{Resource, StorageError};
 
 use super::buf::{Reader, Writer};
 use super::{TEXT_BYTES_MAX, WireError};
-use crate::error::KvError;
+use eddy_model::error::KvError;
 
 const OTHER: u8 = 0;
 const EXHAUSTED: u8 = 1;

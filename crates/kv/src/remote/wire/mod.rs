@@ -27,10 +27,10 @@ mod request;
 use bytes::Bytes;
 use eddy_ring::Partition;
 
-use crate::error::KvError;
-use crate::vnode::msg::{BatchItem, VnodeReply, VnodeRequest};
 pub use batch::{BatchAnswer, BatchReply, reply_allowed};
 use buf::{Reader, Writer};
+use eddy_model::error::KvError;
+use eddy_vnode::msg::{BatchItem, VnodeReply, VnodeRequest};
 pub use error::{OTHER_ENGINE, STORAGE_ENGINE};
 
 /// The first byte of every kv vnode message: a node's transport handler
@@ -46,19 +46,6 @@ pub const HEADER_BYTES: usize = 15;
 pub const BLOB_BYTES_MAX: usize = 2 * eddy_storage::limits::VALUE_BYTES_MAX;
 /// Longest text in an error (longer ones are cut when encoded).
 pub const TEXT_BYTES_MAX: usize = 4096;
-/// The longest fold item: a key, a bucket name, a 2i entry (a term and a
-/// key, with the term's length), or a map fold's list of outputs.
-pub const FOLD_ITEM_BYTES_MAX: usize = {
-    use eddy_storage::limits::{BUCKET_BYTES_MAX, INDEX_TERM_BYTES_MAX, KEY_BYTES_MAX};
-    let a = if BUCKET_BYTES_MAX > KEY_BYTES_MAX {
-        BUCKET_BYTES_MAX
-    } else {
-        KEY_BYTES_MAX
-    };
-    let b = 4 + INDEX_TERM_BYTES_MAX + KEY_BYTES_MAX;
-    if a > b { a } else { b }
-};
-
 /// Most items in one batch, and most item replies in one batch reply.
 pub const BATCH_ITEMS_MAX: usize = 1024;
 

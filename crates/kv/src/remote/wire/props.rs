@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use super::WireError;
 use super::buf::{Reader, Writer};
-use crate::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
+use eddy_model::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
 
 const HAS_TYPE: u8 = 1;
 const HAS_BUCKET: u8 = 2;

@@ -5,7 +5,7 @@ use super::buf::{Reader, Writer};
 use super::{WireError, error};
 use bytes::Bytes;
 
-use crate::vnode::msg::{FoldChunk, PutAck, VnodeReply};
+use eddy_vnode::msg::{FoldChunk, PutAck, VnodeReply};
 
 const OP_COORDINATED: u8 = 1;
 const OP_PUT_OK: u8 = 2;
@@ -82,7 +82,7 @@ pub(super) fn encode(w: &mut Writer, reply: &VnodeReply) -> Result<(), WireError
 
 /// The longest item a fold lists.
 fn item_max() -> usize {
-    super::FOLD_ITEM_BYTES_MAX
+    eddy_vnode::fold::FOLD_ITEM_BYTES_MAX
 }
 
 fn fold_chunk(w: &mut Writer, chunk: &FoldChunk) -> Result<(), WireError> {

@@ -25,10 +25,10 @@ use super::WireError;
 use super::buf::{Reader, Writer};
 use eddy_ring::Partition;
 
-use crate::index::query::{IndexScan, REGEX_BYTES_MAX, ScanField};
-use crate::keyfilter::{self, KeyFilter};
-use crate::mapphase::MAP_PHASE_BYTES_MAX;
-use crate::vnode::msg::{
+use eddy_model::index::query::{IndexScan, REGEX_BYTES_MAX, ScanField};
+use eddy_model::keyfilter::{self, KeyFilter};
+use eddy_vnode::mapphase::MAP_PHASE_BYTES_MAX;
+use eddy_vnode::msg::{
     Conditions, Coordinate, DtDelta, FoldKind, FoldRequest, IndexMapFold, MapFold, PutKind,
     PutRequest, StorageKey, SyncLevel, VnodeRequest, WritePolicy,
 };

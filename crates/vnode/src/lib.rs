@@ -1,4 +1,12 @@
-//! A vnode: the owner of one partition's backend (Riak's vnode).
+//! Eddy's vnodes: a vnode is the owner of one partition's backend
+//! (Riak's vnode). This crate holds the vnode, the messages it takes and
+//! sends, its folds, the node's commit log ([`commitlog`]) every vnode
+//! appends to, the repair mark ([`marker`]), data type updates applied at
+//! the coordinating vnode ([`datatype`]), big data type values kept as a
+//! root and segments ([`segments`]), and the map phases run at the vnode
+//! by a runner it is given ([`mapphase`]). It knows nothing of rings
+//! beyond a partition's number, of other nodes, or of sockets.
+//!
 //!
 //! Requests arrive as [`msg::VnodeRequest`] messages with a
 //! [`reply::ReplyTo`] saying where the answers go. A local vnode handles
@@ -30,11 +38,15 @@
 //! (the vnode and its writes).
 
 pub mod apply;
+pub mod commitlog;
 pub mod damage;
+pub mod datatype;
 pub mod fold;
 mod gate;
 pub mod index_fold;
 pub mod map_fold;
+pub mod mapphase;
+pub mod marker;
 pub mod msg;
 pub mod once;
 pub mod replay;
@@ -54,9 +66,9 @@ use eddy_storage::{Backend, StorageError, WriteOptions};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::commitlog::{CommitLog, Lsn, Op, Record};
-use crate::error::KvError;
 use crate::mapphase::MapRunner;
 use eddy_dt::State;
+use eddy_model::error::KvError;
 pub use gate::FoldTicket;
 use msg::{
     Coordinate, FoldRequest, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply,
@@ -320,7 +332,7 @@ impl Vnode {
 
     /// The root `key` holds, if it holds a segmented value whose root
     /// decodes (whose segments a write over it removes).
-    fn stored_root(&self, key: &StorageKey) -> Option<eddy_dt::Root> {
+    pub fn stored_root(&self, key: &StorageKey) -> Option<eddy_dt::Root> {
         Some(self.read_stored(key).ok()?.root?.root)
     }
 

@@ -11,8 +11,8 @@ use eddy_object::{Actor, Content, RiakObject, VersionVector, merge};
 use eddy_storage::IndexSpec;
 
 use super::msg::{Conditions, DtUpdate, WritePolicy};
-use crate::error::KvError;
-use crate::index::term::storage_term;
+use eddy_model::error::KvError;
+use eddy_model::index::term::storage_term;
 
 /// The coordinating vnode's update: check conditions, apply the write as
 /// `actor`, resolve per the bucket's policy, enforce the sibling limit.
@@ -114,7 +114,7 @@ pub struct Replicated {
 }
 
 /// The specs that turn `old`'s index entries into `new`'s, with terms as
-/// backends store them ([`crate::index::term::storage_term`]).
+/// backends store them ([`eddy_model::index::term::storage_term`]).
 pub fn index_specs(old: Option<&RiakObject>, new: &RiakObject) -> Vec<IndexSpec> {
     let before = old.map(stored_entries).unwrap_or_default();
     let after = stored_entries(new);
@@ -146,7 +146,7 @@ fn stored_entries(o: &RiakObject) -> Vec<(Vec<u8>, Vec<u8>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::term::int_bytes;
+    use eddy_model::index::term::int_bytes;
 
     const MULT: WritePolicy = WritePolicy {
         allow_mult: true,

@@ -22,10 +22,23 @@ use eddy_storage::{Backend, FoldControl, FoldOptions};
 use super::FoldTicket;
 use super::msg::{FoldChunk, FoldKind, FoldRequest, VnodeReply};
 use super::reply::{LocalHint, ReplyTo};
-use crate::error::KvError;
-use crate::keyfilter::KeyFilter;
 use crate::mapphase::MapRunner;
-use crate::request::BucketRef;
+use eddy_model::error::KvError;
+use eddy_model::keyfilter::KeyFilter;
+use eddy_model::request::BucketRef;
+
+/// The longest fold item: a key, a bucket name, a 2i entry (a term and a
+/// key, with the term's length), or a map fold's list of outputs.
+pub const FOLD_ITEM_BYTES_MAX: usize = {
+    use eddy_storage::limits::{BUCKET_BYTES_MAX, INDEX_TERM_BYTES_MAX, KEY_BYTES_MAX};
+    let a = if BUCKET_BYTES_MAX > KEY_BYTES_MAX {
+        BUCKET_BYTES_MAX
+    } else {
+        KEY_BYTES_MAX
+    };
+    let b = 4 + INDEX_TERM_BYTES_MAX + KEY_BYTES_MAX;
+    if a > b { a } else { b }
+};
 
 /// Items per chunk.
 pub const CHUNK_LEN: usize = 1000;
@@ -118,7 +131,7 @@ impl Sink for Chunks {
     }
 
     fn item_bytes_max(&self) -> Option<usize> {
-        Some(crate::remote::wire::FOLD_ITEM_BYTES_MAX)
+        Some(FOLD_ITEM_BYTES_MAX)
     }
 }
 

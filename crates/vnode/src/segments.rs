@@ -37,8 +37,8 @@ use eddy_object::{RiakObject, codec};
 use eddy_storage::{Backend, Capabilities};
 
 use super::msg::StorageKey;
-use crate::error::KvError;
-pub use crate::request::{segments_bucket, segments_owner};
+use eddy_model::error::KvError;
+pub use eddy_model::request::{segments_bucket, segments_owner};
 
 /// A set (map) is written in segments once it holds this many members
 /// (top-level fields).

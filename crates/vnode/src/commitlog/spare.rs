@@ -18,7 +18,7 @@ use eddy_storage::{Resource, StorageError};
 use parking_lot::Mutex;
 
 use super::{Shared, State, segment, writer};
-use crate::error::KvError;
+use eddy_model::error::KvError;
 
 /// The first pause before the syncer retries a failed creation.
 pub(super) const RETRY_FIRST: Duration = Duration::from_millis(50);

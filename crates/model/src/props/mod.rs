@@ -12,7 +12,7 @@
 //! - `node_confirms` (a count or a quorum word, like `w`; default 0): a put
 //!   succeeds only once that many **distinct physical nodes** applied it
 //!   ([`BucketProps::node_confirms`], counted by
-//!   [`crate::core::put::PutCore`]); otherwise it fails with Riak's
+//!   eddy-kv's `PutCore`); otherwise it fails with Riak's
 //!   `{node_confirms_val_unsatisfied, Needed, Got}`. A value above n_val is
 //!   refused at the request, as `w` is.
 //! - `sync_on_write` ([`SyncOnWrite`]; default `backend`): `all` — every
@@ -22,7 +22,7 @@
 //!   replicas follow the request's `dw`; `backend` — every vnode follows the
 //!   request's `dw` and the log's strategy. The put coordinator asks
 //!   [`SyncOnWrite::syncs`] per replica and sends the answer as the put's
-//!   [`crate::vnode::msg::SyncLevel`].
+//!   eddy-vnode's `SyncLevel`.
 //! - `write_once` (bucket types only, fixed at creation, not with a
 //!   `datatype` or `consistent`): vnodes write a put without reading the
 //!   stored object first (unless the new version has index entries, whose
@@ -30,7 +30,7 @@
 //!   that meet resolve to the sibling whose content hashes highest, the
 //!   same on every vnode and read (Riak's repeatable "random write wins"),
 //!   never kept as siblings, whatever `allow_mult` and `last_write_wins`
-//!   say ([`crate::vnode::once`]).
+//!   say (eddy-vnode's `once`).
 
 use std::collections::BTreeMap;
 

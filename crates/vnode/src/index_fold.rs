@@ -15,9 +15,9 @@ use eddy_storage::{Backend, FoldControl, FoldOptions, IndexQuery};
 
 use super::fold::{Sink, in_ranges};
 use super::msg::FoldRequest;
-use crate::error::KvError;
-use crate::index::query::{IndexScan, ScanField, UNPAGED_RESULTS_MAX, compile_regex};
-use crate::request::BucketRef;
+use eddy_model::error::KvError;
+use eddy_model::index::query::{IndexScan, ScanField, UNPAGED_RESULTS_MAX, compile_regex};
+use eddy_model::request::BucketRef;
 
 /// Runs `scan` over `backend`, pushing each entry to `out`.
 pub(crate) fn run(
@@ -72,7 +72,7 @@ pub(crate) fn entries(
             let mut keys = Vec::new();
             backend.fold_objects(&FoldOptions::bucket(&scan.bucket), &mut |_, key, value| {
                 if scan.admits(key, key) && matches(key) && in_ranges(req, &bucket, key) {
-                    let live = crate::vnode::segments::is_live_record(value);
+                    let live = crate::segments::is_live_record(value);
                     if live {
                         keys.push(key.to_vec());
                     }

@@ -13,9 +13,9 @@ use bytes::Bytes;
 use eddy_object::{Content, VersionVector};
 use eddy_ring::{NodeName, Partition};
 
-use crate::error::KvError;
-use crate::keyfilter::KeyFilter;
-use crate::metadata::entries::PropsEntries;
+use eddy_model::error::KvError;
+use eddy_model::keyfilter::KeyFilter;
+use eddy_model::metadata::entries::PropsEntries;
 
 /// A vnode's address: its partition and the node it runs on.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -203,11 +203,11 @@ pub enum FoldKind {
     /// at least one live key.
     Buckets { bucket_type: String },
     /// The entries of a 2i scan, in (term, key) order, each item
-    /// [`crate::vnode::index_fold::encode_entry`].
-    Index(crate::index::IndexScan),
+    /// [`crate::index_fold::encode_entry`].
+    Index(eddy_model::index::IndexScan),
     /// A map phase run over the live objects of a storage bucket (those
     /// whose keys `filter` matches, if any), each item the JSON text of a
-    /// list of outputs ([`crate::vnode::map_fold`]).
+    /// list of outputs ([`crate::map_fold`]).
     Map(MapFold),
     /// A map phase run over the live objects a 2i scan names, one input
     /// per matching entry, each item as [`FoldKind::Map`]'s.
@@ -227,7 +227,7 @@ impl FoldKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexMapFold {
     /// The scan, without `max` or `after`: every matching entry.
-    pub scan: crate::index::IndexScan,
+    pub scan: eddy_model::index::IndexScan,
     /// The resolved phase as JSON text, as [`MapFold::phase`].
     pub phase: Bytes,
 }

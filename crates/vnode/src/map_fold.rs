@@ -23,9 +23,9 @@ use serde_json::Value;
 use super::fold::{Sink, in_ranges};
 use super::msg::{FoldRequest, IndexMapFold, MapFold, StorageKey};
 use super::segments::{self, read_object};
-use crate::error::KvError;
 use crate::mapphase::{MAP_BATCH, MapInput, MapRunner};
-use crate::request::BucketRef;
+use eddy_model::error::KvError;
+use eddy_model::request::BucketRef;
 
 /// Runs `fold` over `backend` with `runner`, pushing its outputs to `out`.
 /// Without a runner the fold fails: this node runs no map phases.

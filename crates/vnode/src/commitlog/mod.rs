@@ -65,7 +65,7 @@ use parking_lot::{Condvar, Mutex};
 pub use record::{Dropped, Entry, FIRST_INCARNATION, Op, Position, Record, Synced};
 pub use recover::{Recovered, recover, recover_live};
 
-use crate::error::KvError;
+use eddy_model::error::KvError;
 pub use spare::Refusals;
 
 /// A position in the log: the number of record bytes appended before it.

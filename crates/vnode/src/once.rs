@@ -18,7 +18,7 @@ use eddy_object::{Actor, Content, RiakObject, VersionVector, codec, merge};
 use super::msg::{PutKind, StorageKey};
 use super::reply::LocalHint;
 use super::{Records, Vnode, Written};
-use crate::error::KvError;
+use eddy_model::error::KvError;
 
 impl Vnode {
     /// A put into a write-once bucket. Caller holds the key's lock.

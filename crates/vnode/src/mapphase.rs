@@ -10,7 +10,7 @@
 
 use eddy_object::RiakObject;
 
-use crate::request::BucketRef;
+use eddy_model::request::BucketRef;
 
 /// Objects handed to the runner at a time.
 pub const MAP_BATCH: usize = 250;
@@ -30,7 +30,7 @@ pub struct MapInput {
 
 /// Runs one map phase over a batch of objects, on the vnode's fold
 /// thread (so it may block, e.g. on a JavaScript pool).
-pub trait MapRunner: Send + Sync {
+pub trait MapRunner: Send + Sync + std::fmt::Debug {
     /// Runs `phase` (the resolved phase as JSON text) over `inputs` and
     /// returns the JSON text of the list of their outputs, or what failed.
     fn run(&self, phase: &[u8], inputs: Vec<MapInput>) -> Result<Vec<u8>, String>;

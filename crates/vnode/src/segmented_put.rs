@@ -20,7 +20,7 @@ use super::msg::{Conditions, Coordinate, DtDelta, StorageKey, WritePolicy};
 use super::segments::{self, StoredRoot};
 use super::{Durability, Put, Records, Stored, Vnode, Written, apply};
 use crate::commitlog::Lsn;
-use crate::error::KvError;
+use eddy_model::error::KvError;
 
 impl Vnode {
     /// Whether a coordinated write over the segmented value `stored` runs

@@ -18,7 +18,7 @@ use eddy_object::{RiakObject, codec};
 
 use super::Vnode;
 use super::msg::StorageKey;
-use crate::error::KvError;
+use eddy_model::error::KvError;
 
 /// A vnode's mark: set while its partition needs repair.
 #[derive(Debug, Default)]
@@ -56,7 +56,7 @@ impl Vnode {
     pub fn clear_damage(&self) -> std::io::Result<()> {
         let mut marker = self.damage.marker.lock();
         if let Some(path) = marker.as_ref() {
-            crate::repair::marker::clear(path, &self.backend.recovery_report())?;
+            crate::marker::clear(path, &self.backend.recovery_report())?;
         }
         *marker = None;
         self.damage.marked.store(false, Ordering::Release);
@@ -66,7 +66,7 @@ impl Vnode {
     /// Sets `key` to what `healthy()` says the healthy replicas hold
     /// (`None`: none holds it), under the key's lock, so that a put racing
     /// with the repair is either seen by `healthy()` or merged in after.
-    pub(crate) fn repair_key(
+    pub fn repair_key(
         &self,
         key: &StorageKey,
         healthy: impl FnOnce() -> Result<Option<RiakObject>, KvError>,

@@ -1,7 +1,6 @@
 //! Errors of the key-value layer. Each maps to one HTTP status and one PB
 //! error text at the API edge.
 
-use crate::core::put::PutFailure;
 use crate::keyfilter::KeyFilterError;
 use crate::metadata::entries::PropsEntries;
 use crate::quorum::QuorumError;
@@ -154,4 +153,17 @@ impl From<KeyFilterError> for KvError {
     fn from(e: KeyFilterError) -> KvError {
         KvError::BadQuery(e.to_string())
     }
+}
+
+/// Why a put did not reach its quorums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PutFailure {
+    /// Fewer than `w` vnodes applied the write.
+    W { needed: u32, got: u32 },
+    /// Fewer than `dw` vnodes made it durable.
+    Dw { needed: u32, got: u32 },
+    /// Fewer than `pw` primaries applied it.
+    Pw { needed: u32, got: u32 },
+    /// Fewer than `node_confirms` distinct nodes applied it.
+    NodeConfirms { needed: u32, got: u32 },
 }

@@ -17,9 +17,9 @@
 use eddy_dt::{DataType, State};
 use eddy_object::{Actor, RiakObject};
 
-use crate::error::KvError;
-use crate::request::BucketRef;
-use crate::vnode::msg::DtUpdate;
+use crate::msg::DtUpdate;
+use eddy_model::error::KvError;
+use eddy_model::request::BucketRef;
 
 /// The merged state of `obj`'s live siblings of `datatype`; `None` when
 /// none holds one (a missing key, a tombstone).

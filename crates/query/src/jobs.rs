@@ -1,0 +1,94 @@
+//! What a node holds to run MapReduce (design notes 017, 021): one
+//! [`Jobs`] value, built when the node is built with its JavaScript
+//! limits, shared by the front ends (which run jobs with it) and the
+//! node's vnodes (which run map phase 0 with it, as their
+//! [`MapRunner`]). Nothing of it is process-wide: two nodes in one process
+//! (tests) each have their own pool and limits.
+//!
+//! The JavaScript pool starts on the first job or map phase that needs an
+//! executor, so a node that never runs MapReduce starts no JavaScript
+//! threads. A pool that fails to start is logged once and leaves jobs
+//! without JavaScript (their JavaScript phases fail, as with JavaScript
+//! turned off).
+
+use std::sync::{Arc, OnceLock};
+
+use eddy_kv::Node;
+use eddy_vnode::mapphase::{MapInput, MapRunner};
+
+use crate::error::MapRedError;
+use crate::exec::{Executor, MapRedOutput};
+use crate::job::parse_job;
+use crate::js::{JsLimits, JsPool};
+use crate::kv_source::KvSource;
+use crate::vnode_map::Runner;
+
+/// A node's MapReduce: its JavaScript limits and, once started, its
+/// executor.
+pub struct Jobs {
+    /// `None`: JavaScript is turned off.
+    limits: Option<JsLimits>,
+    executor: OnceLock<Executor>,
+}
+
+impl std::fmt::Debug for Jobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jobs")
+            .field("limits", &self.limits)
+            .field("started", &self.executor.get().is_some())
+            .finish()
+    }
+}
+
+impl Jobs {
+    /// A node's MapReduce with these JavaScript limits (`None` turns
+    /// JavaScript off).
+    pub fn new(limits: Option<JsLimits>) -> Arc<Jobs> {
+        Arc::new(Jobs {
+            limits,
+            executor: OnceLock::new(),
+        })
+    }
+
+    /// The JavaScript limits this node runs with.
+    pub fn limits(&self) -> Option<JsLimits> {
+        self.limits
+    }
+
+    /// The executor, its pool started on first use.
+    fn executor(&self) -> &Executor {
+        self.executor.get_or_init(|| {
+            let pool = self.limits.and_then(|l| match JsPool::start(l) {
+                Ok(pool) => Some(pool),
+                Err(e) => {
+                    tracing::error!("JavaScript pool failed to start: {e}");
+                    None
+                }
+            });
+            Executor::new(pool)
+        })
+    }
+
+    /// Reads the job in `body` (JSON) and runs it against `node` on a
+    /// blocking thread.
+    pub async fn run(
+        self: Arc<Self>,
+        node: Arc<Node>,
+        body: Vec<u8>,
+    ) -> Result<MapRedOutput, MapRedError> {
+        let job = parse_job(&body)?;
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let source = KvSource { node, runtime };
+            self.executor().run(&job, &source)
+        })
+        .await
+        .map_err(|e| MapRedError::Worker(e.to_string()))?
+    }
+}
+
+impl MapRunner for Jobs {
+    fn run(&self, phase: &[u8], inputs: Vec<MapInput>) -> Result<Vec<u8>, String> {
+        Runner::new(self.executor().clone()).run(phase, inputs)
+    }
+}
