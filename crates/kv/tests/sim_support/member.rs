@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eddy_kv::clock::Clock;
 use eddy_kv::commitlog::{LogOptions, SyncStrategy};
 use eddy_kv::handoff::{Completed, HandoffConfig, Handoffs, Watch};
 use eddy_kv::remote::{Inline, NetRemote, RemoteConfig, inbound_for};
@@ -15,6 +14,7 @@ use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
 use eddy_net::{Incoming, Lane, Transport};
 use eddy_ring::{NodeName, Partition, Ring};
+use eddy_storage::Clock;
 use parking_lot::Mutex;
 
 use super::RING_SIZE;
