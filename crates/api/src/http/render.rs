@@ -7,12 +7,12 @@ use std::hash::{DefaultHasher, Hasher};
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use eddy_object::{Content, RiakObject, VersionVector, context};
+use eddy_object::{Content, RiakObject, VersionVector, base62, context};
 
 use super::accept;
 use super::error::ApiError;
 use super::headers::{content_headers, http_date, quoted};
-use super::multipart::{self, base62};
+use super::multipart;
 use super::routes::Target;
 
 /// Which of an object's contents an answer shows.
@@ -47,7 +47,7 @@ pub fn validators(obj: &RiakObject, sel: Selection<'_>) -> (Vec<u8>, u64) {
         Selection::Siblings => {
             let mut h = DefaultHasher::new();
             h.write(&context::to_bytes(&obj.vv));
-            (base62(h.finish()).into_bytes(), obj.last_modified_us())
+            (base62::encode_u64(h.finish()).into_bytes(), obj.last_modified_us())
         }
     }
 }
