@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use eddy_bitcask::{Bitcask, BitcaskConfig};
-use eddy_kv::commitlog::{LogOptions, SyncStrategy};
+use eddy_kv::commitlog::{LogOptions, SyncPolicy};
 use eddy_kv::props::BucketProps;
 use eddy_kv::types::BucketRegistry;
 use eddy_kv::vnode::msg::{StorageKey, WritePolicy};
@@ -25,7 +25,7 @@ fn start(dir: &Path) -> Arc<Node> {
         ring_size: RING,
         commit_log_dir: Some(dir.join("commit_log")),
         commit_log: LogOptions {
-            sync: SyncStrategy::Interval,
+            sync: SyncPolicy::Interval,
             ..LogOptions::default()
         },
         ..NodeConfig::default()

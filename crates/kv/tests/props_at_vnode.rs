@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eddy_bitcask::{Bitcask, BitcaskConfig};
-use eddy_kv::commitlog::{LogOptions, SyncStrategy};
+use eddy_kv::commitlog::{LogOptions, SyncPolicy};
 use eddy_kv::props::BucketProps;
 use eddy_kv::types::BucketRegistry;
 use eddy_kv::*;
@@ -26,7 +26,7 @@ fn node(dir: &std::path::Path) -> Arc<Node> {
         ring_size: RING,
         commit_log_dir: Some(dir.join("commit_log")),
         commit_log: LogOptions {
-            sync: SyncStrategy::Interval,
+            sync: SyncPolicy::Interval,
             // Longer than the test: only a forced sync reaches the disk.
             sync_interval: Duration::from_secs(3600),
             ..LogOptions::default()
