@@ -20,10 +20,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use eddy_storage::StorageError;
+use eddy_storage::{StorageError, SyncPolicy};
 use parking_lot::{Condvar, Mutex};
 
-use crate::config::SyncStrategy;
 use crate::engine::Inner;
 use crate::hint::HintWriter;
 use crate::scan::{ScanEvent, scan};
@@ -103,8 +102,8 @@ impl Membership {
 pub fn join(inner: &Arc<Inner>) -> std::io::Result<Membership> {
     let s = service_started()?;
     let me = Arc::downgrade(inner);
-    if let SyncStrategy::Interval { ms } = inner.config.sync {
-        s.sync.add(me.clone(), Duration::from_millis(ms));
+    if inner.config.sync == SyncPolicy::Interval {
+        s.sync.add(me.clone(), inner.config.sync_interval);
     }
     if inner.config.merge_check_interval_ms > 0 {
         let every = Duration::from_millis(inner.config.merge_check_interval_ms);

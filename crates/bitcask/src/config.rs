@@ -5,23 +5,9 @@
 //! 4 GiB), which the keydir relies on.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use eddy_storage::{Clock, StorageError, SystemClock};
-
-/// When writes reach stable storage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SyncStrategy {
-    /// Only writes that ask for it (`WriteOptions::sync`) and `sync()`
-    /// calls wait for a sync (Riak's `none`); files closed by rollover are
-    /// synced by a background thread.
-    None,
-    /// Every write is synced before it returns (Riak's `o_sync`); concurrent
-    /// writers share one fdatasync.
-    OSync,
-    /// A background thread syncs every `ms` milliseconds (Riak's
-    /// `{seconds, N}`, finer grained).
-    Interval { ms: u64 },
-}
+use eddy_storage::{Clock, StorageError, SyncPolicy, SystemClock};
 
 /// When the background thread may start a merge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,8 +39,16 @@ impl MergeWindow {
 pub struct BitcaskConfig {
     /// Roll the active file over once it would grow beyond this (≤ 4 GiB).
     pub max_file_size_bytes: u64,
-    /// When writes are synced.
-    pub sync: SyncStrategy,
+    /// When writes are synced: with `None` only writes that ask for it
+    /// (`WriteOptions::sync`) and `sync()` calls wait for a sync, and files
+    /// closed by rollover are synced by a background thread; with
+    /// `Interval` a background thread also syncs every `sync_interval`;
+    /// with `OSync` every write waits for a sync shared with concurrent
+    /// writers.
+    pub sync: SyncPolicy,
+    /// The period of the `Interval` policy's background sync (at least
+    /// 1 ms).
+    pub sync_interval: Duration,
     /// Instance-wide time to live in seconds (0 = none).
     pub expiry_secs: u64,
     /// Store values lz4-compressed when that makes them smaller.
@@ -91,7 +85,8 @@ impl Default for BitcaskConfig {
     fn default() -> Self {
         BitcaskConfig {
             max_file_size_bytes: 2048 * MIB,
-            sync: SyncStrategy::None,
+            sync: SyncPolicy::None,
+            sync_interval: Duration::from_secs(1),
             expiry_secs: 0,
             compression: false,
             frag_merge_trigger: 60,
@@ -122,7 +117,7 @@ impl BitcaskConfig {
         {
             return bad("merge_window hours must be 0..=23");
         }
-        if let SyncStrategy::Interval { ms: 0 } = self.sync {
+        if self.sync == SyncPolicy::Interval && self.sync_interval < Duration::from_millis(1) {
             return bad("sync interval must be at least 1 ms");
         }
         Ok(())

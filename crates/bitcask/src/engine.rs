@@ -45,11 +45,13 @@ use std::sync::{Arc, OnceLock};
 use eddy_storage::clock::effective_expiry;
 use eddy_storage::index::IndexSpec;
 use eddy_storage::memory::apply_specs;
-use eddy_storage::{BatchOp, StorageError, WriteBatch, WriteOptions, limits};
-use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
+use eddy_storage::{
+    BatchOp, GroupCommit, StorageError, SyncPolicy, WriteBatch, WriteOptions, limits,
+};
+use parking_lot::{Mutex, RwLock};
 
 use crate::background::{Activity, Membership};
-use crate::config::{BitcaskConfig, SyncStrategy};
+use crate::config::BitcaskConfig;
 use crate::datafile::{ActiveFile, DataFile, ID_STRIDE, MAX_UNFLUSHED_BYTES, data_path, sync_dir};
 use crate::format::{FLAG_DROP, FLAG_LZ4, FLAG_TOMBSTONE, NewRecord, TermSet};
 use crate::format::{compress_value, encode_drop_position, encode_record};
@@ -73,12 +75,6 @@ impl Writer {
             scratch: Vec::new(),
         }
     }
-}
-
-#[derive(Default)]
-struct SyncProgress {
-    durable: u64,
-    syncing: bool,
 }
 
 /// Tells background work on an instance to stop (merges abort, no new
@@ -124,8 +120,8 @@ pub struct Inner {
     fsync_lock: Mutex<()>,
     /// Test hook: the hint thread leaves `unsynced` to durable writes.
     background_syncs_paused: AtomicBool,
-    progress: Mutex<SyncProgress>,
-    progress_cv: Condvar,
+    /// Shares fdatasyncs among writers waiting for durability.
+    group: GroupCommit,
     poisoned: AtomicBool,
     poison_reason: Mutex<String>,
     fail_next_sync: AtomicBool,
@@ -170,8 +166,7 @@ impl Inner {
             unsynced: Mutex::new(VecDeque::new()),
             fsync_lock: Mutex::new(()),
             background_syncs_paused: AtomicBool::new(false),
-            progress: Mutex::new(SyncProgress::default()),
-            progress_cv: Condvar::new(),
+            group: GroupCommit::default(),
             poisoned: AtomicBool::new(false),
             poison_reason: Mutex::new(String::new()),
             fail_next_sync: AtomicBool::new(false),
@@ -216,7 +211,7 @@ impl Inner {
     }
 
     fn wants_durable(&self, opts: WriteOptions) -> bool {
-        opts.sync || self.config.sync == SyncStrategy::OSync
+        opts.sync || self.config.sync == SyncPolicy::OSync
     }
 
     /// Refuses all further writes, remembering why.
@@ -595,45 +590,30 @@ impl Inner {
         self.wait_durable(lsn)
     }
 
-    /// Returns once bytes up to `lsn` are durable, sharing fsyncs.
+    /// Returns once bytes up to `lsn` are durable, sharing fsyncs (group
+    /// commit: one round syncs for every writer waiting when it starts).
     pub fn wait_durable(&self, lsn: u64) -> Result<(), StorageError> {
-        let mut p = self.progress.lock();
-        loop {
-            if p.durable >= lsn {
-                return Ok(());
-            }
+        self.group.wait(lsn, || {
             self.check_not_poisoned()?;
-            if p.syncing {
-                self.progress_cv.wait(&mut p);
-                continue;
-            }
-            p.syncing = true;
-            let result = MutexGuard::unlocked(&mut p, || self.sync_active());
-            p.syncing = false;
-            if let Ok(target) = result {
-                p.durable = p.durable.max(target);
-            }
-            self.progress_cv.notify_all();
-            result?;
-        }
+            self.sync_active()
+        })
     }
 
     /// Flushes the buffer and syncs the closed files still unsynced, then
-    /// the active file; returns the LSN covered.
-    fn sync_active(&self) -> Result<u64, StorageError> {
-        let (file, target) = {
+    /// the active file: makes every byte appended before the call durable.
+    fn sync_active(&self) -> Result<(), StorageError> {
+        let file = {
             let mut w = self.writer.lock();
             self.flush(&mut w)?;
-            (w.active.file.clone(), w.appended)
+            w.active.file.clone()
         };
         let _one_at_a_time = self.fsync_lock.lock();
-        // Every file closed before `target` was read is in `unsynced` now
-        // (or already synced); `file` may have been closed since, which only
+        // Every file closed before the flush is in `unsynced` now (or
+        // already synced); `file` may have been closed since, which only
         // syncs it twice.
         self.sync_closed_locked()?;
         self.syncs.fetch_add(1, Ordering::Relaxed);
-        self.sync_file(&file)?;
-        Ok(target)
+        self.sync_file(&file)
     }
 }
 

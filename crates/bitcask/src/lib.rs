@@ -44,7 +44,7 @@ use eddy_storage::{
     ObjectVisitor, StorageError, WriteBatch, WriteOptions, destroy, limits,
 };
 
-pub use config::{BitcaskConfig, MergeWindow, SyncStrategy};
+pub use config::{BitcaskConfig, MergeWindow};
 pub use merge::MergeStats;
 pub use recovery::{Damage, OpenReport, Rejected};
 

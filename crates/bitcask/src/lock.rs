@@ -1,11 +1,11 @@
 //! The directory lock: one process (and one instance) per data directory.
 //!
-//! An exclusive, non-blocking `flock` on `<dir>/LOCK`, held for as long as
-//! the returned file is open. flock locks belong to the open file, so a
-//! second open of the same directory fails even within one process.
+//! An exclusive, non-blocking [`File::try_lock`] on `<dir>/LOCK` (`flock`
+//! on Linux), held for as long as the returned file is open. The lock
+//! belongs to the open file, so a second open of the same directory fails
+//! even within one process.
 
-use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
+use std::fs::{File, OpenOptions, TryLockError};
 use std::path::Path;
 
 use eddy_storage::StorageError;
@@ -19,14 +19,9 @@ pub fn lock_dir(dir: &Path) -> Result<File, StorageError> {
         .write(true)
         .open(&path)
         .map_err(|e| StorageError::io(&path, e))?;
-    // SAFETY: flock only reads the descriptor, which `file` keeps open.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(file);
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(StorageError::Locked(dir.to_path_buf())),
+        Err(TryLockError::Error(err)) => Err(StorageError::io(&path, err)),
     }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        return Err(StorageError::Locked(dir.to_path_buf()));
-    }
-    Err(StorageError::io(&path, err))
 }

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use eddy_bitcask::{Bitcask, BitcaskConfig, SyncStrategy};
-use eddy_storage::{Backend, WriteOptions};
+use eddy_bitcask::{Bitcask, BitcaskConfig};
+use eddy_storage::{Backend, SyncPolicy, WriteOptions};
 
 fn status_value(b: &Bitcask, name: &str) -> u64 {
     let st = b.status().unwrap();
@@ -63,7 +63,8 @@ fn unhinted(dir: &Path, active: u32) -> Vec<u32> {
 fn many_instances_share_three_threads_and_each_gets_its_interval_syncs() {
     let dirs: Vec<_> = (0..48).map(|_| tempfile::tempdir().unwrap()).collect();
     let config = BitcaskConfig {
-        sync: SyncStrategy::Interval { ms: 5 },
+        sync: SyncPolicy::Interval,
+        sync_interval: Duration::from_millis(5),
         merge_check_interval_ms: 10,
         ..BitcaskConfig::default()
     };

@@ -11,7 +11,6 @@
 //! - [`router`]: delivery of those messages to a vnode here or elsewhere;
 //! - [`remote`]: those messages over the network (wire format, requests
 //!   awaiting replies, inbound requests off the transport's threads);
-//! - [`clock`]: the injected wall clock;
 //! - [`commitlog`]: the node-wide log that makes writes durable in groups;
 //! - [`coordinator`]: the async get/put/delete/list drivers;
 //! - [`repair`]: damaged partitions: marks, reads around them, repair;
@@ -42,7 +41,6 @@
 //! sent when the commit log's syncer has made the write durable.
 
 pub mod bucket_props;
-pub mod clock;
 pub mod coordinator;
 pub mod core;
 pub mod handoff;

@@ -16,9 +16,8 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use eddy_object::Actor;
 use eddy_ring::{NodeName, Partition, Ring, RingError};
-use eddy_storage::Backend;
+use eddy_storage::{Backend, Clock, SystemClock};
 
-use crate::clock::{Clock, SystemClock};
 use crate::coordinator::RingView;
 use eddy_model::request::BucketRef;
 use eddy_model::types::BucketRegistry;

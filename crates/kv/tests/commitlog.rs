@@ -17,7 +17,7 @@ use eddy_storage::{
     Backend, BackendStatus, Capabilities, FoldControl, FoldOptions, IndexQuery, KeyVisitor,
     ObjectVisitor, StorageError, WriteBatch, WriteOptions,
 };
-use eddy_vnode::commitlog::{self, CommitLog, Entry, LogOptions, Op, Record, SyncStrategy};
+use eddy_vnode::commitlog::{self, CommitLog, Entry, LogOptions, Op, Record, SyncPolicy};
 use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 
@@ -401,7 +401,7 @@ fn truncated_or_flipped_logs_replay_only_a_prefix_of_whole_records() {
 
 fn o_sync() -> LogOptions {
     LogOptions {
-        sync: SyncStrategy::OSync,
+        sync: SyncPolicy::OSync,
         ..LogOptions::default()
     }
 }
@@ -420,11 +420,7 @@ fn records_in_files(dir: &Path) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_reply_waits_for_the_write_or_the_sync_as_the_strategy_says() {
     let hour = Duration::from_secs(3600);
-    for sync in [
-        SyncStrategy::None,
-        SyncStrategy::Interval,
-        SyncStrategy::OSync,
-    ] {
+    for sync in [SyncPolicy::None, SyncPolicy::Interval, SyncPolicy::OSync] {
         let dir = tempfile::tempdir().unwrap();
         let log_dir = dir.path().join("log");
         let opts = LogOptions {
@@ -446,7 +442,7 @@ async fn a_durable_reply_waits_for_the_write_or_the_sync_as_the_strategy_says() 
             assert_eq!(log.durable(), log.appended(), "{sync:?}: durable");
             assert_eq!(records_in_files(&log_dir), 3 * (i + 1), "{sync:?}");
             match sync {
-                SyncStrategy::OSync => assert_eq!(log.synced(), log.appended()),
+                SyncPolicy::OSync => assert_eq!(log.synced(), log.appended()),
                 // Nothing synced: the interval is an hour away.
                 _ => assert_eq!(log.synced(), 0, "{sync:?}: no sync"),
             }
@@ -455,7 +451,7 @@ async fn a_durable_reply_waits_for_the_write_or_the_sync_as_the_strategy_says() 
         let mut quick = put("quick", "v", Quorum::All);
         quick.options.dw = Some(Quorum::Count(0));
         node.put(quick).await.unwrap();
-        if sync == SyncStrategy::OSync {
+        if sync == SyncPolicy::OSync {
             assert!(log.synced() < log.appended(), "dw = 0 waited for a sync");
         }
         node.shutdown();

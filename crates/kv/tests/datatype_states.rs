@@ -48,7 +48,7 @@ fn node_over(cache_bytes: usize, dir: Option<&std::path::Path>) -> Arc<Node> {
     }
     let config = NodeConfig {
         ring_size: RING,
-        clock: Arc::new(eddy_kv::clock::ManualClock::new(1_700_000_000_000_000)),
+        clock: eddy_storage::ManualClock::from_us(1_700_000_000_000_000),
         datatype_cache_bytes: cache_bytes,
         ..NodeConfig::default()
     };

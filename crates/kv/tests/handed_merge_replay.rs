@@ -15,7 +15,7 @@ use eddy_model::*;
 use eddy_object::{Actor, Content, RiakObject, codec, merge};
 use eddy_ring::{Partition, Ring};
 use eddy_storage::Backend;
-use eddy_vnode::commitlog::{LogOptions, SyncStrategy};
+use eddy_vnode::commitlog::{LogOptions, SyncPolicy};
 use eddy_vnode::msg::{StorageKey, WritePolicy};
 
 const RING: u32 = 8;
@@ -26,7 +26,7 @@ fn start(dir: &Path) -> Arc<Node> {
         ring_size: RING,
         commit_log_dir: Some(dir.join("commit_log")),
         commit_log: LogOptions {
-            sync: SyncStrategy::Interval,
+            sync: SyncPolicy::Interval,
             ..LogOptions::default()
         },
         ..NodeConfig::default()

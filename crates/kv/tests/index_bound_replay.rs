@@ -14,7 +14,7 @@ use eddy_model::*;
 use eddy_object::{Actor, Content};
 use eddy_ring::{Partition, Ring};
 use eddy_storage::{Backend, StorageError};
-use eddy_vnode::commitlog::{LogOptions, SyncStrategy};
+use eddy_vnode::commitlog::{LogOptions, SyncPolicy};
 use eddy_vnode::msg::StorageKey;
 
 const RING: u32 = 8;
@@ -25,7 +25,7 @@ fn start(dir: &Path, index_memory_max_bytes: Option<u64>) -> Arc<Node> {
         ring_size: RING,
         commit_log_dir: Some(dir.join("commit_log")),
         commit_log: LogOptions {
-            sync: SyncStrategy::Interval,
+            sync: SyncPolicy::Interval,
             ..LogOptions::default()
         },
         ..NodeConfig::default()

@@ -13,7 +13,7 @@ use eddy_model::types::BucketRegistry;
 use eddy_model::*;
 use eddy_object::{Actor, Content};
 use eddy_storage::Backend;
-use eddy_vnode::commitlog::{LogOptions, SyncStrategy};
+use eddy_vnode::commitlog::{LogOptions, SyncPolicy};
 use serde_json::json;
 
 const RING: u32 = 8;
@@ -27,7 +27,7 @@ fn node(dir: &std::path::Path) -> Arc<Node> {
         ring_size: RING,
         commit_log_dir: Some(dir.join("commit_log")),
         commit_log: LogOptions {
-            sync: SyncStrategy::Interval,
+            sync: SyncPolicy::Interval,
             // Longer than the test: only a forced sync reaches the disk.
             sync_interval: Duration::from_secs(3600),
             ..LogOptions::default()

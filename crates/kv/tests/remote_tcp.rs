@@ -102,12 +102,12 @@ async fn puts_and_gets_over_tcp_run_on_the_worker_pool() {
 async fn durable_replies_leave_from_the_syncer_thread() {
     use eddy_bitcask::{Bitcask, BitcaskConfig};
     use eddy_vnode::Vnode;
-    use eddy_vnode::commitlog::{CommitLog, LogOptions, SyncStrategy};
+    use eddy_vnode::commitlog::{CommitLog, LogOptions, SyncPolicy};
     use eddy_vnode::msg::PutAck;
 
     let dir = tempfile::tempdir().unwrap();
     let opts = LogOptions {
-        sync: SyncStrategy::OSync,
+        sync: SyncPolicy::OSync,
         segment_bytes: 1 << 20,
         ..LogOptions::default()
     };

@@ -5,24 +5,9 @@
 //! reopen with different values keeps the stored ones.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use eddy_storage::{Clock, SystemClock};
-
-/// When the journal is fsynced, beyond writes that ask for it with
-/// `WriteOptions { sync: true }` (those are always durable on return).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SyncPolicy {
-    /// Only writes that ask for durability wait for an fsync (shared among
-    /// concurrent writers). Other writes wait in fjall's 8 KiB journal
-    /// buffer until it fills or a sync flushes it: a process crash can lose
-    /// that buffer, as bitcask's `sync = none` loses its own.
-    #[default]
-    OnRequest,
-    /// Every write is durable on return (Riak's `o_sync`).
-    Always,
-    /// A background thread fsyncs the journal at this interval.
-    IntervalMs(u64),
-}
+use eddy_storage::{Clock, SyncPolicy, SystemClock};
 
 /// Settings of an [`crate::LsmEnv`] and its partitions.
 #[derive(Clone, Debug)]
@@ -42,8 +27,16 @@ pub struct LsmConfig {
     pub memtable_size_bytes: u64,
     /// Background flush and compaction threads (0 = fjall's default).
     pub worker_threads: usize,
-    /// When the journal is fsynced.
+    /// When the journal is fsynced, beyond writes that ask for it with
+    /// `WriteOptions { sync: true }` (those are always durable on return,
+    /// sharing fsyncs with concurrent writers). With `None` other writes
+    /// wait in fjall's 8 KiB journal buffer until it fills or a sync
+    /// flushes it: a process crash can lose that buffer, as bitcask's
+    /// `none` loses its own. `OSync` makes every write durable on return;
+    /// `Interval` has a background thread fsync every `sync_interval`.
     pub sync: SyncPolicy,
+    /// The period of the `Interval` policy's fsync (at least 1 ms).
+    pub sync_interval: Duration,
     /// Time source for expiry.
     pub clock: Arc<dyn Clock>,
 }
@@ -57,7 +50,8 @@ impl Default for LsmConfig {
             cache_size_bytes: 256 * 1024 * 1024,
             memtable_size_bytes: 64 * 1024 * 1024,
             worker_threads: 0,
-            sync: SyncPolicy::OnRequest,
+            sync: SyncPolicy::None,
+            sync_interval: Duration::from_secs(1),
             clock: Arc::new(SystemClock),
         }
     }

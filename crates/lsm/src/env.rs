@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use eddy_storage::StorageError;
+use eddy_storage::{GroupCommit, StorageError, SyncPolicy};
 use fjall::compaction::filter::Factory;
 use fjall::{
     CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions,
@@ -32,12 +32,11 @@ use fjall::{
 use parking_lot::Mutex;
 
 use crate::backend::{LsmBackend, Partition};
-use crate::config::{LsmConfig, SyncPolicy};
+use crate::config::LsmConfig;
 use crate::error::{engine, map_open_error};
 use crate::filter::{TtlFilterFactory, TtlState};
 use crate::interval::IntervalSyncer;
 use crate::journal::JournalSync;
-use crate::sync::GroupSync;
 
 const META_KEYSPACE: &str = "eddy.meta";
 const OBJECTS_SUFFIX: &str = ".obj";
@@ -57,7 +56,7 @@ pub struct EnvShared {
     /// The `ttl_in_use` marker is stored (`ttl` may be in use by config
     /// alone, which a later open without that config would not know).
     ttl_marker_stored: AtomicBool,
-    group_sync: GroupSync,
+    group_commit: GroupCommit,
     journal: JournalSync,
     open_partitions: Mutex<HashSet<String>>,
     interval: Mutex<Option<IntervalSyncer>>,
@@ -93,14 +92,15 @@ impl LsmEnv {
             dir: dir.to_path_buf(),
             ttl,
             ttl_marker_stored: AtomicBool::new(ttl_marker_stored),
-            group_sync: GroupSync::default(),
+            group_commit: GroupCommit::default(),
             journal: JournalSync::new(dir),
             open_partitions: Mutex::new(HashSet::new()),
             interval: Mutex::new(None),
         });
         shared.finish_destroys()?;
-        if let SyncPolicy::IntervalMs(ms) = config.sync {
-            *shared.interval.lock() = Some(IntervalSyncer::start(shared.db.clone(), ms));
+        if config.sync == SyncPolicy::Interval {
+            let every = config.sync_interval;
+            *shared.interval.lock() = Some(IntervalSyncer::start(shared.db.clone(), every));
         }
         Ok(LsmEnv { shared })
     }
@@ -224,8 +224,8 @@ impl EnvShared {
     /// Returns once every batch committed before the call is durable,
     /// sharing the fsync with concurrent callers.
     pub fn durable(&self) -> Result<(), StorageError> {
-        let ticket = self.group_sync.ticket();
-        self.group_sync.wait_durable(ticket, || self.fsync())
+        let ticket = self.group_commit.ticket();
+        self.group_commit.wait(ticket, || self.fsync())
     }
 
     /// Adds the `ttl_in_use` marker to `batch` unless it is stored; true

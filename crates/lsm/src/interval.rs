@@ -1,4 +1,4 @@
-//! The `IntervalMs` sync policy: a thread that fsyncs the journal
+//! The `Interval` sync policy: a thread that fsyncs the journal
 //! periodically.
 //!
 //! The thread holds a handle of the fjall database; the environment stops
@@ -19,10 +19,10 @@ pub struct IntervalSyncer {
 }
 
 impl IntervalSyncer {
-    /// Starts fsyncing `env`'s journal every `interval_ms` (at least 1 ms).
-    pub fn start(db: Database, interval_ms: u64) -> IntervalSyncer {
+    /// Starts fsyncing `env`'s journal every `interval` (at least 1 ms).
+    pub fn start(db: Database, interval: Duration) -> IntervalSyncer {
         let (stop, stopped) = mpsc::channel::<()>();
-        let period = Duration::from_millis(interval_ms.max(1));
+        let period = interval.max(Duration::from_millis(1));
         let thread = std::thread::spawn(move || {
             while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
                 // A failed fsync poisons the database; writers then see the

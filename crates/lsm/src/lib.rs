@@ -17,7 +17,7 @@
 //!   hide expired entries, and the compaction filter (`filter.rs`) turns them
 //!   into tombstones.
 //! - A write with `sync: true` returns only after a journal fsync that began
-//!   after its commit (`sync.rs`).
+//!   after its commit (group commit: `eddy_storage::GroupCommit`).
 
 mod backend;
 mod config;
@@ -30,9 +30,8 @@ mod keys;
 mod locks;
 mod record;
 mod scan;
-mod sync;
 mod write;
 
 pub use backend::LsmBackend;
-pub use config::{LsmConfig, SyncPolicy};
+pub use config::LsmConfig;
 pub use env::{LsmEnv, PARTITION_NAME_BYTES_MAX};

@@ -19,11 +19,12 @@ use std::collections::HashMap;
 
 use eddy_storage::clock::{effective_expiry, is_expired};
 use eddy_storage::memory::apply_specs;
-use eddy_storage::{BatchOp, IndexSpec, StorageError, WriteBatch, WriteOptions, limits};
+use eddy_storage::{
+    BatchOp, IndexSpec, StorageError, SyncPolicy, WriteBatch, WriteOptions, limits,
+};
 use fjall::OwnedWriteBatch;
 
 use crate::backend::Partition;
-use crate::config::SyncPolicy;
 use crate::error::{corrupt, engine};
 use crate::keys::{self, check_len, index_key, object_key, terms_key};
 use crate::locks::KeyLocks;
@@ -72,7 +73,7 @@ impl Partition {
             self.env.ttl_marker_committed();
         }
         drop(guards);
-        if opts.sync || self.env.config.sync == SyncPolicy::Always {
+        if opts.sync || self.env.config.sync == SyncPolicy::OSync {
             self.env.durable()?;
         }
         Ok(())

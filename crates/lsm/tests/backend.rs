@@ -510,7 +510,8 @@ fn interval_sync_env_closes_and_reopens() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1);
     let interval = LsmConfig {
-        sync: eddy_lsm::SyncPolicy::IntervalMs(5),
+        sync: eddy_storage::SyncPolicy::Interval,
+        sync_interval: std::time::Duration::from_millis(5),
         ..config(&clock, 0)
     };
     for round in 0..3u8 {

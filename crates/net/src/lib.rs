@@ -7,6 +7,8 @@
 //! deterministic simulation ([`sim::SimNetwork`]). The payload is opaque
 //! bytes: the kv layer serializes its own messages.
 //!
+//! - [`accept`]: the accept loop every listener runs (this transport's,
+//!   and the PB and HTTP APIs');
 //! - [`frame`]: the frame codec (header, kinds, error bodies);
 //! - [`handshake`]: the opening exchange (magic, versions, cluster, names);
 //! - [`config`]: the settings;
@@ -23,6 +25,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod accept;
 pub mod config;
 pub mod error;
 pub mod frame;

@@ -7,7 +7,7 @@
 //! causal context replaces exactly the siblings that context saw, and
 //! concurrent writes become siblings instead of being lost.
 //!
-//! Modules: [`vclock`] (actors, dots, version vectors), [`object`] (objects,
+//! Modules: [`base62`] (the alphabet of keys, vtags and tokens), [`vclock`] (actors, dots, version vectors), [`object`] (objects,
 //! contents, metadata), [`merge`] (the pure update, merge and resolve rules),
 //! [`codec`] (the versioned binary format on disk and on the wire) and
 //! [`context`] (the opaque causal context handed to clients).
@@ -18,6 +18,7 @@
 //! - merge is commutative, associative and idempotent;
 //! - an update with the object's own context leaves exactly one sibling.
 
+pub mod base62;
 pub mod codec;
 pub mod context;
 pub mod merge;

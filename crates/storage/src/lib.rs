@@ -6,7 +6,9 @@
 //! itself. This crate owns the contract ([`backend`]), its request types
 //! ([`batch`], [`fold`], [`index`]), the limits every backend enforces
 //! ([`limits`]), two backends that need no files: [`memory`] and [`multi`],
-//! and how a backend destroys its directory crash-atomically ([`destroy`]).
+//! how a backend destroys its directory crash-atomically ([`destroy`]), and
+//! what every durable log shares: the [`Clock`] ([`clock`]) and group commit
+//! with its [`SyncPolicy`] ([`group_commit`]).
 //! The conformance suite every backend must pass lives in `testkit` (feature
 //! `testkit`).
 //!
@@ -35,6 +37,7 @@ pub mod destroy;
 pub mod error;
 pub mod exhausted;
 pub mod fold;
+pub mod group_commit;
 pub mod index;
 pub mod limits;
 pub mod memory;
@@ -51,6 +54,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::StorageError;
 pub use exhausted::Resource;
 pub use fold::{FoldControl, FoldOptions, KeyVisitor, ObjectVisitor};
+pub use group_commit::{Answer, GroupCommit, SyncPolicy, SyncWaiter};
 pub use index::{IndexQuery, IndexSpec};
 pub use recovery::RecoveryReport;
 pub use status::BackendStatus;

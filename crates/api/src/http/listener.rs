@@ -1,5 +1,5 @@
-//! The HTTP listener: the accept loop and one hyper HTTP/1 connection per
-//! socket, with the axum router as the service.
+//! The HTTP listener: `eddy_net::accept`'s loop, admission, and one hyper
+//! HTTP/1 connection per socket, with the axum router as the service.
 //!
 //! Invariants: at most `connections_max` connections are served; when
 //! full, the longest idle one (no request in progress) is closed for a
@@ -19,6 +19,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
+use eddy_net::accept::{Stop, accept_loop};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::Service as _;
@@ -26,11 +27,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 use super::timed_body::TimedBody;
-use crate::net::{AcceptBackoff, BudgetError, ConnectionTable, RequestBudget, Slot, catch_panic};
+use crate::net::{BudgetError, ConnectionTable, RequestBudget, Slot, catch_panic};
 
 /// What every connection of a listener shares.
 #[derive(Clone)]
@@ -48,29 +47,12 @@ pub(crate) async fn run(
     shared: Shared,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut connections = JoinSet::new();
-    let mut backoff = AcceptBackoff::new("http");
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    connections.spawn(admit(stream, shared.clone(), stop_rx.clone()));
-                }
-                Err(e) => backoff.failed(e).await,
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
-    let _ = stop_tx.send(true);
-    while connections.join_next().await.is_some() {}
+    let serve = |stream, _, stop| admit(stream, shared.clone(), stop);
+    accept_loop(listener, "http", shutdown, serve).await;
     Ok(())
 }
 
-async fn admit(stream: TcpStream, shared: Shared, stop: watch::Receiver<bool>) {
-    let _ = stream.set_nodelay(true);
+async fn admit(stream: TcpStream, shared: Shared, stop: Stop) {
     match shared.table.admit() {
         Some(slot) => serve_connection(stream, shared, Arc::new(slot), stop).await,
         None => refuse(stream, shared.table.limit()).await,
@@ -89,12 +71,7 @@ async fn refuse(mut stream: TcpStream, limit: usize) {
     let _ = stream.shutdown().await;
 }
 
-async fn serve_connection(
-    stream: TcpStream,
-    shared: Shared,
-    slot: Arc<Slot>,
-    mut stop: watch::Receiver<bool>,
-) {
+async fn serve_connection(stream: TcpStream, shared: Shared, slot: Arc<Slot>, mut stop: Stop) {
     let service_slot = slot.clone();
     let router = TowerToHyperService::new(shared.router.clone());
     let timeout = shared.request_timeout;

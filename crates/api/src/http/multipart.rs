@@ -4,8 +4,6 @@
 //! Riak's layout (`\r\n--B\r\n` before each part, `\r\n--B--\r\n` at the
 //! end); and the JSON parts of streamed 2i and MapReduce answers.
 
-use std::hash::{BuildHasher, Hasher};
-
 use eddy_model::BucketRef;
 use eddy_object::Content;
 
@@ -63,26 +61,9 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// A random base-62 token of 22 characters (about 128 bits).
+/// A random base-62 token of 22 characters (about 131 bits).
 pub fn random_token() -> String {
-    let a = std::hash::RandomState::new().build_hasher().finish();
-    let mut h = std::hash::RandomState::new().build_hasher();
-    h.write_u64(a);
-    let b = h.finish();
-    let mut out = base62(a);
-    out.push_str(&base62(b));
-    out
-}
-
-/// `n` in base 62, 11 characters.
-pub fn base62(mut n: u64) -> String {
-    const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    let mut out = [b'0'; 11];
-    for slot in out.iter_mut().rev() {
-        *slot = DIGITS[(n % 62) as usize];
-        n /= 62;
-    }
-    out.iter().map(|&b| b as char).collect()
+    eddy_object::base62::random_string(22)
 }
 
 /// JSON values as multipart/mixed parts (`Content-Type: application/json`

@@ -5,7 +5,8 @@
 //! request gets one answer, or a stream of answers ending with `done`, or an
 //! `RpbErrorResp` with Riak's error text and errcode 0.
 //!
-//! - `server`: the accept loop, one task per connection, dispatch;
+//! - `server`: admission of the connections `eddy_net::accept` takes, one
+//!   task per connection, dispatch;
 //! - `eddy_wire`: the messages, their codes and the framing, which the
 //!   client and the bench tool share; [`read`]: the server's limits on
 //!   reading a frame;

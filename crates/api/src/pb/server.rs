@@ -1,5 +1,6 @@
-//! The PB listener: the accept loop, one task per connection, and dispatch
-//! of each frame to its operation.
+//! The PB listener: admission of each connection accepted by
+//! `eddy_net::accept`'s loop, one task per connection, and dispatch of each
+//! frame to its operation.
 //!
 //! Invariants: a connection's failure (bad frame, slow peer, error) ends
 //! only that connection, and a panic in a handler ends only its request
@@ -17,14 +18,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eddy_kv::Node;
+use eddy_net::accept::{Stop, accept_loop};
 use eddy_query::Jobs;
 use eddy_query::js::JsLimits;
 use prost::Message;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 use super::error::PbError;
 use super::read::ReadError;
@@ -32,7 +32,7 @@ use super::{
     bucket_props, bucket_type, client_id, counter, datatype, delete, get, index, list_buckets,
     list_keys, mapred, multi, ping, preflist, put, server_info,
 };
-use crate::net::{AcceptBackoff, ConnectionTable, RequestBudget, Slot, catch_panic};
+use crate::net::{ConnectionTable, RequestBudget, Slot, catch_panic};
 
 /// Settings of the PB listener.
 #[derive(Clone, Debug)]
@@ -82,34 +82,19 @@ pub async fn serve(
     config: PbConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let (stop_tx, stop_rx) = watch::channel(false);
     let table =
         (config.table.clone()).unwrap_or_else(|| ConnectionTable::new(config.connections_max));
     let config = Arc::new(config);
-    let mut backoff = AcceptBackoff::new("pb");
-    let mut connections = JoinSet::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let conn = Connection::new(node.clone(), config.clone(), stop_rx.clone());
-                    connections.spawn(admit(stream, conn, table.clone()));
-                }
-                Err(e) => backoff.failed(e).await,
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
-    let _ = stop_tx.send(true);
-    while connections.join_next().await.is_some() {}
+    let serve = |stream, _, stop| {
+        let conn = Connection::new(node.clone(), config.clone(), stop);
+        admit(stream, conn, table.clone())
+    };
+    accept_loop(listener, "pb", shutdown, serve).await;
     Ok(())
 }
 
 /// Serves a connection if the table admits it, otherwise refuses it.
 async fn admit(stream: TcpStream, conn: Connection, table: Arc<ConnectionTable>) {
-    let _ = stream.set_nodelay(true);
     match table.admit() {
         Some(slot) => conn.run(stream, slot).await,
         None => refuse(stream, table.limit()).await,
@@ -177,11 +162,11 @@ impl Outbox {
 struct Connection {
     node: Arc<Node>,
     config: Arc<PbConfig>,
-    stop: watch::Receiver<bool>,
+    stop: Stop,
 }
 
 impl Connection {
-    fn new(node: Arc<Node>, config: Arc<PbConfig>, stop: watch::Receiver<bool>) -> Self {
+    fn new(node: Arc<Node>, config: Arc<PbConfig>, stop: Stop) -> Self {
         Connection { node, config, stop }
     }
 

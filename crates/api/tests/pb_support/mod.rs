@@ -37,12 +37,11 @@ pub fn node() -> Arc<Node> {
         ))),
         ..NodeConfig::default()
     };
-    let node = Node::start(config, registry, |p| {
+    Node::start(config, registry, |p| {
         let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
         (backend, Actor(1000 + u64::from(p.0)))
     })
-    .expect("node starts");
-    node
+    .expect("node starts")
 }
 
 pub async fn start() -> Server {

@@ -4,16 +4,16 @@
 
 use std::path::Path;
 
-use eddy_bitcask::{Bitcask, BitcaskConfig, SyncStrategy};
-use eddy_storage::Backend;
+use eddy_bitcask::{Bitcask, BitcaskConfig};
 use eddy_storage::testkit::{BackendFactory, OpenOptions};
+use eddy_storage::{Backend, SyncPolicy};
 
 /// Opens bitcask with small files so rollover and merge happen in tests.
 pub struct SmallFiles {
     pub max_file_size_bytes: u64,
     pub compression: bool,
     pub merge_check_interval_ms: u64,
-    pub sync: SyncStrategy,
+    pub sync: SyncPolicy,
 }
 
 impl Default for SmallFiles {
@@ -22,7 +22,7 @@ impl Default for SmallFiles {
             max_file_size_bytes: 16 * 1024,
             compression: false,
             merge_check_interval_ms: 0,
-            sync: SyncStrategy::None,
+            sync: SyncPolicy::None,
         }
     }
 }

@@ -15,7 +15,7 @@ use eddy_model::props::BucketProps;
 use eddy_query::js::JsLimits;
 use eddy_ring::NodeName;
 use eddy_storage::memory::MemoryConfig;
-use eddy_vnode::commitlog::{LogOptions, SyncStrategy};
+use eddy_vnode::commitlog::{LogOptions, SyncPolicy};
 
 use super::load::{ConfigError, Raw};
 use super::settings::*;
@@ -127,13 +127,10 @@ fn storage(raw: &Raw) -> Result<StorageSettings, ConfigError> {
 }
 
 fn bitcask(raw: &Raw) -> Result<BitcaskConfig, ConfigError> {
-    use eddy_bitcask::SyncStrategy as Sync;
     let sync = match raw.text("bitcask.sync.strategy") {
-        "o_sync" => Sync::OSync,
-        "interval" => Sync::Interval {
-            ms: millis(raw.duration("bitcask.sync.interval")?),
-        },
-        _ => Sync::None,
+        "o_sync" => SyncPolicy::OSync,
+        "interval" => SyncPolicy::Interval,
+        _ => SyncPolicy::None,
     };
     let merge_window = match raw.text("bitcask.merge.policy") {
         "never" => MergeWindow::Never,
@@ -155,6 +152,7 @@ fn bitcask(raw: &Raw) -> Result<BitcaskConfig, ConfigError> {
     Ok(BitcaskConfig {
         max_file_size_bytes: raw.bytes("bitcask.max_file_size")?,
         sync,
+        sync_interval: raw.duration("bitcask.sync.interval")?,
         expiry_secs: raw.expiry_secs("bitcask.expiry"),
         compression: raw.flag("bitcask.compression")?,
         frag_merge_trigger: percent(raw.int("bitcask.merge.triggers.fragmentation")?),
@@ -195,9 +193,9 @@ fn memory(raw: &Raw) -> Result<MemoryConfig, ConfigError> {
 
 fn commit_log(raw: &Raw) -> Result<LogOptions, ConfigError> {
     let sync = match raw.text("commit_log.sync.strategy") {
-        "none" => SyncStrategy::None,
-        "o_sync" => SyncStrategy::OSync,
-        _ => SyncStrategy::Interval,
+        "none" => SyncPolicy::None,
+        "o_sync" => SyncPolicy::OSync,
+        _ => SyncPolicy::Interval,
     };
     Ok(LogOptions {
         // Below 1 MiB a segment would roll (and checkpoint) every few writes.

@@ -8,9 +8,8 @@
 //! file is replaced atomically (written and synced beside it, then renamed
 //! over it, then the directory synced), so it never holds a partial id.
 
-use std::fs::File;
+use std::fs::{File, TryLockError};
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use eddy_object::Actor;
@@ -58,14 +57,16 @@ impl DataDir {
             .write(true)
             .open(&lock_path)
             .map_err(io(&lock_path))?;
-        // SAFETY: flock on a file descriptor we own; no memory is involved.
-        let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let pid = std::fs::read_to_string(root.join("eddy.pid")).unwrap_or_default();
-            return Err(DataDirError::InUse(
-                root.to_path_buf(),
-                pid.trim().to_string(),
-            ));
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let pid = std::fs::read_to_string(root.join("eddy.pid")).unwrap_or_default();
+                return Err(DataDirError::InUse(
+                    root.to_path_buf(),
+                    pid.trim().to_string(),
+                ));
+            }
+            Err(TryLockError::Error(e)) => return Err(io(&lock_path)(e)),
         }
         let pid_path = root.join("eddy.pid");
         let mut pid = File::create(&pid_path).map_err(io(&pid_path))?;
@@ -190,8 +191,8 @@ pub fn is_locked(root: &Path) -> bool {
     let Ok(file) = File::options().write(true).open(root.join("eddy.lock")) else {
         return false;
     };
-    // SAFETY: flock on a descriptor we own; closing it releases our lock.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) != 0 }
+    // Taking it ourselves for a moment tells; closing `file` releases it.
+    file.try_lock().is_err()
 }
 
 /// The pid of the node holding `root`, from its pid file.

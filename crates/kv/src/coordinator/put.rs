@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use eddy_object::{Content, VersionVector, codec};
-use rand::Rng;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, timeout_at};
 
@@ -612,13 +611,6 @@ pub(super) fn is_exhaustion(e: &KvError) -> bool {
     )
 }
 
-const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
-fn random_base62(len: usize) -> Vec<u8> {
-    let mut rng = rand::rng();
-    (0..len).map(|_| BASE62[rng.random_range(0..62)]).collect()
-}
-
 /// A plain object put into a bucket of a data type is refused: its value
 /// would be a sibling no data type read could use (design note 020).
 /// Deletes (tombstones) are plain KV requests and pass.
@@ -639,10 +631,10 @@ pub(super) fn refuse_plain_put(bucket: &BucketRef, props: &BucketProps) -> Resul
 
 /// A server-generated key, like Riak's: 27 random base-62 characters.
 pub(super) fn generate_key() -> Vec<u8> {
-    random_base62(27)
+    eddy_object::base62::random(27)
 }
 
 /// A random version tag (the HTTP ETag).
 fn generate_vtag() -> Vec<u8> {
-    random_base62(22)
+    eddy_object::base62::random(22)
 }

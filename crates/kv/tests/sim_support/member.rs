@@ -7,14 +7,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eddy_kv::clock::Clock;
 use eddy_kv::handoff::{Completed, HandoffConfig, Handoffs, Watch};
 use eddy_kv::remote::{Inline, NetRemote, RemoteConfig, inbound_for};
 use eddy_kv::*;
 use eddy_model::types::BucketRegistry;
 use eddy_net::{Incoming, Lane, Transport};
 use eddy_ring::{NodeName, Partition, Ring};
-use eddy_vnode::commitlog::{LogOptions, SyncStrategy};
+use eddy_storage::Clock;
+use eddy_vnode::commitlog::{LogOptions, SyncPolicy};
 use parking_lot::Mutex;
 
 use super::RING_SIZE;
@@ -52,7 +52,7 @@ pub struct Member {
 /// passes, no segment fills).
 fn log_options() -> LogOptions {
     LogOptions {
-        sync: SyncStrategy::Interval,
+        sync: SyncPolicy::Interval,
         segment_bytes: 1 << 20,
         sync_interval: Duration::from_secs(24 * 3600),
         checkpoint_pace: Duration::ZERO,

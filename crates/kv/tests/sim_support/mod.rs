@@ -24,7 +24,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 pub use eddy_checker::Acked;
-use eddy_kv::clock::ManualClock;
 use eddy_kv::handoff::Completed;
 use eddy_kv::*;
 use eddy_model::props::BucketProps;
@@ -33,6 +32,7 @@ use eddy_model::*;
 use eddy_net::sim::SimNetwork;
 use eddy_object::{Content, RiakObject, VersionVector, codec, merge};
 use eddy_ring::{ClaimParams, NodeName, Partition, Ring, claim};
+use eddy_storage::ManualClock;
 use parking_lot::Mutex;
 
 use disk::Disk;
@@ -121,7 +121,7 @@ impl SimCluster {
             slots: RefCell::default(),
             ring: RefCell::new(Ring::from_owners(owners).unwrap()),
             registry,
-            clock: Arc::new(ManualClock::new(1_700_000_000_000_000)),
+            clock: ManualClock::from_us(1_700_000_000_000_000),
             actors: Arc::new(AtomicU64::new(1)),
             completed: Arc::default(),
             root: scratch_dir(),

@@ -6,7 +6,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -14,27 +13,17 @@ use tokio::sync::{Semaphore, mpsc};
 
 use super::TcpNode;
 use super::conn::{ConnError, FrameReader, Outbound, ReplyQueue, write_frames};
+use crate::accept;
 use crate::frame::{ErrorCode, FrameKind};
 use crate::handshake::{Hello, Welcome};
 use crate::responder::Sink;
 use crate::{Incoming, Lane, NodeName, Responder};
 
-/// Pause after a failed accept (out of descriptors), so the loop does not spin.
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
-
+/// Accepts peer connections until [`TcpNode::shutdown`] aborts this task
+/// (and with it every connection it accepted).
 pub(super) async fn accept_loop(node: Arc<TcpNode>, listener: TcpListener) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, addr)) => {
-                let _ = stream.set_nodelay(true);
-                node.spawn(serve(node.clone(), stream, addr));
-            }
-            Err(e) => {
-                tracing::warn!("accepting a peer connection failed: {e}");
-                tokio::time::sleep(ACCEPT_RETRY).await;
-            }
-        }
-    }
+    let serve = |stream, addr, _stop| serve(node.clone(), stream, addr);
+    accept::accept_loop(listener, "cluster", std::future::pending(), serve).await;
 }
 
 async fn serve(node: Arc<TcpNode>, mut stream: TcpStream, addr: SocketAddr) {

@@ -9,13 +9,14 @@
 //! current segment, which is preallocated and mapped shared: once appended,
 //! a record is in the kernel's page cache and survives a crash of the
 //! process. A reply that promises durability (`dw`) waits, by the
-//! [`SyncStrategy`]:
+//! [`SyncPolicy`]:
 //! - `interval` (the default) and `none`: for nothing more. `interval` also
 //!   fdatasyncs the log every `sync_interval`;
 //! - `o_sync`: for an fdatasync that covered the record
 //!   ([`CommitLog::when_durable`]). The syncer syncs whenever someone
 //!   waits, so one fdatasync answers everyone who gathered while the last
-//!   one ran.
+//!   one ran (its rounds and waiters are `eddy_storage`'s
+//!   [`GroupCommit`], which bitcask and lsm use too).
 //!
 //! When a record does not fit, the append starts the next segment (created
 //! ahead of time by the syncer); the syncer syncs the full one and the
@@ -60,6 +61,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use eddy_storage::GroupCommit;
+pub use eddy_storage::SyncPolicy;
 use parking_lot::{Condvar, Mutex};
 
 pub use record::{Dropped, Entry, FIRST_INCARNATION, Op, Position, Record, Synced};
@@ -81,30 +84,21 @@ pub struct Appended {
 }
 
 /// Called once with the outcome of waiting for a record to be durable.
-pub type Waiter = Box<dyn FnOnce(Result<(), String>) + Send>;
+pub type Waiter = eddy_storage::SyncWaiter;
 
 /// Syncs every backend (the checkpoint); the error names what failed.
 pub type SyncAll = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
-/// What a durable (`dw`) reply waits for; bitcask's `sync_strategy` names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SyncStrategy {
-    /// The record's append (it is then in the segment file, in the page
-    /// cache); the OS writes it back, and the log is synced at segment ends
-    /// and at shutdown.
-    None,
-    /// The record's append; the log is also fdatasynced every
-    /// `sync_interval`, which bounds what a machine crash can lose.
-    Interval,
-    /// An fdatasync that covered the record (group commit).
-    OSync,
-}
-
 /// Sizes and intervals of a commit log.
 #[derive(Clone, Debug)]
 pub struct LogOptions {
-    /// What a durable reply waits for.
-    pub sync: SyncStrategy,
+    /// What a durable reply waits for: with `None`, the record's append (it
+    /// is then in the segment file, in the page cache; the OS writes it
+    /// back, and the log is synced at segment ends and at shutdown); with
+    /// `Interval`, the append, and the log is also fdatasynced every
+    /// `sync_interval`, which bounds what a machine crash can lose; with
+    /// `OSync`, an fdatasync that covered the record (group commit).
+    pub sync: SyncPolicy,
     /// The size of a segment: when the next record does not fit, the
     /// segment is closed and checkpointed. (A record larger than this gets
     /// a segment of its own size.)
@@ -119,7 +113,7 @@ pub struct LogOptions {
 impl Default for LogOptions {
     fn default() -> Self {
         LogOptions {
-            sync: SyncStrategy::Interval,
+            sync: SyncPolicy::Interval,
             segment_bytes: 64 << 20,
             sync_interval: Duration::from_secs(1),
             checkpoint_pace: Duration::from_millis(5),
@@ -131,7 +125,7 @@ impl LogOptions {
     /// Whether appends copy into mapped segments (else they `pwrite`): not
     /// under `o_sync`, where every sync would write-protect the pages.
     fn mapped(&self) -> bool {
-        self.sync != SyncStrategy::OSync
+        self.sync != SyncPolicy::OSync
     }
 }
 
@@ -150,14 +144,8 @@ struct State {
     /// The position after the last append. A record is in the file (the
     /// page cache) once appended.
     appended: Lsn,
-    /// Everything before this position is on stable storage.
-    synced: Lsn,
     /// Where the current segment begins in the log.
     segment_start: Lsn,
-    waiters: Vec<(Lsn, Waiter)>,
-    /// Waiters for stable storage whatever the strategy
-    /// ([`CommitLog::when_synced`]).
-    sync_waiters: Vec<(Lsn, Waiter)>,
     stopping: bool,
     failed: Option<String>,
     /// Why the last attempt to create a segment failed, until one is
@@ -173,8 +161,12 @@ struct Shared {
     /// Set once the log is poisoned or stopping, so that [`CommitLog::check`]
     /// needs no lock while all is well.
     refusing: std::sync::atomic::AtomicBool,
-    /// `State::durable` as of the last progress, readable without the lock.
+    /// The position after the last append, readable without the lock: what
+    /// is durable under `interval` and `none`.
     durable: std::sync::atomic::AtomicU64,
+    /// What is on stable storage, and who waits for it: its rounds are the
+    /// syncer's fdatasyncs.
+    group: GroupCommit,
     /// Fault injection: the next fdatasync fails (tests of the poisoned log).
     fail_next_sync: std::sync::atomic::AtomicBool,
     /// Writes refused for exhaustion, and the fault injection of segment
@@ -208,16 +200,14 @@ impl CommitLog {
             next_seq: std::sync::atomic::AtomicU64::new(first_seq + 1),
             refusing: std::sync::atomic::AtomicBool::new(false),
             durable: std::sync::atomic::AtomicU64::new(0),
+            group: GroupCommit::default(),
             state: Mutex::new(State {
                 current,
                 next: None,
                 closed: Vec::new(),
                 scratch: Vec::with_capacity(64 << 10),
                 appended: 0,
-                synced: 0,
                 segment_start: 0,
-                waiters: Vec::new(),
-                sync_waiters: Vec::new(),
                 stopping: false,
                 failed: None,
                 spare_failed: None,
@@ -326,7 +316,7 @@ impl CommitLog {
             self.shared.work.notify_one();
         }
         st.appended += len;
-        if self.shared.opts.sync != SyncStrategy::OSync {
+        if self.shared.opts.sync != SyncPolicy::OSync {
             let appended = st.appended;
             self.shared
                 .durable
@@ -378,54 +368,40 @@ impl CommitLog {
 
     /// Everything before this position is on stable storage.
     pub fn synced(&self) -> Lsn {
-        self.shared.state.lock().synced
+        self.shared.group.synced()
     }
 
-    /// Everything before this position is durable as the [`SyncStrategy`]
+    /// Everything before this position is durable as the [`SyncPolicy`]
     /// says (appended, or synced with `o_sync`). Reads no lock; a reply for
     /// a later position goes through [`CommitLog::when_durable`].
     pub fn durable(&self) -> Lsn {
-        self.shared
-            .durable
-            .load(std::sync::atomic::Ordering::Acquire)
+        match self.shared.opts.sync {
+            SyncPolicy::OSync => self.shared.group.synced(),
+            SyncPolicy::Interval | SyncPolicy::None => self
+                .shared
+                .durable
+                .load(std::sync::atomic::Ordering::Acquire),
+        }
     }
 
     /// Calls `waiter` once everything before `lsn` is durable as the
-    /// [`SyncStrategy`] says (at once if it already is), or with the error
+    /// [`SyncPolicy`] says (at once if it already is), or with the error
     /// that poisoned the log.
     pub fn when_durable(&self, lsn: Lsn, waiter: Waiter) {
-        let mut st = self.shared.state.lock();
-        if let Some(e) = &st.failed {
-            let e = e.clone();
-            drop(st);
-            return waiter(Err(e));
-        }
-        if lsn <= self.shared.durable(&st) {
+        let st = self.shared.state.lock();
+        if self.shared.opts.sync != SyncPolicy::OSync && st.failed.is_none() && lsn <= st.appended {
             drop(st);
             return waiter(Ok(()));
         }
-        st.waiters.push((lsn, waiter));
-        if self.shared.opts.sync == SyncStrategy::OSync {
-            self.shared.work.notify_one();
-        }
+        self.shared.wait_for_sync(st, lsn, waiter);
     }
 
     /// Calls `waiter` once everything before `lsn` is on stable storage
-    /// (fdatasynced), whatever the [`SyncStrategy`]: the syncer syncs at
+    /// (fdatasynced), whatever the [`SyncPolicy`]: the syncer syncs at
     /// once for it rather than at its interval (`sync_on_write`, handoff).
     pub fn when_synced(&self, lsn: Lsn, waiter: Waiter) {
-        let mut st = self.shared.state.lock();
-        if let Some(e) = &st.failed {
-            let e = e.clone();
-            drop(st);
-            return waiter(Err(e));
-        }
-        if lsn <= st.synced {
-            drop(st);
-            return waiter(Ok(()));
-        }
-        st.sync_waiters.push((lsn, waiter));
-        self.shared.work.notify_one();
+        let st = self.shared.state.lock();
+        self.shared.wait_for_sync(st, lsn, waiter);
     }
 
     /// Syncs everything appended, answers every waiter and stops the
@@ -463,45 +439,25 @@ impl Drop for CommitLog {
 }
 
 impl Shared {
-    /// How far a waiter counts as durable under this log's strategy.
-    fn durable(&self, st: &State) -> Lsn {
-        match self.opts.sync {
-            SyncStrategy::OSync => st.synced,
-            SyncStrategy::Interval | SyncStrategy::None => st.appended,
+    /// Has `waiter` called once the syncer's fdatasyncs cover `lsn` (at
+    /// once, outside the lock, if they do or the log failed). Registered
+    /// under the state lock, so the syncer, which looks for waiters under
+    /// it, cannot miss the wake-up between looking and sleeping.
+    fn wait_for_sync(&self, st: parking_lot::MutexGuard<'_, State>, lsn: Lsn, waiter: Waiter) {
+        let answer = self.group.when_synced(lsn, waiter);
+        if answer.is_none() {
+            self.work.notify_one();
         }
-    }
-
-    /// Takes the waiters that are durable now.
-    fn ready_waiters(&self, st: &mut State) -> Vec<(Lsn, Waiter)> {
-        let durable = self.durable(st);
-        let mut ready = take_ready(&mut st.waiters, durable);
-        ready.extend(take_ready(&mut st.sync_waiters, st.synced));
-        ready
-    }
-
-    /// Records that everything before `lsn` is on stable storage and
-    /// answers the waiters that makes durable.
-    fn mark_synced(&self, lsn: Lsn) {
-        self.advance(|st| st.synced = st.synced.max(lsn));
-    }
-
-    /// Applies `progress` to the state, then answers (outside the lock) the
-    /// waiters it made durable.
-    fn advance(&self, progress: impl FnOnce(&mut State)) {
-        let ready = {
-            let mut st = self.state.lock();
-            progress(&mut st);
-            self.durable
-                .store(self.durable(&st), std::sync::atomic::Ordering::Release);
-            self.ready_waiters(&mut st)
-        };
-        ready.into_iter().for_each(|(_, w)| w(Ok(())));
+        drop(st);
+        if let Some((waiter, result)) = answer {
+            waiter(result);
+        }
     }
 
     /// Poisons the log with `e` (the first error wins) and fails every
     /// waiter.
     fn poison(&self, e: String) {
-        let (e, waiters) = {
+        let e = {
             let mut st = self.state.lock();
             if st.failed.is_none() {
                 tracing::error!("commit log failed, refusing writes: {e}");
@@ -509,12 +465,10 @@ impl Shared {
             let e = st.failed.get_or_insert(e).clone();
             self.refusing
                 .store(true, std::sync::atomic::Ordering::Release);
-            let mut waiters = std::mem::take(&mut st.waiters);
-            waiters.append(&mut st.sync_waiters);
-            (e, waiters)
+            e
         };
         self.work.notify_all();
-        waiters.into_iter().for_each(|(_, w)| w(Err(e.clone())));
+        self.group.fail(e);
     }
 
     /// Encodes `entry` into `frame` and copies it in after the last
@@ -613,16 +567,4 @@ fn poisoned(e: &str) -> KvError {
     KvError::Storage(eddy_storage::StorageError::Poisoned(format!(
         "commit log: {e}"
     )))
-}
-
-/// Takes the waiters of `waiting` whose position is at or before `upto`.
-fn take_ready(waiting: &mut Vec<(Lsn, Waiter)>, upto: Lsn) -> Vec<(Lsn, Waiter)> {
-    if waiting.iter().all(|(lsn, _)| *lsn > upto) {
-        return Vec::new();
-    }
-    let (ready, rest) = std::mem::take(waiting)
-        .into_iter()
-        .partition(|(lsn, _)| *lsn <= upto);
-    *waiting = rest;
-    ready
 }

@@ -1,8 +1,10 @@
 //! The commit log's two threads.
 //!
-//! The syncer fdatasyncs when the strategy asks (someone waits with
-//! `o_sync`, the sync interval passed, a segment filled, the log stops)
-//! and creates the next segment ahead of time (retrying with backoff while
+//! The syncer fdatasyncs when the policy asks (someone waits with
+//! `o_sync`, the sync interval passed, a segment filled, the log stops),
+//! each fdatasync a round of the log's [`eddy_storage::GroupCommit`] (which
+//! marks what it covered and answers the waiters), maps the next window of
+//! the current segment ahead of appends, and creates the next segment ahead of time (retrying with backoff while
 //! creation fails: [`super::spare`]). A segment that filled is
 //! synced and goes to the checkpointer, which syncs every backend and then
 //! retires it (renamed out of the log and freed a slice at a time:
@@ -16,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::spare::{RETRY_FIRST, RETRY_MAX};
-use super::{Lsn, Shared, SyncAll, SyncStrategy, retire, writer};
+use super::{Lsn, Shared, SyncAll, SyncPolicy, retire, writer};
 
 /// How often the syncer looks at the clock when nothing wakes it.
 const TICK: Duration = Duration::from_millis(100);
@@ -94,17 +96,14 @@ impl Syncer {
     fn wait(&self) -> Round {
         let opts = &self.shared.opts;
         let mut st = self.shared.state.lock();
-        let waited = |st: &super::State| {
-            let forced = st.sync_waiters.iter().any(|(l, _)| *l > self.synced);
-            forced
-                || (opts.sync == SyncStrategy::OSync
-                    && st.waiters.iter().any(|(l, _)| *l > self.synced))
-        };
+        // Waiters register under the state lock: none is missed between
+        // this look and the sleep below.
+        let waited = || self.shared.group.waited();
         let sync_due = st.appended > self.synced && self.sync_due();
         let ahead_due = self.ahead(&st).is_some();
         let spare_due = st.next.is_none() && self.retry_due();
         let due = sync_due || ahead_due || spare_due;
-        if !(st.stopping || waited(&st) || !st.closed.is_empty() || due) {
+        if !(st.stopping || waited() || !st.closed.is_empty() || due) {
             let retry_in = self
                 .retry
                 .map_or(TICK, |(at, _)| at.saturating_duration_since(Instant::now()));
@@ -118,7 +117,7 @@ impl Syncer {
             retired: st.current.take_retired(),
             ahead: self.ahead(&st),
             appended: st.appended,
-            waited: waited(&st),
+            waited: waited(),
             stopping: st.stopping || st.failed.is_some(),
             spare_due: st.next.is_none() && self.retry_due(),
         }
@@ -140,7 +139,7 @@ impl Syncer {
     /// Whether the sync interval asks for a sync.
     fn sync_due(&self) -> bool {
         let opts = &self.shared.opts;
-        opts.sync != SyncStrategy::None && self.last_sync.elapsed() >= opts.sync_interval
+        opts.sync != SyncPolicy::None && self.last_sync.elapsed() >= opts.sync_interval
     }
 
     /// Syncs the segments that filled, then the current one if the
@@ -185,19 +184,22 @@ impl Syncer {
         }
     }
 
-    /// fdatasyncs `file` (segment `seq`), which holds the log up to `end`.
+    /// fdatasyncs `file` (segment `seq`), which holds the log up to `end`:
+    /// one group-commit round, which answers every waiter it covers.
     fn sync(&mut self, file: &File, seq: u64, end: Lsn) -> Result<(), String> {
         if end <= self.synced {
             return Ok(());
         }
-        if self.shared.fail_next_sync.swap(false, Ordering::SeqCst) {
-            return Err(format!("fdatasync of segment {seq}: injected failure"));
-        }
-        file.sync_data()
-            .map_err(|e| format!("fdatasync of segment {seq}: {e}"))?;
+        let injected = self.shared.fail_next_sync.swap(false, Ordering::SeqCst);
+        self.shared.group.round(end, || {
+            if injected {
+                return Err(format!("fdatasync of segment {seq}: injected failure"));
+            }
+            file.sync_data()
+                .map_err(|e| format!("fdatasync of segment {seq}: {e}"))
+        })?;
         self.synced = end;
         self.last_sync = Instant::now();
-        self.shared.mark_synced(end);
         Ok(())
     }
 
