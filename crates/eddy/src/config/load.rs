@@ -1,16 +1,17 @@
 //! Building the effective configuration: defaults, then the file, then
-//! `EDDY_*` environment variables, each value checked against its kind and
-//! then parsed once into [`Settings`] ([`super::build`]).
+//! `EDDY_*` environment variables; the texts are then read once by serde
+//! into the [`Schema`] ([`super::de`]), which refuses any value that does
+//! not fit its setting, and turned into [`Settings`] ([`super::build`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use super::schema::{self, SETTINGS, Setting};
+use serde::Deserialize;
+
+use super::de::{self, DeError};
+use super::schema::{self, SETTINGS, Schema};
 use super::settings::Settings;
-use super::values;
 
 /// Where an effective value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +45,10 @@ pub enum ConfigError {
         origin: String,
         reason: String,
     },
+    /// The schema refused the settings without naming one (a bug: every
+    /// refusal of a value names its setting).
+    #[error("{0}")]
+    Schema(DeError),
 }
 
 /// The loaded configuration: every setting's effective text and its
@@ -55,10 +60,9 @@ pub struct Config {
     settings: Settings,
 }
 
-/// Every setting's effective text and its source, each text checked
-/// against its kind.
+/// Every setting's effective text and its source.
 #[derive(Clone, Debug)]
-pub(super) struct Raw {
+struct Raw {
     values: BTreeMap<&'static str, (String, Source)>,
 }
 
@@ -92,8 +96,8 @@ impl Config {
             }
         }
         let raw = Raw { values };
-        raw.check_kinds()?;
-        let settings = Settings::build(&raw)?;
+        let schema = raw.schema()?;
+        let settings = Settings::from(&schema);
         Ok(Config { raw, settings })
     }
 
@@ -116,7 +120,10 @@ impl Config {
             let _ = writeln!(
                 out,
                 "## {}\n{} = {}  # {}",
-                setting.doc, setting.name, value, from
+                setting.doc(),
+                setting.name,
+                value,
+                from
             );
         }
         out
@@ -124,93 +131,27 @@ impl Config {
 }
 
 impl Raw {
-    /// Checks every value against its setting's kind, in schema order.
-    fn check_kinds(&self) -> Result<(), ConfigError> {
-        for setting in SETTINGS {
-            let (value, source) = &self.values[setting.name];
-            values::check(setting.kind, value)
-                .map_err(|reason| invalid(setting, source, reason))?;
+    /// Reads every text as its setting's type; the first that does not
+    /// fit is the error, naming the setting and where its value came from.
+    fn schema(&self) -> Result<Schema, ConfigError> {
+        let entries = self
+            .values
+            .iter()
+            .map(|(name, (text, _))| (*name, text.as_str()))
+            .collect();
+        Schema::deserialize(de::Settings::new(entries)).map_err(|e| self.invalid(e))
+    }
+
+    fn invalid(&self, e: DeError) -> ConfigError {
+        let setting = e.setting.as_deref().and_then(schema::find);
+        match setting {
+            Some(setting) => ConfigError::Invalid {
+                name: setting.name,
+                origin: origin(&self.values[setting.name].1),
+                reason: e.reason,
+            },
+            None => ConfigError::Schema(e),
         }
-        Ok(())
-    }
-
-    /// The error for setting `name` with `reason`.
-    pub(super) fn invalid(&self, name: &'static str, reason: &str) -> ConfigError {
-        let source = &self.entry(name).1;
-        ConfigError::Invalid {
-            name,
-            origin: origin(source),
-            reason: reason.to_string(),
-        }
-    }
-
-    fn entry(&self, name: &'static str) -> &(String, Source) {
-        // Every name the builder asks for is in SETTINGS (the default
-        // configuration's build, a unit test, asks for all of them).
-        self.values
-            .get(name)
-            .unwrap_or_else(|| panic!("no setting {name}"))
-    }
-
-    /// The text of a setting.
-    pub(super) fn text(&self, name: &'static str) -> &str {
-        &self.entry(name).0
-    }
-
-    /// A setting's text parsed by `parse`; its error names the setting.
-    pub(super) fn parse<T, E: ToString>(
-        &self,
-        name: &'static str,
-        parse: impl FnOnce(&str) -> Result<T, E>,
-    ) -> Result<T, ConfigError> {
-        parse(self.text(name)).map_err(|e| self.invalid(name, &e.to_string()))
-    }
-
-    /// A non-negative integer.
-    pub(super) fn int(&self, name: &'static str) -> Result<u64, ConfigError> {
-        self.parse(name, |t| {
-            t.trim()
-                .parse::<u64>()
-                .map_err(|_| format!("{t:?} is not a whole number"))
-        })
-    }
-
-    /// A byte size.
-    pub(super) fn bytes(&self, name: &'static str) -> Result<u64, ConfigError> {
-        self.parse(name, values::bytes)
-    }
-
-    /// An on/off flag.
-    pub(super) fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
-        self.parse(name, values::flag)
-    }
-
-    /// A `host:port` address.
-    pub(super) fn addr(&self, name: &'static str) -> Result<SocketAddr, ConfigError> {
-        self.parse(name, |t| {
-            t.trim()
-                .parse::<SocketAddr>()
-                .map_err(|_| format!("{t:?} is not an address like 127.0.0.1:8098"))
-        })
-    }
-
-    /// A duration.
-    pub(super) fn duration(&self, name: &'static str) -> Result<Duration, ConfigError> {
-        self.parse(name, values::duration_ms)
-            .map(Duration::from_millis)
-    }
-
-    /// A duration, or `None` for a word of its kind such as `off` (the
-    /// text fits its kind, so what is not a duration is one of its words).
-    pub(super) fn timeout(&self, name: &'static str) -> Option<Duration> {
-        values::duration_ms(self.text(name))
-            .ok()
-            .map(Duration::from_millis)
-    }
-
-    /// A time to live in whole seconds; `off` is 0 (none).
-    pub(super) fn expiry_secs(&self, name: &'static str) -> u64 {
-        self.timeout(name).map_or(0, |d| d.as_secs())
     }
 }
 
@@ -219,14 +160,6 @@ fn origin(source: &Source) -> String {
         Source::Default => "default".to_string(),
         Source::File(p) => format!("from {}", p.display()),
         Source::Env(v) => format!("from {v}"),
-    }
-}
-
-fn invalid(setting: &Setting, source: &Source, reason: String) -> ConfigError {
-    ConfigError::Invalid {
-        name: setting.name,
-        origin: origin(source),
-        reason,
     }
 }
 
@@ -305,6 +238,25 @@ mod tests {
     }
 
     #[test]
+    fn show_prints_each_setting_as_a_riak_conf_line_with_its_meaning() {
+        let shown = Config::load(None, env(&[])).unwrap().show();
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines.len(), 2 * SETTINGS.len());
+        assert_eq!(
+            lines[..4],
+            [
+                "## This node's name, name@host.",
+                "nodename = eddy@127.0.0.1  # default",
+                "## Address of the HTTP API.",
+                "listener.http.internal = 127.0.0.1:8098  # default",
+            ]
+        );
+        assert!(shown.contains(
+            "## Repair partitions whose files were found damaged at start (auto), or wait for `eddy admin repair` (manual).\npartition_repair = auto  # default\n"
+        ));
+    }
+
+    #[test]
     fn bad_config_names_the_setting() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("eddy.toml");
@@ -330,6 +282,18 @@ mod tests {
         );
         let vars = env(&[("EDDY_BUCKETS_DEFAULT_R", "most")]);
         assert!(Config::load(None, vars).is_err());
+        // An unknown word is refused, not taken for the default, and the
+        // error lists the words the setting takes (as cuttlefish does).
+        std::fs::write(&file, "storage_backend = \"leveldb\"\n").unwrap();
+        let err = Config::load(Some(&file), env(&[])).unwrap_err().to_string();
+        assert!(
+            err.contains("storage_backend")
+                && err.contains("\"leveldb\" is not one of bitcask, lsm, memory, multi"),
+            "{err}"
+        );
+        let vars = env(&[("EDDY_BITCASK_MERGE_POLICY", "sometimes")]);
+        let err = Config::load(None, vars).unwrap_err().to_string();
+        assert!(err.contains("always, never, window"), "{err}");
         let missing = dir.path().join("nope.toml");
         assert!(matches!(
             Config::load(Some(&missing), env(&[])),

@@ -4,6 +4,7 @@
 //! [`build`]).
 
 mod build;
+mod de;
 pub mod load;
 pub mod schema;
 pub mod settings;
