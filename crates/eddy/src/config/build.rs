@@ -14,7 +14,7 @@ use eddy_lsm::LsmConfig;
 use eddy_query::js::JsLimits;
 use eddy_storage::memory::MemoryConfig;
 
-use super::schema::{BitcaskSync, CommitLogSync, MergePolicy, Schema};
+use super::schema::{CommitLogSync, MergePolicy, Schema};
 use super::settings::*;
 use super::values::{Dur, Size};
 
@@ -94,14 +94,6 @@ fn javascript(s: &Schema) -> Option<JsLimits> {
 }
 
 fn bitcask(s: &Schema) -> BitcaskConfig {
-    use eddy_bitcask::SyncStrategy as Sync;
-    let sync = match s.bitcask_sync_strategy {
-        BitcaskSync::None => Sync::None,
-        BitcaskSync::OSync => Sync::OSync,
-        BitcaskSync::Interval => Sync::Interval {
-            ms: millis(s.bitcask_sync_interval.0),
-        },
-    };
     let merge_window = match s.bitcask_merge_policy {
         MergePolicy::Always => MergeWindow::Always,
         MergePolicy::Never => MergeWindow::Never,
@@ -112,7 +104,9 @@ fn bitcask(s: &Schema) -> BitcaskConfig {
     };
     BitcaskConfig {
         max_file_size_bytes: s.bitcask_max_file_size.0,
-        sync,
+        // No sync setting: the node writes its backends without syncing
+        // and the commit log owns durability (`commit_log.sync.*`); the
+        // backend syncs at checkpoints. BitcaskConfig's default is `None`.
         expiry_secs: expiry_secs(s.bitcask_expiry),
         compression: s.bitcask_compression,
         frag_merge_trigger: percent(s.bitcask_merge_triggers_fragmentation),
@@ -213,10 +207,6 @@ fn bytes(size: Size) -> usize {
     usize_of(size.0)
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 /// A time to live in whole seconds; `off` is 0 (none).
 fn expiry_secs(ttl: Option<Dur>) -> u64 {
     ttl.map_or(0, |d| d.0.as_secs())
@@ -263,7 +253,6 @@ mod tests {
         let with = |k: &str, v: &str| vec![(env_name(k), v.to_string())];
         match name {
             n if n.starts_with("bitcask.merge.window.") => with("bitcask.merge.policy", "window"),
-            "bitcask.sync.interval" => with("bitcask.sync.strategy", "interval"),
             _ => Vec::new(),
         }
     }
@@ -306,6 +295,11 @@ mod tests {
         assert_eq!(s.storage.memory.max_memory_bytes, None);
         assert_eq!(s.storage.bitcask.expiry_secs, 0);
         assert_eq!(s.storage.bitcask.index_memory_max_bytes, Some(16 << 20));
+        // The commit log owns durability; the backends never sync alone.
+        assert!(matches!(
+            s.storage.bitcask.sync,
+            eddy_bitcask::SyncStrategy::None
+        ));
         assert_eq!(
             s.http.request_timeout,
             Some(std::time::Duration::from_secs(60))

@@ -10,8 +10,55 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::de::{self, DeError};
+use super::file::{self, FileError};
 use super::schema::{self, SETTINGS, Schema};
 use super::settings::Settings;
+
+/// `EDDY_*` variables that are not settings, which `eddy` accepts beside
+/// them: the node's log filter, and the variables of the tests, scripts
+/// and deploy files around it, which may run `eddy` with them set (a test
+/// checks that every `EDDY_` name in the repository is a setting or here).
+/// Any other `EDDY_*` variable is refused, as an unknown setting is.
+pub const NOT_SETTINGS: &[&str] = &[
+    "EDDY_LOG",
+    // Tests.
+    "EDDY_PYTHON",
+    "EDDY_REQUIRE_PYTHON_CLIENT",
+    "EDDY_REQUIRE_NETNS",
+    "EDDY_TEST_LOGDIR",
+    "EDDY_WRITE_FIXTURE",
+    "EDDY_WRITE_FIXTURES",
+    "EDDY_SIM_SEED",
+    "EDDY_SIM_SEEDS",
+    "EDDY_SIM_STATS",
+    "EDDY_CRASH_DIR",
+    "EDDY_CRASH_SEED",
+    "EDDY_CRASH_CYCLES",
+    "EDDY_CONFORMANCE_CASES",
+    "EDDY_CORRUPTION_ITERATIONS",
+    // deploy/ and its README section.
+    "EDDY_COOKIE",
+    "EDDY_IMAGE",
+    "EDDY_NODES",
+    "EDDY_PROJECT",
+    "EDDY_SUBNET",
+    "EDDY_WAIT_SECS",
+];
+
+/// Settings Eddy no longer has, refused with what to set instead.
+const REPLACED: &[(&str, &str)] = &[
+    (
+        "bitcask.sync.strategy",
+        "the commit log owns durability (the node writes its backends without syncing and \
+         syncs them at checkpoints): set commit_log.sync.strategy (none, interval, o_sync) \
+         instead",
+    ),
+    (
+        "bitcask.sync.interval",
+        "the commit log owns durability (the node writes its backends without syncing and \
+         syncs them at checkpoints): set commit_log.sync.interval instead",
+    ),
+];
 
 /// Where an effective value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,19 +72,17 @@ pub enum Source {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// The file could not be read.
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
+    /// The file could not be read, or is neither TOML nor riak.conf lines.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// A name that is not a setting, in a file or as an `EDDY_*`
+    /// variable; `hint` says what was probably meant, if anything.
+    #[error("unknown setting {name:?} in {origin}{hint}")]
+    Unknown {
+        name: String,
+        origin: String,
+        hint: String,
     },
-    /// The file is not valid TOML.
-    #[error("config file {path} is not valid TOML: {reason}")]
-    Syntax { path: PathBuf, reason: String },
-    /// A name that is not a setting.
-    #[error("unknown setting {name:?} in {origin}")]
-    Unknown { name: String, origin: String },
     /// A value that does not fit its setting.
     #[error("setting {name} ({origin}): {reason}")]
     Invalid {
@@ -80,20 +125,32 @@ impl Config {
         let default_file = Path::new("eddy.toml");
         let file = file.or(default_file.exists().then_some(default_file));
         if let Some(path) = file {
-            for (name, value) in read_file(path)? {
+            for (name, value) in file::read(path)? {
                 let setting = schema::find(&name).ok_or_else(|| ConfigError::Unknown {
-                    name: name.clone(),
+                    hint: hint(&name, |s| s.to_string()),
                     origin: path.display().to_string(),
+                    name,
                 })?;
                 values.insert(setting.name, (value, Source::File(path.to_path_buf())));
             }
         }
+        let by_var: BTreeMap<String, &'static str> = SETTINGS
+            .iter()
+            .map(|s| (schema::env_name(s.name), s.name))
+            .collect();
         let env: BTreeMap<String, String> = env.into_iter().collect();
-        for setting in SETTINGS {
-            let var = schema::env_name(setting.name);
-            if let Some(value) = env.get(&var) {
-                values.insert(setting.name, (value.clone(), Source::Env(var)));
+        for (var, value) in env {
+            if !var.starts_with("EDDY_") || NOT_SETTINGS.contains(&var.as_str()) {
+                continue;
             }
+            let Some(name) = by_var.get(&var) else {
+                return Err(ConfigError::Unknown {
+                    hint: hint(&var, schema::env_name),
+                    origin: "the environment".to_string(),
+                    name: var,
+                });
+            };
+            values.insert(name, (value, Source::Env(var)));
         }
         let raw = Raw { values };
         let schema = raw.schema()?;
@@ -155,51 +212,45 @@ impl Raw {
     }
 }
 
+/// What an unknown setting `name` probably meant, as a clause to append:
+/// the replacement of a removed setting, or the nearest known name (by
+/// edit distance). `spell` writes a setting's name as `name` is written
+/// (the setting itself, or its `EDDY_*` variable).
+fn hint(name: &str, spell: impl Fn(&str) -> String) -> String {
+    if let Some((_, instead)) = REPLACED.iter().find(|(old, _)| spell(old) == name) {
+        return format!(": {instead}");
+    }
+    let nearest = SETTINGS
+        .iter()
+        .map(|s| spell(s.name))
+        .map(|known| (edit_distance(name, &known), known))
+        .min();
+    match nearest {
+        Some((distance, known)) if distance <= 3 => format!("; did you mean {known}?"),
+        _ => String::new(),
+    }
+}
+
+/// Levenshtein distance between `a` and `b`, by bytes.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.bytes().enumerate() {
+            let replaced = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = replaced.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
 fn origin(source: &Source) -> String {
     match source {
         Source::Default => "default".to_string(),
         Source::File(p) => format!("from {}", p.display()),
         Source::Env(v) => format!("from {v}"),
-    }
-}
-
-/// Reads a TOML file into dotted names and text values. Nested tables
-/// flatten into dotted names, so riak.conf-style lines
-/// (`listener.http.internal = "127.0.0.1:8098"`) are valid TOML as they are.
-fn read_file(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| ConfigError::Syntax {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-    let mut out = Vec::new();
-    flatten("", &table, &mut out);
-    Ok(out)
-}
-
-fn flatten(prefix: &str, table: &toml::Table, out: &mut Vec<(String, String)>) {
-    for (k, v) in table {
-        let name = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
-        };
-        let text = match v {
-            toml::Value::Table(t) => {
-                flatten(&name, t, out);
-                continue;
-            }
-            toml::Value::String(s) => s.clone(),
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
-            other => other.to_string(),
-        };
-        out.push((name, text));
     }
 }
 
@@ -269,10 +320,10 @@ mod tests {
         std::fs::write(&file, "ring_sise = 64\n").unwrap();
         let err = Config::load(Some(&file), env(&[])).unwrap_err().to_string();
         assert!(err.contains("unknown setting \"ring_sise\""), "{err}");
-        std::fs::write(&file, "ring_size = [\n").unwrap();
+        std::fs::write(&file, "[ring\n").unwrap();
         assert!(matches!(
             Config::load(Some(&file), env(&[])),
-            Err(ConfigError::Syntax { .. })
+            Err(ConfigError::File(FileError::Syntax { .. }))
         ));
         let vars = env(&[("EDDY_STORAGE_BACKEND", "leveldb")]);
         let err = Config::load(None, vars).unwrap_err().to_string();
@@ -297,7 +348,126 @@ mod tests {
         let missing = dir.path().join("nope.toml");
         assert!(matches!(
             Config::load(Some(&missing), env(&[])),
-            Err(ConfigError::Read { .. })
+            Err(ConfigError::File(FileError::Read { .. }))
         ));
+    }
+
+    #[test]
+    fn a_riak_conf_file_is_read_with_unquoted_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("riak.conf");
+        let text = "## Riak's own lines\n\
+                    nodename = riak@10.0.0.1\n\
+                    listener.http.internal = 127.0.0.1:18098\n\
+                    storage_backend = lsm\n\
+                    object.size.maximum = 10MB\n\
+                    buckets.default.allow_mult = on\n";
+        std::fs::write(&file, text).unwrap();
+        let c = Config::load(Some(&file), env(&[])).unwrap();
+        let s = c.settings();
+        assert_eq!(s.node.nodename.0, "riak@10.0.0.1");
+        assert_eq!(s.listeners.http.to_string(), "127.0.0.1:18098");
+        assert_eq!(s.storage.backend.name(), "lsm");
+        assert_eq!(s.objects.size_max_bytes, 10 << 20);
+        assert!(s.bucket_defaults.allow_mult);
+        assert!(c.show().contains("storage_backend = lsm  # file"));
+    }
+
+    #[test]
+    fn unknown_eddy_variables_are_refused_but_not_eddys_own() {
+        let err = Config::load(None, env(&[("EDDY_RINGSIZE", "64")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown setting \"EDDY_RINGSIZE\" in the environment")
+                && err.contains("did you mean EDDY_RING_SIZE?"),
+            "{err}"
+        );
+        let err = Config::load(None, env(&[("EDDY_NO_SUCH_THING_AT_ALL", "1")]))
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("did you mean"), "{err}");
+        let others: Vec<(&str, &str)> = NOT_SETTINGS.iter().map(|v| (*v, "x")).collect();
+        let mut vars = env(&others);
+        vars.extend(env(&[("HOME", "/root"), ("RUST_LOG", "debug")]));
+        assert!(Config::load(None, vars).is_ok());
+    }
+
+    #[test]
+    fn bitcask_sync_settings_are_refused_naming_the_commit_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("eddy.toml");
+        std::fs::write(&file, "bitcask.sync.strategy = \"o_sync\"\n").unwrap();
+        let err = Config::load(Some(&file), env(&[])).unwrap_err().to_string();
+        assert!(
+            err.contains("unknown setting \"bitcask.sync.strategy\"")
+                && err.contains("commit log owns durability")
+                && err.contains("commit_log.sync.strategy"),
+            "{err}"
+        );
+        let vars = env(&[("EDDY_BITCASK_SYNC_INTERVAL", "1s")]);
+        let err = Config::load(None, vars).unwrap_err().to_string();
+        assert!(err.contains("commit_log.sync.interval"), "{err}");
+        std::fs::write(&file, "ring_sise = 64\n").unwrap();
+        let err = Config::load(Some(&file), env(&[])).unwrap_err().to_string();
+        assert!(err.contains("did you mean ring_size?"), "{err}");
+    }
+
+    /// Every `EDDY_` name the repository's code, scripts and docs use is a
+    /// setting's variable, one of [`NOT_SETTINGS`], or a name that is no
+    /// variable at all; so no test or script sets a variable `eddy` then
+    /// refuses.
+    #[test]
+    fn every_eddy_variable_in_the_repository_is_known() {
+        const NOT_VARIABLES: &[&str] = &[
+            "EDDY_",
+            "EDDY_CODES",
+            "EDDY_VERSION",
+            "EDDY_MULTI_",
+            // This file's examples of variables eddy refuses.
+            "EDDY_RINGSIZE",
+            "EDDY_NO_SUCH_THING_AT_ALL",
+        ];
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut names = std::collections::BTreeSet::new();
+        scan(&root, &mut names);
+        assert!(names.contains("EDDY_RING_SIZE"), "the scan found {names:?}");
+        let settings: Vec<String> = SETTINGS.iter().map(|s| schema::env_name(s.name)).collect();
+        let replaced: Vec<String> = REPLACED.iter().map(|(n, _)| schema::env_name(n)).collect();
+        for name in names {
+            assert!(
+                settings.contains(&name)
+                    || replaced.contains(&name)
+                    || NOT_SETTINGS.contains(&name.as_str())
+                    || NOT_VARIABLES.contains(&name.as_str()),
+                "{name} is used in the repository but eddy would refuse it: add it to NOT_SETTINGS"
+            );
+        }
+    }
+
+    fn scan(dir: &Path, names: &mut std::collections::BTreeSet<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !matches!(file_name.as_str(), "target" | ".git" | "node_modules") {
+                    scan(&path, names);
+                }
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            for (at, _) in text.match_indices("EDDY_") {
+                let name: String = text[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                names.insert(name);
+            }
+        }
     }
 }

@@ -5,6 +5,7 @@
 
 mod build;
 mod de;
+mod file;
 pub mod load;
 pub mod schema;
 pub mod settings;

@@ -162,10 +162,6 @@ schema! {
     commit_log_sync_interval "commit_log.sync.interval": Dur = "1s";
     /// Roll to a new data file beyond this size.
     bitcask_max_file_size "bitcask.max_file_size": Size = "2GB";
-    /// When bitcask syncs on its own.
-    bitcask_sync_strategy "bitcask.sync.strategy": BitcaskSync = "none";
-    /// Sync period with the interval strategy.
-    bitcask_sync_interval "bitcask.sync.interval": Dur = "1s";
     /// When merges may run.
     bitcask_merge_policy "bitcask.merge.policy": MergePolicy = "always";
     /// First hour of the merge window.
@@ -256,15 +252,6 @@ choice! {
         None = "none",
         Interval = "interval",
         OSync = "o_sync",
-    }
-}
-
-choice! {
-    /// `bitcask.sync.strategy`.
-    pub enum BitcaskSync {
-        None = "none",
-        OSync = "o_sync",
-        Interval = "interval",
     }
 }
 
