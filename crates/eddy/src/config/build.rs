@@ -71,7 +71,13 @@ impl From<&Schema> for Settings {
                 wait: s.request_budget_wait.0,
             },
             javascript: javascript(s),
-            log_level: s.log_level.name().to_string(),
+            log: LogSettings {
+                level: s.log_level,
+                console: s.log_console,
+                file: s.log_console_file.clone().into(),
+                size_bytes: s.log_console_size.0,
+                keep: s.log_console_rotation_keep,
+            },
         }
     }
 }

@@ -90,6 +90,20 @@ pub enum ConfigError {
         origin: String,
         reason: String,
     },
+    /// A relative `platform_data_dir` from a file is read from the file's
+    /// directory, where there is no data, while the same path from the
+    /// current directory holds a node's data (read from there before).
+    #[error(
+        "platform_data_dir {path} in {file} is read from the file's directory, as \
+         {resolved}, which does not exist; {path} in the current directory holds a node's \
+         data: write its absolute path in the file (platform_data_dir = \"{absolute}\")"
+    )]
+    DataDirMoved {
+        path: PathBuf,
+        file: PathBuf,
+        resolved: PathBuf,
+        absolute: PathBuf,
+    },
     /// The schema refused the settings without naming one (a bug: every
     /// refusal of a value names its setting).
     #[error("{0}")]
@@ -154,7 +168,8 @@ impl Config {
         }
         let raw = Raw { values };
         let schema = raw.schema()?;
-        let settings = Settings::from(&schema);
+        let mut settings = Settings::from(&schema);
+        raw.resolve_paths(&mut settings)?;
         Ok(Config { raw, settings })
     }
 
@@ -197,6 +212,43 @@ impl Raw {
             .map(|(name, (text, _))| (*name, text.as_str()))
             .collect();
         Schema::deserialize(de::Settings::new(entries)).map_err(|e| self.invalid(e))
+    }
+
+    /// Reads relative paths that a file gives from the file's directory,
+    /// so every command reading the file (`start`, `stop`, `ping`,
+    /// `admin`) finds the same directories wherever it is run; paths from
+    /// a default or an `EDDY_*` variable stay relative to the current
+    /// directory.
+    fn resolve_paths(&self, s: &mut Settings) -> Result<(), ConfigError> {
+        if let Some((dir, file)) = self.file_dir("platform_data_dir") {
+            let path = &s.node.platform_data_dir;
+            let resolved = dir.join(path);
+            let held_here = path.join("eddy.lock").exists();
+            if resolved != *path && !resolved.exists() && held_here {
+                return Err(ConfigError::DataDirMoved {
+                    absolute: std::path::absolute(path).unwrap_or_else(|_| path.clone()),
+                    path: path.clone(),
+                    file: file.to_path_buf(),
+                    resolved,
+                });
+            }
+            s.node.platform_data_dir = resolved;
+        }
+        if let Some((dir, _)) = self.file_dir("log.console.file") {
+            s.log.file = dir.join(&s.log.file);
+        }
+        Ok(())
+    }
+
+    /// The directory of the file setting `name` came from, and the file.
+    fn file_dir(&self, name: &str) -> Option<(&Path, &Path)> {
+        match &self.values.get(name)?.1 {
+            Source::File(file) => file
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(|d| (d, file.as_path())),
+            _ => None,
+        }
     }
 
     fn invalid(&self, e: DeError) -> ConfigError {
@@ -469,5 +521,41 @@ mod tests {
                 names.insert(name);
             }
         }
+    }
+
+    #[test]
+    fn relative_paths_in_a_file_are_read_from_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("eddy.toml");
+        std::fs::write(
+            &file,
+            "platform_data_dir = \"./data\"\nlog.console.file = \"log/eddy.log\"\n",
+        )
+        .unwrap();
+        let c = Config::load(Some(&file), env(&[])).unwrap();
+        assert_eq!(
+            c.settings().node.platform_data_dir,
+            dir.path().join("./data")
+        );
+        assert_eq!(c.settings().log.file, dir.path().join("log/eddy.log"));
+        // From the environment, as before: the current directory's.
+        let vars = env(&[("EDDY_PLATFORM_DATA_DIR", "rel/data")]);
+        let c = Config::load(Some(&file), vars).unwrap();
+        assert_eq!(c.settings().node.platform_data_dir, Path::new("rel/data"));
+    }
+
+    #[test]
+    fn a_data_dir_left_in_the_current_directory_is_pointed_at() {
+        let cwd = std::env::current_dir().unwrap();
+        let held = tempfile::tempdir_in(&cwd).unwrap();
+        std::fs::write(held.path().join("eddy.lock"), "").unwrap();
+        let relative = held.path().strip_prefix(&cwd).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("eddy.toml");
+        let line = format!("platform_data_dir = {:?}\n", relative.display().to_string());
+        std::fs::write(&file, line).unwrap();
+        let err = Config::load(Some(&file), env(&[])).unwrap_err();
+        assert!(matches!(err, ConfigError::DataDirMoved { .. }), "{err}");
+        assert!(err.to_string().contains("write its absolute path"), "{err}");
     }
 }

@@ -244,6 +244,16 @@ schema! {
     javascript_call_timeout "javascript.call_timeout": Dur = "5s";
     /// Log verbosity.
     log_level "log.level": LogLevel = "info";
+    /// Where the log goes: file (log.console.file), console (stderr), both, or off.
+    log_console "log.console": LogConsole = "both";
+    /// The log file; a relative path is read from the config file's directory (else the
+    /// current one).
+    log_console_file "log.console.file": String = "./log/console.log";
+    /// Rotate the log file beyond this size: it becomes console.log.0, and older ones move
+    /// up one.
+    log_console_size "log.console.size": Size = "10MB";
+    /// Rotated log files kept (console.log.0 to console.log.N-1).
+    log_console_rotation_keep "log.console.rotation.keep": u32 = "5";
 }
 
 choice! {
@@ -272,6 +282,20 @@ choice! {
         Info = "info",
         Debug = "debug",
         Trace = "trace",
+    }
+}
+
+choice! {
+    /// `log.console`: where the log goes.
+    pub enum LogConsole {
+        /// `log.console.file`, rotated.
+        File = "file",
+        /// stderr.
+        Console = "console",
+        /// Both.
+        Both = "both",
+        /// Nowhere.
+        Off = "off",
     }
 }
 

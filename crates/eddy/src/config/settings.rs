@@ -46,8 +46,25 @@ pub struct Settings {
     /// `javascript.*`: the MapReduce JavaScript pool's limits; `None` when
     /// JavaScript is off.
     pub javascript: Option<JsLimits>,
-    /// `log.level`: a tracing filter directive (`EDDY_LOG` overrides it).
-    pub log_level: String,
+    /// `log.*`.
+    pub log: LogSettings,
+}
+
+pub use super::schema::{LogConsole, LogLevel};
+
+/// `log.*`: where the node's log goes.
+#[derive(Clone, Debug)]
+pub struct LogSettings {
+    /// `log.level` (`EDDY_LOG`, a tracing filter, overrides it).
+    pub level: LogLevel,
+    /// `log.console`.
+    pub console: LogConsole,
+    /// `log.console.file`: relative to the config file's directory.
+    pub file: PathBuf,
+    /// `log.console.size`.
+    pub size_bytes: u64,
+    /// `log.console.rotation.keep`.
+    pub keep: u32,
 }
 
 /// Who the node is and where it keeps its data.
