@@ -42,12 +42,16 @@ fn call(
     })
 }
 
-/// `eddy ping`: "pong" when the node answers.
+/// `eddy ping`: "pong" when the node answers; otherwise Riak's message
+/// with the address tried, so a wrong `--config` shows at once.
 pub fn ping(settings: &Settings) -> Result<String, CommandError> {
-    let unreachable = format!("Node {} not responding to pings.", settings.node.nodename);
     match call(settings, "GET", "/ping", "") {
         Ok(r) if r.status == 200 => Ok("pong".into()),
-        _ => fail(unreachable),
+        _ => fail(format!(
+            "Node {} not responding to pings at {} (listener.http.internal; \
+             the settings come from --config FILE, ./eddy.toml and EDDY_*).",
+            settings.node.nodename, settings.listeners.http
+        )),
     }
 }
 
@@ -56,10 +60,18 @@ pub fn ping(settings: &Settings) -> Result<String, CommandError> {
 pub fn stop(settings: &Settings) -> Result<String, CommandError> {
     let root = &settings.node.platform_data_dir;
     let Some(pid) = datadir::running_pid(root) else {
-        return fail(format!(
-            "Node is not running! (no pid file in {})",
+        let mut message = format!(
+            "Node is not running! (no pid file in {}; platform_data_dir comes from \
+             --config FILE, ./eddy.toml and EDDY_*)",
             root.display()
-        ));
+        );
+        if ping(settings).is_ok() {
+            message.push_str(&format!(
+                "; a node answers at {}: give the --config it was started with",
+                settings.listeners.http
+            ));
+        }
+        return fail(message);
     };
     // SAFETY: kill(2) with a pid read from our own pid file.
     if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {

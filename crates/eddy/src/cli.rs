@@ -45,8 +45,9 @@ pub enum Command {
 /// exists) and `EDDY_*` environment variables.
 #[derive(Clone, Debug, Args)]
 pub struct ConfigArgs {
-    /// Configuration file (TOML, riak.conf setting names); given before
-    /// or after a subcommand (`eddy admin cluster plan --config F`).
+    /// Configuration file (TOML or riak.conf lines, riak.conf setting
+    /// names; relative paths in it are read from its directory); given
+    /// before or after a subcommand (`eddy admin cluster plan --config F`).
     #[arg(long, short = 'c', global = true)]
     pub config: Option<PathBuf>,
 }

@@ -7,6 +7,7 @@ mod bench;
 mod cli;
 mod config;
 mod devcluster;
+mod logging;
 mod node;
 
 use std::process::ExitCode;
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::{BenchTarget, Cli, Command, ConfigAction, ConfigArgs};
-use config::{Config, Settings};
+use config::Config;
 
 /// mimalloc instead of glibc's malloc: the request path allocates per
 /// request, and glibc's free lists cost a fifth of a node's CPU under load
@@ -26,7 +27,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome: Result<String, String> = match &cli.command {
         Command::Start(args) => load(args).and_then(|c| {
-            init_logging(c.settings());
+            logging::init(&c.settings().log)?;
             node::start(c.settings())
                 .map(|()| String::new())
                 .map_err(|e| e.to_string())
@@ -68,19 +69,4 @@ fn main() -> ExitCode {
 /// The effective configuration: `--config` (or `./eddy.toml`) and `EDDY_*`.
 fn load(args: &ConfigArgs) -> Result<Config, String> {
     Config::load(args.config.as_deref(), std::env::vars()).map_err(|e| e.to_string())
-}
-
-fn init_logging(settings: &Settings) {
-    let level = settings.log_level.clone();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("EDDY_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    // A log write that fails (a full disk under a redirected stderr) is
-    // dropped: the node's own log must never touch a request, and the fmt
-    // layer would otherwise report each failure on stderr again.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .log_internal_errors(false)
-        .init();
 }

@@ -108,6 +108,11 @@ fn join(dev1: &TestNode, dev2: &TestNode, dev3: &TestNode) {
     let nowhere = format!("127.0.0.1:{}", free_port());
     let r = dev3.admin(&["cluster", "join", "dev9@127.0.0.1", "--address", &nowhere]);
     fails(&r, "dev9@127.0.0.1 is not reachable");
+    // Without --address, the error says where it looked and how to say
+    // where NODE is.
+    let r = dev3.admin(&["cluster", "join", "dev9@127.0.0.1"]);
+    fails(&r, "dialled 127.0.0.1:8099");
+    fails(&r, "give --address HOST:PORT");
     for (joiner, i) in [(dev2, 2), (dev3, 3)] {
         let r = joiner.admin(&[
             "cluster",
@@ -334,7 +339,8 @@ fn staged_and_cleared(dev1: &TestNode) {
 }
 
 /// A killed node: `ringready` is FALSE naming it, `ring-status` lists
-/// it as unreachable, and it can be marked down.
+/// it as unreachable, a commit waits for it (pointing to `down`), and it
+/// can be marked down.
 fn marked_down(mut nodes: Vec<TestNode>) {
     let d3 = dev_name(3);
     nodes[2].kill9();
@@ -347,6 +353,18 @@ fn marked_down(mut nodes: Vec<TestNode>) {
     succeeds(
         &ring,
         &format!("The following nodes are unreachable: ['{d3}']"),
+    );
+    // A change committed while dev3 is unreachable is refused, and the
+    // refusal says how to go on without it.
+    let staged = nodes[0].admin(&["cluster", "force-remove", &d3]);
+    succeeds(&staged, "staged remove request");
+    let r = nodes[0].admin_until(&["cluster", "commit"], SETTLE, |r| {
+        r.stderr.contains("not ready")
+    });
+    fails(&r, "`eddy admin down NODE`");
+    succeeds(
+        &nodes[0].admin(&["cluster", "clear"]),
+        "Cleared staged cluster changes",
     );
     let r = nodes[0].admin_until(&["down", &d3], SETTLE, |r| r.ok);
     succeeds(&r, &format!("Success: '{d3}' marked as down"));

@@ -365,3 +365,107 @@ fn multi_settings_take_effect() {
     );
     assert_eq!(stats["node_multi_get_keys_total"], 2);
 }
+
+/// `eddy` run from elsewhere with no `EDDY_*` settings, reading `config`.
+fn eddy_elsewhere(config: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_eddy"));
+    cmd.args(args)
+        .arg("--config")
+        .arg(config)
+        .current_dir(std::env::temp_dir());
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("EDDY_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn ping_and_stop_find_the_node_from_its_riak_conf_anywhere() {
+    let node = TestNode::start(&[]);
+    // riak.conf lines, unquoted, with the data directory relative to the
+    // file: the commands run from another directory still find the node.
+    let conf = node.data_dir().with_file_name("riak.conf");
+    let text = format!(
+        "## written as a Riak operator would\n\
+         listener.http.internal = {}\n\
+         platform_data_dir = ./data\n",
+        node.http_address()
+    );
+    std::fs::write(&conf, text).unwrap();
+    let out = eddy_elsewhere(&conf, &["ping"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "pong");
+    let out = eddy_elsewhere(&conf, &["stop"]);
+    assert!(
+        out.status.success(),
+        "eddy stop: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!node.data_dir().join("eddy.pid").exists());
+    let out = eddy_elsewhere(&conf, &["ping"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not responding to pings at") && err.contains(&node.http_address()),
+        "a failed ping names the address it tried: {err}"
+    );
+}
+
+/// Each partition's actor id, by partition directory.
+fn actors(node: &TestNode) -> Vec<(String, String)> {
+    let mut ids: Vec<(String, String)> = std::fs::read_dir(node.data_dir().join("partitions"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let id = std::fs::read_to_string(e.path().join("actor")).ok()?;
+            Some((e.file_name().to_string_lossy().into_owned(), id))
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn a_start_refused_before_serving_leaves_the_clean_stop_standing() {
+    let mut node = TestNode::start(&[]);
+    assert_eq!(put(&node, "/buckets/b/keys/k", "v"), 204);
+    assert!(node.stop().success());
+    let before = actors(&node);
+    assert!(!before.is_empty());
+    // Another process holds the PB port: the start opens its partitions,
+    // then fails to listen.
+    let holder = std::net::TcpListener::bind(node.pb_address()).unwrap();
+    let out = node.command(&["start"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot listen on"), "{err}");
+    drop(holder);
+    // The next start is as after the clean stop: no actor is renewed (an
+    // unclean start would renew every one).
+    node.restart();
+    assert_eq!(actors(&node), before);
+    let r = node.http("GET", "/buckets/b/keys/k", &[], b"");
+    assert_eq!((r.status, r.text()), (200, "v".to_string()));
+}
+
+#[test]
+fn the_log_goes_to_a_file_as_well_as_stderr() {
+    let node = TestNode::start(&[("EDDY_LOG_LEVEL", "info")]);
+    let log = node.data_dir().with_file_name("log").join("console.log");
+    // "eddy started" is written just after the listeners start serving.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut text = String::new();
+    while !text.contains("eddy started") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        text = std::fs::read_to_string(&log).unwrap_or_default();
+    }
+    for line in [
+        "partitions opened",
+        "commit log replayed and vnodes started",
+        "eddy started",
+    ] {
+        assert!(text.contains(line), "{line:?} in {}: {text}", log.display());
+    }
+    assert!(text.contains("elapsed_ms"), "{text}");
+}

@@ -1,5 +1,6 @@
-//! Durations as a config or the command line writes them: a number and a
-//! unit, `500ms`, `3s`, `1.5m`, `2h` (a bare number is seconds).
+//! Durations as a workload file or the command line writes them, in the
+//! grammar the node's settings share (`eddy_units`, design note 022):
+//! `500ms`, `3s`, `1.5m`, `2h`, `1d` (a bare number is seconds).
 
 use std::fmt;
 use std::time::Duration;
@@ -12,26 +13,13 @@ pub struct Span(pub Duration);
 
 /// Why a duration did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid duration {0:?}: expected a number and a unit (ms, s, m, h), like \"60s\"")]
+#[error("invalid duration {0:?}: expected a number and a unit (ms, s, m, h, d), like \"60s\"")]
 pub struct SpanError(pub String);
 
 impl Span {
     /// Parses `text`.
     pub fn parse(text: &str) -> Result<Span, SpanError> {
-        let t = text.trim();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(t.len());
-        let (number, unit) = t.split_at(split);
-        let scale = match unit.trim() {
-            "ms" => 0.001,
-            "" | "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(SpanError(text.to_string())),
-        };
-        let n: f64 = number.parse().map_err(|_| SpanError(text.to_string()))?;
-        Duration::try_from_secs_f64(n * scale)
+        eddy_units::parse_duration(text)
             .map(Span)
             .map_err(|_| SpanError(text.to_string()))
     }
@@ -97,10 +85,12 @@ mod tests {
             ("1.5m", 90_000),
             ("2h", 7_200_000),
             (" 10 s", 10_000),
+            ("1d", 86_400_000),
+            ("3 days", 259_200_000),
         ] {
             assert_eq!(Span::parse(text).unwrap().0.as_millis(), ms, "{text}");
         }
-        for bad in ["", "s", "3 days", "-1s", "1e3s", "x"] {
+        for bad in ["", "s", "3 fortnights", "-1s", "1e3s", "x"] {
             assert!(Span::parse(bad).is_err(), "{bad}");
         }
     }

@@ -90,7 +90,11 @@ fn bad_values_are_named() {
             "zipf",
         ),
         ("protocol = \"pb\"", "protocol = \"grpc\"", "grpc"),
-        ("duration = \"3s\"", "duration = \"3 days\"", "3 days"),
+        (
+            "duration = \"3s\"",
+            "duration = \"3 fortnights\"",
+            "3 fortnights",
+        ),
         ("max = 100", "max = 0", "keys.max"),
         ("max = 100", "order = \"key_order\"\nmax = 5", "keys.order"),
         ("get = 1", "scan = 1", "operations.scan"),

@@ -19,7 +19,8 @@ pub fn cluster(settings: &Settings, action: &ClusterAction) -> Result<String, Co
     Ok(match action {
         ClusterAction::Join { node, address } => {
             let body = json!({ "node": node, "address": address });
-            let r: Value = post(settings, "/admin/cluster/join", &body)?;
+            let r: Value = post(settings, "/admin/cluster/join", &body)
+                .map_err(|e| join_hint(e, node, address.is_none()))?;
             format!(
                 "Success: staged join request for {} to {}",
                 node_of(&r, "node"),
@@ -58,7 +59,7 @@ pub fn cluster(settings: &Settings, action: &ClusterAction) -> Result<String, Co
             render::plan(&plan).unwrap_or_else(|| "There are no staged changes".into())
         }
         ClusterAction::Commit => {
-            post::<Plan>(settings, "/admin/cluster/commit", &json!({}))?;
+            post::<Plan>(settings, "/admin/cluster/commit", &json!({})).map_err(commit_hint)?;
             "Cluster changes committed".into()
         }
         ClusterAction::Clear => {
@@ -69,6 +70,32 @@ pub fn cluster(settings: &Settings, action: &ClusterAction) -> Result<String, Co
             render::cluster_status(&get::<ClusterStatus>(settings, "/admin/cluster/status")?)
         }
     })
+}
+
+/// A failed join without `--address` says where NODE was looked for:
+/// its name's host at the cluster port's default, which a node on another
+/// port (a second node on one host) is not at.
+fn join_hint(e: CommandError, node: &str, defaulted: bool) -> CommandError {
+    if !defaulted {
+        return e;
+    }
+    let host = node.split_once('@').map_or(node, |(_, host)| host);
+    CommandError(format!(
+        "{e}\n(dialled {host}:8099, {node}'s host at the default cluster port: if its \
+         listener.cluster.internal is elsewhere, give --address HOST:PORT)"
+    ))
+}
+
+/// A commit refused while the ring waits for a member says the way on
+/// when that member is gone for good.
+fn commit_hint(e: CommandError) -> CommandError {
+    if !e.0.contains("not ready") {
+        return e;
+    }
+    CommandError(format!(
+        "{e}\n(a member that is down for good can be marked down with \
+         `eddy admin down NODE`; the commit then goes on without it)"
+    ))
 }
 
 /// `eddy admin member-status` and the other views beside `cluster`.

@@ -1,291 +1,221 @@
-//! Turning the checked setting texts into [`Settings`]: each value parsed
-//! into its type once, plus the rules that involve a value's meaning
-//! beyond its kind (a ring size that is a power of two, an hour of the
-//! day, a node name with a host). An error names the setting and where
-//! its value came from.
+//! Turning the [`Schema`] serde read into [`Settings`]: each value is
+//! already of its type and within its rules ([`super::values`]), so this
+//! only arranges them into the structs the node's parts take, with the
+//! floors a value may not go below (a commit log segment of at least
+//! 1 MiB, at least one connection).
 
 use std::time::Duration;
 
 use eddy_bitcask::{BitcaskConfig, MergeWindow};
-use eddy_kv::DeleteMode;
 use eddy_lsm::LsmConfig;
-use eddy_model::Quorum;
 use eddy_model::limits::{Limit, MetaLimits, MultiLimits};
 use eddy_model::props::BucketProps;
 use eddy_query::js::JsLimits;
-use eddy_ring::NodeName;
 use eddy_storage::memory::MemoryConfig;
 use eddy_vnode::commitlog::{LogOptions, SyncPolicy};
 
-use super::load::{ConfigError, Raw};
+use super::schema::{CommitLogSync, MergePolicy, Schema};
 use super::settings::*;
+use super::values::{Dur, Size};
 
-impl Settings {
-    /// Builds the settings from `raw`, whose every value already fits its
-    /// kind; fails on the first cross check that does not hold.
-    pub(super) fn build(raw: &Raw) -> Result<Settings, ConfigError> {
-        cross_checks(raw)?;
-        Ok(Settings {
-            node: node(raw)?,
+impl From<&Schema> for Settings {
+    fn from(s: &Schema) -> Settings {
+        Settings {
+            node: NodeSettings {
+                nodename: s.nodename.0.clone(),
+                platform_data_dir: s.platform_data_dir.clone().into(),
+                ring_size: s.ring_size.0,
+                delete_mode: s.delete_mode.0,
+                partition_repair: s.partition_repair,
+            },
             listeners: Listeners {
-                http: raw.addr("listener.http.internal")?,
-                protobuf: raw.addr("listener.protobuf.internal")?,
-                cluster: raw.addr("listener.cluster.internal")?,
+                http: s.listener_http_internal.0,
+                protobuf: s.listener_protobuf_internal.0,
+                cluster: s.listener_cluster_internal.0,
             },
             cluster: ClusterSettings {
-                cookie: raw.text("distributed_cookie").to_string(),
-                transfer_limit: u32::try_from(raw.int("transfer_limit")?).unwrap_or(u32::MAX),
+                cookie: s.distributed_cookie.clone(),
+                transfer_limit: s.transfer_limit,
             },
-            storage: storage(raw)?,
-            commit_log: commit_log(raw)?,
-            bucket_defaults: bucket_defaults(raw)?,
-            objects: objects(raw)?,
-            multi: multi(raw)?,
-            datatype_cache_bytes: usize_of(raw.bytes("datatypes.cache_size")?),
-            http: http(raw)?,
-            protobuf: protobuf(raw)?,
+            storage: StorageSettings {
+                backend: s.storage_backend,
+                bitcask: bitcask(s),
+                lsm: lsm(s),
+                memory: memory(s),
+            },
+            commit_log: commit_log(s),
+            bucket_defaults: bucket_defaults(s),
+            objects: objects(s),
+            multi: MultiLimits {
+                keys_max: usize_of(s.multi_keys_max),
+                concurrency: usize_of(s.multi_concurrency).max(1),
+                answer_bytes_max: bytes(s.multi_answer_bytes_max),
+                ..MultiLimits::default()
+            },
+            datatype_cache_bytes: bytes(s.datatypes_cache_size),
+            http: HttpSettings {
+                body_bytes_max: bytes(s.http_body_size_maximum),
+                connections_max: usize_of(s.http_connections_maximum).max(1),
+                request_timeout: s.http_request_timeout.map(|d| d.0),
+                backlog: backlog(s.http_backlog),
+            },
+            protobuf: PbSettings {
+                frame_bytes_max: bytes(s.protobuf_frame_size_maximum),
+                connections_max: usize_of(s.protobuf_connections_maximum).max(1),
+                idle_timeout: s.protobuf_idle_timeout.map(|d| d.0),
+                request_timeout: s.protobuf_request_timeout.map(|d| d.0),
+                backlog: backlog(s.protobuf_backlog),
+            },
             request_budget: RequestBudget {
-                bytes_max: usize_of(raw.bytes("request_budget.maximum")?),
-                wait: raw.duration("request_budget.wait")?,
+                bytes_max: bytes(s.request_budget_maximum),
+                wait: s.request_budget_wait.0,
             },
-            javascript: javascript(raw)?,
-            log_level: raw.text("log.level").to_string(),
-        })
+            javascript: javascript(s),
+            log: LogSettings {
+                level: s.log_level,
+                console: s.log_console,
+                file: s.log_console_file.clone().into(),
+                size_bytes: s.log_console_size.0,
+                keep: s.log_console_rotation_keep,
+            },
+        }
     }
 }
 
-fn javascript(raw: &Raw) -> Result<Option<JsLimits>, ConfigError> {
-    if !raw.flag("javascript.enabled")? {
-        return Ok(None);
+fn javascript(s: &Schema) -> Option<JsLimits> {
+    if !s.javascript_enabled {
+        return None;
     }
     let defaults = JsLimits::default();
-    let threads = match usize_of(raw.int("javascript.threads")?) {
+    let threads = match usize_of(s.javascript_threads) {
         0 => defaults.threads,
         n => n,
     };
-    Ok(Some(JsLimits {
+    Some(JsLimits {
         threads,
-        memory_bytes: usize_of(raw.bytes("javascript.heap_maximum")?).max(1 << 20),
-        call_timeout: raw.duration("javascript.call_timeout")?,
+        memory_bytes: bytes(s.javascript_heap_maximum).max(1 << 20),
+        call_timeout: s.javascript_call_timeout.0,
         queue: defaults.queue,
-    }))
-}
-
-/// Rules that involve a value's meaning beyond its kind.
-fn cross_checks(raw: &Raw) -> Result<(), ConfigError> {
-    let ring = raw.int("ring_size")?;
-    if !ring.is_power_of_two() || !(8..=1024).contains(&ring) {
-        return Err(raw.invalid("ring_size", "must be a power of two between 8 and 1024"));
-    }
-    if raw.int("buckets.default.n_val")? == 0 {
-        return Err(raw.invalid("buckets.default.n_val", "must be at least 1"));
-    }
-    for hour in ["bitcask.merge.window.start", "bitcask.merge.window.end"] {
-        if raw.int(hour)? > 23 {
-            return Err(raw.invalid(hour, "must be an hour from 0 to 23"));
-        }
-    }
-    if !raw.text("nodename").contains('@') {
-        return Err(raw.invalid("nodename", "must look like name@host"));
-    }
-    Ok(())
-}
-
-fn node(raw: &Raw) -> Result<NodeSettings, ConfigError> {
-    let ring = raw.int("ring_size")?;
-    let delete_mode = match raw.text("delete_mode") {
-        "keep" => DeleteMode::Keep,
-        "immediate" => DeleteMode::Immediate,
-        _ => DeleteMode::DelayMs(millis(raw.duration("delete_mode")?)),
-    };
-    let partition_repair = match raw.text("partition_repair") {
-        "manual" => PartitionRepair::Manual,
-        _ => PartitionRepair::Auto,
-    };
-    Ok(NodeSettings {
-        nodename: NodeName(raw.text("nodename").to_string()),
-        platform_data_dir: raw.text("platform_data_dir").into(),
-        ring_size: ring as u32, // at most 1024 (cross checks)
-        delete_mode,
-        partition_repair,
     })
 }
 
-fn storage(raw: &Raw) -> Result<StorageSettings, ConfigError> {
-    let backend = match raw.text("storage_backend") {
-        "lsm" => StorageBackend::Lsm,
-        "memory" => StorageBackend::Memory,
-        "multi" => StorageBackend::Multi,
-        _ => StorageBackend::Bitcask,
-    };
-    Ok(StorageSettings {
-        backend,
-        bitcask: bitcask(raw)?,
-        lsm: lsm(raw)?,
-        memory: memory(raw)?,
-    })
-}
-
-fn bitcask(raw: &Raw) -> Result<BitcaskConfig, ConfigError> {
-    let sync = match raw.text("bitcask.sync.strategy") {
-        "o_sync" => SyncPolicy::OSync,
-        "interval" => SyncPolicy::Interval,
-        _ => SyncPolicy::None,
-    };
-    let merge_window = match raw.text("bitcask.merge.policy") {
-        "never" => MergeWindow::Never,
-        // Hours from 0 to 23 (cross checks).
-        "window" => MergeWindow::Hours {
-            start: raw.int("bitcask.merge.window.start")? as u8,
-            end: raw.int("bitcask.merge.window.end")? as u8,
+fn bitcask(s: &Schema) -> BitcaskConfig {
+    let merge_window = match s.bitcask_merge_policy {
+        MergePolicy::Always => MergeWindow::Always,
+        MergePolicy::Never => MergeWindow::Never,
+        MergePolicy::Window => MergeWindow::Hours {
+            start: s.bitcask_merge_window_start.0,
+            end: s.bitcask_merge_window_end.0,
         },
-        _ => MergeWindow::Always,
     };
-    // Per vnode, as the index lives in each partition's instance: the
-    // default is 1 GiB for a node holding all 64 partitions of the
-    // default ring (design note 002, "The term index's memory").
-    let index_max = "bitcask.index_memory.maximum_per_vnode";
-    let index_memory_max_bytes = match raw.text(index_max) {
-        "off" => None,
-        _ => Some(raw.bytes(index_max)?),
-    };
-    Ok(BitcaskConfig {
-        max_file_size_bytes: raw.bytes("bitcask.max_file_size")?,
-        sync,
-        sync_interval: raw.duration("bitcask.sync.interval")?,
-        expiry_secs: raw.expiry_secs("bitcask.expiry"),
-        compression: raw.flag("bitcask.compression")?,
-        frag_merge_trigger: percent(raw.int("bitcask.merge.triggers.fragmentation")?),
-        dead_bytes_merge_trigger: raw.bytes("bitcask.merge.triggers.dead_bytes")?,
-        frag_threshold: percent(raw.int("bitcask.merge.thresholds.fragmentation")?),
-        dead_bytes_threshold: raw.bytes("bitcask.merge.thresholds.dead_bytes")?,
-        small_file_threshold: raw.bytes("bitcask.merge.thresholds.small_file")?,
+    BitcaskConfig {
+        max_file_size_bytes: s.bitcask_max_file_size.0,
+        // No sync setting: the node writes its backends without syncing
+        // and the commit log owns durability (`commit_log.sync.*`); the
+        // backend syncs at checkpoints. BitcaskConfig's default is `None`.
+        expiry_secs: expiry_secs(s.bitcask_expiry),
+        compression: s.bitcask_compression,
+        frag_merge_trigger: percent(s.bitcask_merge_triggers_fragmentation),
+        dead_bytes_merge_trigger: s.bitcask_merge_triggers_dead_bytes.0,
+        frag_threshold: percent(s.bitcask_merge_thresholds_fragmentation),
+        dead_bytes_threshold: s.bitcask_merge_thresholds_dead_bytes.0,
+        small_file_threshold: s.bitcask_merge_thresholds_small_file.0,
         merge_window,
-        index_memory_max_bytes,
+        // Per vnode, as the index lives in each partition's instance: the
+        // default is 1 GiB for a node holding all 64 partitions of the
+        // default ring (design note 002, "The term index's memory").
+        index_memory_max_bytes: s.bitcask_index_memory_maximum_per_vnode.map(|b| b.0),
         ..BitcaskConfig::default()
-    })
+    }
 }
 
-fn lsm(raw: &Raw) -> Result<LsmConfig, ConfigError> {
-    let threshold = raw.bytes("lsm.kv_separation_threshold")?;
-    Ok(LsmConfig {
-        expiry_secs: raw.expiry_secs("lsm.expiry"),
-        compression: raw.flag("lsm.compression")?,
+fn lsm(s: &Schema) -> LsmConfig {
+    let threshold = s.lsm_kv_separation_threshold.0;
+    LsmConfig {
+        expiry_secs: expiry_secs(s.lsm_expiry),
+        compression: s.lsm_compression,
         kv_separation_threshold_bytes: (threshold > 0)
             .then(|| threshold.min(u64::from(u32::MAX)) as u32),
-        cache_size_bytes: raw.bytes("lsm.cache_size")?,
+        cache_size_bytes: s.lsm_cache_size.0,
         ..LsmConfig::default()
-    })
+    }
 }
 
-fn memory(raw: &Raw) -> Result<MemoryConfig, ConfigError> {
-    let name = "memory_backend.max_memory_per_vnode";
-    let max_memory_bytes = match raw.text(name) {
-        "off" => None,
-        _ => Some(raw.bytes(name)?),
-    };
-    Ok(MemoryConfig {
-        max_memory_bytes,
-        expiry_secs: raw.expiry_secs("memory_backend.ttl"),
+fn memory(s: &Schema) -> MemoryConfig {
+    MemoryConfig {
+        max_memory_bytes: s.memory_backend_max_memory_per_vnode.map(|b| b.0),
+        expiry_secs: expiry_secs(s.memory_backend_ttl),
         ..MemoryConfig::default()
-    })
+    }
 }
 
-fn commit_log(raw: &Raw) -> Result<LogOptions, ConfigError> {
-    let sync = match raw.text("commit_log.sync.strategy") {
-        "none" => SyncPolicy::None,
-        "o_sync" => SyncPolicy::OSync,
-        _ => SyncPolicy::Interval,
+fn commit_log(s: &Schema) -> LogOptions {
+    let sync = match s.commit_log_sync_strategy {
+        CommitLogSync::None => SyncPolicy::None,
+        CommitLogSync::Interval => SyncPolicy::Interval,
+        CommitLogSync::OSync => SyncPolicy::OSync,
     };
-    Ok(LogOptions {
+    LogOptions {
         // Below 1 MiB a segment would roll (and checkpoint) every few writes.
-        segment_bytes: raw.bytes("commit_log.segment_size")?.max(1 << 20),
+        segment_bytes: s.commit_log_segment_size.0.max(1 << 20),
         sync,
-        sync_interval: raw
-            .duration("commit_log.sync.interval")?
-            .max(Duration::from_millis(1)),
+        sync_interval: s.commit_log_sync_interval.0.max(Duration::from_millis(1)),
         ..LogOptions::default()
-    })
+    }
 }
 
-fn bucket_defaults(raw: &Raw) -> Result<BucketProps, ConfigError> {
-    let n_val = raw.int("buckets.default.n_val")?;
-    let quorum = |name: &'static str| raw.parse(name, |t| Quorum::parse(t.trim()));
-    Ok(BucketProps {
-        n_val: u32::try_from(n_val).unwrap_or(u32::MAX),
-        r: quorum("buckets.default.r")?,
-        w: quorum("buckets.default.w")?,
-        dw: quorum("buckets.default.dw")?,
-        rw: quorum("buckets.default.rw")?,
-        pr: quorum("buckets.default.pr")?,
-        pw: quorum("buckets.default.pw")?,
-        notfound_ok: raw.flag("buckets.default.notfound_ok")?,
-        basic_quorum: raw.flag("buckets.default.basic_quorum")?,
-        allow_mult: raw.flag("buckets.default.allow_mult")?,
-        last_write_wins: raw.flag("buckets.default.last_write_wins")?,
+fn bucket_defaults(s: &Schema) -> BucketProps {
+    BucketProps {
+        n_val: s.buckets_default_n_val.0,
+        r: s.buckets_default_r.0,
+        w: s.buckets_default_w.0,
+        dw: s.buckets_default_dw.0,
+        rw: s.buckets_default_rw.0,
+        pr: s.buckets_default_pr.0,
+        pw: s.buckets_default_pw.0,
+        notfound_ok: s.buckets_default_notfound_ok,
+        basic_quorum: s.buckets_default_basic_quorum,
+        allow_mult: s.buckets_default_allow_mult,
+        last_write_wins: s.buckets_default_last_write_wins,
         ..BucketProps::default()
-    })
+    }
 }
 
-fn objects(raw: &Raw) -> Result<ObjectLimits, ConfigError> {
-    let limit = |entries: &'static str, size: &'static str| -> Result<Limit, ConfigError> {
-        Ok(Limit {
-            entries: usize_of(raw.int(entries)?),
-            bytes: usize_of(raw.bytes(size)?),
-        })
+fn objects(s: &Schema) -> ObjectLimits {
+    let limit = |entries: u64, size: Size| Limit {
+        entries: usize_of(entries),
+        bytes: bytes(size),
     };
-    Ok(ObjectLimits {
-        size_warn_bytes: usize_of(raw.bytes("object.size.warning_threshold")?),
-        size_max_bytes: usize_of(raw.bytes("object.size.maximum")?),
-        siblings_warn: usize_of(raw.int("object.siblings.warning_threshold")?),
-        siblings_max: usize_of(raw.int("object.siblings.maximum")?),
+    ObjectLimits {
+        size_warn_bytes: bytes(s.object_size_warning_threshold),
+        size_max_bytes: bytes(s.object_size_maximum),
+        siblings_warn: usize_of(s.object_siblings_warning_threshold),
+        siblings_max: usize_of(s.object_siblings_maximum),
         meta: MetaLimits {
             usermeta: limit(
-                "object.usermeta.entries.maximum",
-                "object.usermeta.size.maximum",
-            )?,
-            links: limit("object.links.entries.maximum", "object.links.size.maximum")?,
-            index: limit("object.index.entries.maximum", "object.index.size.maximum")?,
+                s.object_usermeta_entries_maximum,
+                s.object_usermeta_size_maximum,
+            ),
+            links: limit(s.object_links_entries_maximum, s.object_links_size_maximum),
+            index: limit(s.object_index_entries_maximum, s.object_index_size_maximum),
         },
-    })
+    }
 }
 
-fn multi(raw: &Raw) -> Result<MultiLimits, ConfigError> {
-    Ok(MultiLimits {
-        keys_max: usize_of(raw.int("multi.keys_max")?),
-        concurrency: usize_of(raw.int("multi.concurrency")?).max(1),
-        answer_bytes_max: usize_of(raw.bytes("multi.answer_bytes_max")?),
-        ..MultiLimits::default()
-    })
-}
-
-fn http(raw: &Raw) -> Result<HttpSettings, ConfigError> {
-    Ok(HttpSettings {
-        body_bytes_max: usize_of(raw.bytes("http.body_size_maximum")?),
-        connections_max: usize_of(raw.int("http.connections_maximum")?).max(1),
-        request_timeout: raw.timeout("http.request_timeout"),
-        backlog: backlog(raw.int("http.backlog")?),
-    })
-}
-
-fn protobuf(raw: &Raw) -> Result<PbSettings, ConfigError> {
-    Ok(PbSettings {
-        frame_bytes_max: usize_of(raw.bytes("protobuf.frame_size_maximum")?),
-        connections_max: usize_of(raw.int("protobuf.connections_maximum")?).max(1),
-        idle_timeout: raw.timeout("protobuf.idle_timeout"),
-        request_timeout: raw.timeout("protobuf.request_timeout"),
-        backlog: backlog(raw.int("protobuf.backlog")?),
-    })
-}
-
-/// A count or size as a `usize`, saturating (a limit beyond the address
-/// space is no limit).
+/// A count as a `usize`, saturating (a limit beyond the address space is
+/// no limit).
 fn usize_of(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+/// A size as a `usize`, saturating.
+fn bytes(size: Size) -> usize {
+    usize_of(size.0)
+}
+
+/// A time to live in whole seconds; `off` is 0 (none).
+fn expiry_secs(ttl: Option<Dur>) -> u64 {
+    ttl.map_or(0, |d| d.0.as_secs())
 }
 
 fn percent(n: u64) -> u8 {
@@ -329,7 +259,6 @@ mod tests {
         let with = |k: &str, v: &str| vec![(env_name(k), v.to_string())];
         match name {
             n if n.starts_with("bitcask.merge.window.") => with("bitcask.merge.policy", "window"),
-            "bitcask.sync.interval" => with("bitcask.sync.strategy", "interval"),
             _ => Vec::new(),
         }
     }
@@ -372,6 +301,11 @@ mod tests {
         assert_eq!(s.storage.memory.max_memory_bytes, None);
         assert_eq!(s.storage.bitcask.expiry_secs, 0);
         assert_eq!(s.storage.bitcask.index_memory_max_bytes, Some(16 << 20));
+        // The commit log owns durability; the backends never sync alone.
+        assert!(matches!(
+            s.storage.bitcask.sync,
+            eddy_storage::SyncPolicy::None
+        ));
         assert_eq!(
             s.http.request_timeout,
             Some(std::time::Duration::from_secs(60))

@@ -4,6 +4,8 @@
 //! [`build`]).
 
 mod build;
+mod de;
+mod file;
 pub mod load;
 pub mod schema;
 pub mod settings;

@@ -1,11 +1,11 @@
 //! The node's settings as typed values, one sub-struct per area. They are
-//! built once, when the configuration is loaded ([`super::build`]), from the
-//! riak.conf-style names of [`super::schema`]; the rest of the binary reads
+//! built once, when the configuration is loaded ([`super::build`]), from
+//! the [`super::schema::Schema`] serde read; the rest of the binary reads
 //! these fields and never looks a setting up by its name.
 //!
-//! Invariant: a `Settings` only exists for a configuration that passed
-//! every check (each value fits its kind, and the cross checks of
-//! [`super::build`] hold), so its fields need no further validation.
+//! Invariant: a `Settings` only exists for a configuration whose every
+//! value fit its type (and the rules its type holds, such as a ring size
+//! that is a power of two), so its fields need no further validation.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -20,6 +20,8 @@ use eddy_query::js::JsLimits;
 use eddy_ring::NodeName;
 use eddy_storage::memory::MemoryConfig;
 use eddy_vnode::commitlog::LogOptions;
+
+use super::values::choice;
 
 /// Every setting of a node, typed.
 #[derive(Clone, Debug)]
@@ -44,8 +46,25 @@ pub struct Settings {
     /// `javascript.*`: the MapReduce JavaScript pool's limits; `None` when
     /// JavaScript is off.
     pub javascript: Option<JsLimits>,
-    /// `log.level`: a tracing filter directive (`EDDY_LOG` overrides it).
-    pub log_level: String,
+    /// `log.*`.
+    pub log: LogSettings,
+}
+
+pub use super::schema::{LogConsole, LogLevel};
+
+/// `log.*`: where the node's log goes.
+#[derive(Clone, Debug)]
+pub struct LogSettings {
+    /// `log.level` (`EDDY_LOG`, a tracing filter, overrides it).
+    pub level: LogLevel,
+    /// `log.console`.
+    pub console: LogConsole,
+    /// `log.console.file`: relative to the config file's directory.
+    pub file: PathBuf,
+    /// `log.console.size`.
+    pub size_bytes: u64,
+    /// `log.console.rotation.keep`.
+    pub keep: u32,
 }
 
 /// Who the node is and where it keeps its data.
@@ -63,13 +82,14 @@ pub struct NodeSettings {
     pub partition_repair: PartitionRepair,
 }
 
-/// When partitions found damaged at start are repaired.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PartitionRepair {
-    /// At once, on a thread of its own.
-    Auto,
-    /// When `eddy admin repair` asks.
-    Manual,
+choice! {
+    /// When partitions found damaged at start are repaired.
+    pub enum PartitionRepair {
+        /// At once, on a thread of its own.
+        Auto = "auto",
+        /// When `eddy admin repair` asks.
+        Manual = "manual",
+    }
 }
 
 /// `listener.*.internal`: where the APIs and other nodes reach the node.
@@ -90,28 +110,20 @@ pub struct ClusterSettings {
     pub transfer_limit: u32,
 }
 
-/// The storage engine of every partition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StorageBackend {
-    Bitcask,
-    Lsm,
-    Memory,
-    /// bitcask by default; each bucket's `backend` property may pick lsm or
-    /// memory instead.
-    Multi,
+choice! {
+    /// The storage engine of every partition (`storage_backend`; its
+    /// name is also the one `/stats` reports).
+    pub enum StorageBackend {
+        Bitcask = "bitcask",
+        Lsm = "lsm",
+        Memory = "memory",
+        /// bitcask by default; each bucket's `backend` property may pick
+        /// lsm or memory instead.
+        Multi = "multi",
+    }
 }
 
 impl StorageBackend {
-    /// The backend's name in `storage_backend` and `/stats`.
-    pub fn name(self) -> &'static str {
-        match self {
-            StorageBackend::Bitcask => "bitcask",
-            StorageBackend::Lsm => "lsm",
-            StorageBackend::Memory => "memory",
-            StorageBackend::Multi => "multi",
-        }
-    }
-
     /// Whether some partition data is lost by every restart (the memory
     /// backend's, also as a sub-backend of multi).
     pub fn forgets_on_restart(self) -> bool {

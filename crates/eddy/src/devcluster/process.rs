@@ -63,7 +63,7 @@ pub fn check_ports(node: DevNode) -> Result<(), DevError> {
 /// not reach it), no stdin, output appended to its console log. `EDDY_*`
 /// settings of this environment are not passed on (they would override
 /// every node's file alike, so all would bind the same ports); `EDDY_LOG`
-/// is.
+/// is, and `EDDY_LOG_CONSOLE=console` is set (the log goes to stderr).
 pub fn spawn(eddy: &Path, node: DevNode, dir: &NodeDir) -> Result<Child, DevError> {
     let log_path = dir.console_log();
     let log = File::options()
@@ -86,6 +86,9 @@ pub fn spawn(eddy: &Path, node: DevNode, dir: &NodeDir) -> Result<Child, DevErro
             cmd.env_remove(name);
         }
     }
+    // Its output already goes to its console log: the node writing the same
+    // file itself would double every line.
+    cmd.env("EDDY_LOG_CONSOLE", "console");
     cmd.spawn().map_err(|source| DevError::Spawn {
         node: node.nodename(),
         source,

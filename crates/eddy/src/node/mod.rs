@@ -5,7 +5,10 @@
 //! finds the node removed from its cluster, shuts down in order: listeners,
 //! then vnodes (which finish queued work, sync and close their backends),
 //! then, only if all of that closed cleanly, the clean-shutdown marker,
-//! then the data-directory lock.
+//! then the data-directory lock. A start that fails after opening its
+//! partitions but before serving closes them the same way and puts the
+//! marker it took back ([`close_unserved`]). Each phase of the start is
+//! logged with its time.
 
 pub mod actors;
 pub mod cluster;
@@ -19,6 +22,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use eddy_model::types::BucketRegistry;
 use std::collections::BTreeMap;
@@ -72,8 +76,10 @@ pub fn start(settings: &Settings) -> Result<(), StartError> {
 }
 
 async fn run(settings: &Settings) -> Result<(), StartError> {
+    let started = Instant::now();
     let root = settings.node.platform_data_dir.clone();
     let datadir = DataDir::lock(&root)?;
+    tracing::info!(data = %root.display(), "starting: data directory locked");
     let mut registry = BucketRegistry::open(
         &root.join("meta").join("buckets.json"),
         settings.bucket_defaults.clone(),
@@ -101,18 +107,28 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         node.spawn_repair(damaged);
     }
     let listeners = settings.listeners;
-    let http = bind(
+    let bound = bind(
         "listener.http.internal",
         listeners.http,
         settings.http.backlog,
-    )?;
-    let pb = bind(
-        "listener.protobuf.internal",
-        listeners.protobuf,
-        settings.protobuf.backlog,
-    )?;
+    )
+    .and_then(|http| {
+        let pb = bind(
+            "listener.protobuf.internal",
+            listeners.protobuf,
+            settings.protobuf.backlog,
+        )?;
+        Ok((http, pb))
+    });
+    let (http, pb) = match bound {
+        Ok(listeners) => listeners,
+        Err(e) => return Err(close_unserved(&node, &datadir, &root, e).await),
+    };
     let partitions = cluster::Partitions { storage, watch };
-    let cluster = cluster::start(settings, &root, &node, state, partitions).await?;
+    let cluster = match cluster::start(settings, &root, &node, state, partitions).await {
+        Ok(cluster) => cluster,
+        Err(e) => return Err(close_unserved(&node, &datadir, &root, e.into()).await),
+    };
     let budget = eddy_api::net::RequestBudget::new(
         settings.request_budget.bytes_max,
         settings.request_budget.wait,
@@ -142,7 +158,8 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         )),
     ];
     let (http_addr, pb_addr) = (listeners.http, listeners.protobuf);
-    tracing::info!(nodename = %settings.node.nodename, %http_addr, %pb_addr, "eddy started");
+    let elapsed_ms = started.elapsed().as_millis();
+    tracing::info!(nodename = %settings.node.nodename, %http_addr, %pb_addr, elapsed_ms, "eddy started");
     // Not println!: it panics when stdout cannot be written (a full disk).
     let _ = writeln!(
         std::io::stdout(),
@@ -174,6 +191,30 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     Ok(())
 }
 
+/// Closes a node whose start failed after it opened its partitions but
+/// before it served: it acknowledged nothing, so once the log and every
+/// backend close cleanly, the data directory is as clean as the last run
+/// left it (replayed and synced, at that), and the clean-shutdown marker
+/// this start took is put back. Without that, a start refused for an
+/// address in use would make the next one renew every actor as after a
+/// crash. Returns `error`, the start's.
+async fn close_unserved(
+    node: &Arc<Node>,
+    datadir: &DataDir,
+    root: &Path,
+    error: StartError,
+) -> StartError {
+    let closing = node.clone();
+    let closed = tokio::task::spawn_blocking(move || closing.shutdown()).await;
+    if closed.is_ok()
+        && closed_cleanly(root)
+        && let Err(e) = datadir.mark_clean()
+    {
+        tracing::error!("{e}; the next start will renew every partition's actor");
+    }
+    error
+}
+
 fn open_node(
     settings: &Settings,
     datadir: &DataDir,
@@ -191,6 +232,8 @@ fn open_node(
     let last_run = LastRun::detect(datadir, &storage.partitions_dir())?;
     let mut actors = Actors::new(datadir, last_run, settings.storage.backend);
     let partitions = vnodes::hosted(&ring, &settings.node.nodename, &storage);
+    let opening = Instant::now();
+    tracing::info!(partitions = partitions.len(), "opening partitions");
     let mut opened = BTreeMap::new();
     for p in &partitions {
         let backend = storage.open(*p)?;
@@ -209,6 +252,13 @@ fn open_node(
         );
     }
     actors.finish();
+    let elapsed_ms = opening.elapsed().as_millis();
+    tracing::info!(
+        partitions = partitions.len(),
+        elapsed_ms,
+        "partitions opened"
+    );
+    let replaying = Instant::now();
     let config = NodeConfig {
         map_runner: Some(jobs),
         ..node_config(settings, datadir.root())
@@ -218,6 +268,12 @@ fn open_node(
             .remove(&p)
             .expect("each hosted partition opened once")
     })?;
+    let elapsed_ms = replaying.elapsed().as_millis();
+    tracing::info!(
+        vnodes = partitions.len(),
+        elapsed_ms,
+        "commit log replayed and vnodes started"
+    );
     vnodes::destroy_dropped(&node, &storage)?;
     let factory = Arc::new(vnodes::Factory {
         storage: storage.clone(),
