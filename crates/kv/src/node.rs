@@ -130,7 +130,7 @@ pub struct NodeCounters {
     /// Batched vnode messages sent to other nodes (each carrying the
     /// gets or replicated puts of many keys for vnodes of one node).
     pub vnode_batches: AtomicU64,
-    /// Set operations' deltas sent to replicas instead of whole objects
+    /// Set and map operations' deltas sent to replicas instead of whole objects
     /// (design note 020 §6), and replicas that answered them `Behind`
     /// and were sent the whole object.
     pub datatype_deltas: AtomicU64,

@@ -115,7 +115,7 @@ pub enum KvError {
     /// The bucket cannot take this data type request.
     #[error("{0}")]
     DatatypeBucket(#[from] DatatypeBucketError),
-    /// A replica does not hold the version a set operation's delta was
+    /// A replica does not hold the version a set or map operation's delta was
     /// applied to: it needs the whole object (the coordinator sends it).
     #[error("the replica is behind the coordinated version")]
     Behind,

@@ -112,7 +112,7 @@ pub struct Vnode {
 struct Written {
     /// Its encoding (empty when `delta` says what changed instead).
     encoded: Bytes,
-    /// A coordinated set operation on a segmented set: what the other
+    /// A coordinated set or map operation on a segmented value: what the other
     /// replicas take in instead of the whole object.
     delta: Option<Box<msg::DtDelta>>,
     /// Its sibling count.

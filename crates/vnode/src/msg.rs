@@ -97,22 +97,23 @@ pub enum PutKind {
     /// Merge an object another vnode produced (the other replicas, read
     /// repair): its encoding, stored as is when the merge is that object.
     Replicate { encoded: Bytes },
-    /// Take in a set operation a coordinating vnode applied to a
-    /// segmented set (design note 020 §6), without the whole set: only a
+    /// Take in a set or map operation a coordinating vnode applied to a
+    /// segmented value (design note 020 §6), without the whole value: only a
     /// replica holding exactly the version the operation was applied to
     /// can; any other answers [`KvError::Behind`] and is sent the whole
     /// object.
     DtDelta(Box<DtDelta>),
 }
 
-/// A set operation as its replicas take it in.
+/// A set or map operation as its replicas take it in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DtDelta {
     /// The version vector of the object the operation was applied to.
     pub before: VersionVector,
     /// The new version, encoded, its one content's value empty.
     pub object: Bytes,
-    /// What the operation changed (`eddy_dt::OrswotDelta`, encoded).
+    /// What the operation changed (`eddy_dt::Delta`: an `OrswotDelta` or
+    /// a `MapDelta`, encoded).
     pub delta: Bytes,
 }
 
@@ -264,7 +265,7 @@ pub struct PutAck {
 pub enum VnodeReply {
     /// The coordinating vnode wrote the client's write: the object it
     /// stored, before any sync, so the coordinator can replicate it; or,
-    /// for a set operation on a segmented set, the delta to replicate
+    /// for a set or map operation on a segmented value, the delta to replicate
     /// instead (`encoded` then empty: the whole object is the vnode's to
     /// read).
     Coordinated {

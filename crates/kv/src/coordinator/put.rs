@@ -581,7 +581,7 @@ pub(super) struct Written {
     pub(super) encoded: Bytes,
     pub(super) siblings: usize,
     pub(super) hint: LocalHint,
-    /// A set operation's delta, replicated instead of the object, and the
+    /// A set or map operation's delta, replicated instead of the object, and the
     /// vnode that coordinated it (which holds the whole object).
     pub(super) delta: Option<(DtDelta, VnodeId)>,
 }

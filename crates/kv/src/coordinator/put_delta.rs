@@ -1,4 +1,4 @@
-//! A put whose coordinating vnode replicated a set operation's delta
+//! A put whose coordinating vnode replicated a set or map operation's delta
 //! instead of the whole object (design note 020 §6): a replica that does
 //! not hold the version the operation was applied to answers
 //! [`KvError::Behind`] and is sent the whole object, read once from the

@@ -303,7 +303,7 @@ fn check_ranges(n: usize) -> Result<(), WireError> {
     }
 }
 
-/// A set operation's delta: the version it applied to, the new version
+/// A set or map operation's delta: the version it applied to, the new version
 /// (its value empty) and the delta.
 pub(super) fn dt_delta(w: &mut Writer, d: &DtDelta) -> Result<(), WireError> {
     w.blob("delta version", &codec::encode_vv(&d.before))?;
