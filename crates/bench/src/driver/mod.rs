@@ -1,7 +1,9 @@
-//! Drivers: one connection to one server, speaking PB or HTTP.
+//! Drivers: one connection to one server, speaking PB or HTTP, or a
+//! handle on a storage engine in this process.
 //!
 //! [`Conn`] offers the operations a workload needs in protocol-neutral
-//! terms; [`pb`] and [`http`] translate them into Riak's wire requests.
+//! terms; [`pb`] and [`http`] translate them into Riak's wire requests,
+//! [`storage`] into calls of the engine's `Backend` contract.
 //! Every call is bounded by the run's request timeout, and every failure
 //! comes back as a [`Failure`] that says whether the connection must be
 //! replaced. Nothing here retries: the worker decides.
@@ -9,6 +11,7 @@
 mod failure;
 pub mod http;
 pub mod pb;
+pub mod storage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +44,8 @@ pub struct DriverOptions {
     pub request: RequestOptions,
     pub content_type: String,
     pub timeout: Duration,
+    /// The engine of a storage run ([`Protocol::Storage`]).
+    pub storage: Option<storage::StorageEngine>,
 }
 
 /// What a get found.
@@ -118,6 +123,7 @@ fn tally(results: impl Iterator<Item = KeyResult>, expected: usize) -> Result<us
 pub enum Conn {
     Pb(pb::PbConn),
     Http(http::HttpConn),
+    Storage(storage::StorageConn),
 }
 
 impl Conn {
@@ -128,6 +134,7 @@ impl Conn {
                 .await
                 .map(Conn::Pb),
             Protocol::Http => http::HttpConn::connect(options.clone(), endpoint).map(Conn::Http),
+            Protocol::Storage => storage::StorageConn::connect(options).map(Conn::Storage),
         }
     }
 
@@ -136,6 +143,7 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.get(key).await,
             Conn::Http(c) => c.get(key).await,
+            Conn::Storage(c) => c.get(key).await,
         }
     }
 
@@ -144,6 +152,7 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.put(key, body).await,
             Conn::Http(c) => c.put(key, body).await,
+            Conn::Storage(c) => c.put(key, body).await,
         }
     }
 
@@ -152,6 +161,7 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.delete(key).await,
             Conn::Http(c) => c.delete(key).await,
+            Conn::Storage(c) => c.delete(key).await,
         }
     }
 
@@ -160,6 +170,7 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.index_query(field, q).await,
             Conn::Http(c) => c.index_query(field, q).await,
+            Conn::Storage(c) => c.index_query(field, q).await,
         }
     }
 
@@ -169,6 +180,7 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.multi_get(keys).await,
             Conn::Http(c) => c.multi_get(keys).await,
+            Conn::Storage(_) => Err(storage::unsupported("multi_get")),
         }
     }
 
@@ -177,6 +189,7 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.multi_put(objects).await,
             Conn::Http(c) => c.multi_put(objects).await,
+            Conn::Storage(_) => Err(storage::unsupported("multi_put")),
         }
     }
 
@@ -185,6 +198,7 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.dt_update(key, change).await,
             Conn::Http(c) => c.dt_update(key, change).await,
+            Conn::Storage(_) => Err(storage::unsupported("a data type update")),
         }
     }
 
@@ -193,6 +207,7 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.mapreduce(job).await,
             Conn::Http(c) => c.mapreduce(job).await,
+            Conn::Storage(_) => Err(storage::unsupported("mapreduce")),
         }
     }
 
@@ -201,6 +216,7 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.set_bucket_props(props).await,
             Conn::Http(c) => c.set_bucket_props(props).await,
+            Conn::Storage(_) => Err(storage::unsupported("bucket_props")),
         }
     }
 
@@ -209,6 +225,7 @@ impl Conn {
         match self {
             Conn::Pb(c) => c.server_info().await,
             Conn::Http(c) => c.server_info().await,
+            Conn::Storage(c) => Ok(c.server_info()),
         }
     }
 }
