@@ -138,15 +138,23 @@ impl Recorder {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Records a successful request of `worker` that took `latency`.
-    pub fn success(&self, worker: usize, op: OpKind, latency: Duration, not_found: bool) {
-        let now = Instant::now();
+    /// Records a successful request of `worker`, sent and answered at
+    /// `(started, ended)` (the worker's clock readings: the recorder reads
+    /// none of its own).
+    pub fn success(
+        &self,
+        worker: usize,
+        op: OpKind,
+        (started, ended): (Instant, Instant),
+        not_found: bool,
+    ) {
+        let latency = ended.saturating_duration_since(started);
         let mut g = self.lock(worker);
         let w = g.window.ops.entry(op).or_default();
         w.latency_ns.saturating_record(nanos(latency));
         w.not_found += u64::from(not_found);
         g.ok_total += 1;
-        g.last_success = now;
+        g.last_success = g.last_success.max(ended);
     }
 
     /// Records a failed request of `worker` under `label`.
@@ -198,8 +206,9 @@ mod tests {
     #[tokio::test]
     async fn windows_split_counts_exactly() {
         let r = Recorder::new(2);
-        r.success(0, OpKind::Get, Duration::from_micros(120), false);
-        r.success(1, OpKind::Get, Duration::ZERO, true);
+        let t0 = Instant::now();
+        r.success(0, OpKind::Get, (t0, t0 + Duration::from_micros(120)), false);
+        r.success(1, OpKind::Get, (t0, t0), true);
         r.failure(1, OpKind::Put, "timeout".into());
         let w = r.take();
         let get = &w.ops[&OpKind::Get];

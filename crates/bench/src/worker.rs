@@ -108,18 +108,25 @@ pub async fn run(
         + pace.map_or(Duration::ZERO, |p| {
             p.mul_f64(id as f64 / plan.workers as f64)
         });
+    // One clock read per request: its end is the next one's start and the
+    // deadline check's "now" (an engine answers in well under a µs).
+    let mut now = Instant::now();
     loop {
-        if *stop.borrow() || Instant::now() >= deadline {
+        if stopped(&stop) || now >= deadline {
             return WorkerEnd::Stopped;
         }
         if ops_left == Some(0) {
             return WorkerEnd::OpsDone;
         }
         if let Some(p) = pace {
-            if !wait_until(next_at.min(deadline), &mut stop).await || Instant::now() >= deadline {
+            if !wait_until(next_at.min(deadline), &mut stop).await {
                 return WorkerEnd::Stopped;
             }
-            next_at = (next_at + p).max(Instant::now());
+            now = Instant::now();
+            if now >= deadline {
+                return WorkerEnd::Stopped;
+            }
+            next_at = (next_at + p).max(now);
         }
         let op = plan.chooser.choose(&mut state.rng);
         ops_left = ops_left.map(|n| n - 1);
@@ -129,18 +136,23 @@ pub async fn run(
                 Err(f) => {
                     recorder.failure(id, op, f.label());
                     reconnects += 1;
-                    wait_until((Instant::now() + RECONNECT_PAUSE).min(deadline), &mut stop).await;
+                    if !pause(deadline, &mut stop).await {
+                        return WorkerEnd::Stopped;
+                    }
+                    now = Instant::now();
                     continue;
                 }
             }
+            now = Instant::now();
         }
         let c = conn.as_mut().expect("connected above");
-        let started = Instant::now();
+        let started = now;
         let outcome = execute(c, &plan, &mut state, op).await;
-        let latency = started.elapsed();
+        now = Instant::now();
         match outcome {
             Ok(Outcome::Answered { found_nothing }) => {
-                record_answer(&recorder, &plan, id, op, latency, found_nothing)
+                let times = (started, now);
+                record_answer(&recorder, &plan, id, op, times, found_nothing);
             }
             Ok(Outcome::KeysUsedUp) => return WorkerEnd::KeysUsedUp,
             Err(f) => {
@@ -148,26 +160,43 @@ pub async fn run(
                 if f.reconnect {
                     conn = None;
                     reconnects += 1;
-                    wait_until((Instant::now() + RECONNECT_PAUSE).min(deadline), &mut stop).await;
+                    if !pause(deadline, &mut stop).await {
+                        return WorkerEnd::Stopped;
+                    }
+                    now = Instant::now();
                 }
             }
         }
     }
 }
 
+/// Whether the run was stopped. The only value ever sent is `true`, so a
+/// change (or the sender gone) means stop; an atomic load, no lock, as
+/// workers check it before every request. ([`wait_until`] marks the
+/// change seen: its callers stop when it says so.)
+fn stopped(stop: &watch::Receiver<bool>) -> bool {
+    !matches!(stop.has_changed(), Ok(false))
+}
+
+/// The pause after a failure that lost the connection; false if the run
+/// was stopped meanwhile.
+async fn pause(deadline: Instant, stop: &mut watch::Receiver<bool>) -> bool {
+    wait_until((Instant::now() + RECONNECT_PAUSE).min(deadline), stop).await
+}
+
 /// Label under which `request.not_found = "error"` counts a get that
 /// found nothing.
 pub const NOT_FOUND: &str = "not_found";
 
-/// Records worker `worker`'s answered request that took `latency`: a
-/// success, unless it is a get (or a multi-get missing a key) that found
-/// nothing and the run counts those as errors.
+/// Records worker `worker`'s answered request, sent and answered at
+/// `times`: a success, unless it is a get (or a multi-get missing a key)
+/// that found nothing and the run counts those as errors.
 pub fn record_answer(
     recorder: &Recorder,
     plan: &Plan,
     worker: usize,
     op: OpKind,
-    latency: Duration,
+    times: (Instant, Instant),
     found_nothing: bool,
 ) {
     let policy = plan.driver.request.not_found;
@@ -175,7 +204,7 @@ pub fn record_answer(
     if found_nothing && read && policy == NotFound::Error {
         recorder.failure(worker, op, NOT_FOUND.to_string());
     } else {
-        recorder.success(worker, op, latency, found_nothing);
+        recorder.success(worker, op, times, found_nothing);
     }
 }
 
@@ -385,7 +414,8 @@ mod tests {
     /// Answers a found get, a missed get and a missed update's read.
     fn answer_three(plan: &Plan) -> crate::window::Window {
         let recorder = Recorder::new(1);
-        let us = Duration::from_micros;
+        let t0 = Instant::now();
+        let us = |n| (t0, t0 + Duration::from_micros(n));
         record_answer(&recorder, plan, 0, OpKind::Get, us(10), false);
         record_answer(&recorder, plan, 0, OpKind::Get, us(20), true);
         record_answer(&recorder, plan, 0, OpKind::Update, us(30), true);

@@ -9,9 +9,9 @@ mod cluster;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
 #[cfg(feature = "bench")]
 use clap::ValueEnum;
+use clap::{Args, Parser, Subcommand};
 #[cfg(feature = "bench")]
 use eddy_wire::Quorum;
 

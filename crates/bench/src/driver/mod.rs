@@ -120,6 +120,12 @@ fn tally(results: impl Iterator<Item = KeyResult>, expected: usize) -> Result<us
 }
 
 /// One open connection.
+///
+/// The PB and HTTP requests' futures are boxed: they are large (a reqwest
+/// request's state is kilobytes), and every request of every driver would
+/// otherwise build and move a future that size, a cost the storage driver's
+/// sub-microsecond requests would show. A network request pays one
+/// allocation instead.
 pub enum Conn {
     Pb(pb::PbConn),
     Http(http::HttpConn),
@@ -141,8 +147,8 @@ impl Conn {
     /// Fetches `key`.
     pub async fn get(&mut self, key: &[u8]) -> Result<Fetched, Failure> {
         match self {
-            Conn::Pb(c) => c.get(key).await,
-            Conn::Http(c) => c.get(key).await,
+            Conn::Pb(c) => Box::pin(c.get(key)).await,
+            Conn::Http(c) => Box::pin(c.get(key)).await,
             Conn::Storage(c) => c.get(key).await,
         }
     }
@@ -150,8 +156,8 @@ impl Conn {
     /// Stores `body` under `key`.
     pub async fn put(&mut self, key: &[u8], body: PutBody<'_>) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.put(key, body).await,
-            Conn::Http(c) => c.put(key, body).await,
+            Conn::Pb(c) => Box::pin(c.put(key, body)).await,
+            Conn::Http(c) => Box::pin(c.put(key, body)).await,
             Conn::Storage(c) => c.put(key, body).await,
         }
     }
@@ -159,8 +165,8 @@ impl Conn {
     /// Deletes `key` (a missing key is not a failure).
     pub async fn delete(&mut self, key: &[u8]) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.delete(key).await,
-            Conn::Http(c) => c.delete(key).await,
+            Conn::Pb(c) => Box::pin(c.delete(key)).await,
+            Conn::Http(c) => Box::pin(c.delete(key)).await,
             Conn::Storage(c) => c.delete(key).await,
         }
     }
@@ -168,8 +174,8 @@ impl Conn {
     /// Runs an index query on `field`; returns the number of keys.
     pub async fn index_query(&mut self, field: &str, q: &IndexLookup) -> Result<usize, Failure> {
         match self {
-            Conn::Pb(c) => c.index_query(field, q).await,
-            Conn::Http(c) => c.index_query(field, q).await,
+            Conn::Pb(c) => Box::pin(c.index_query(field, q)).await,
+            Conn::Http(c) => Box::pin(c.index_query(field, q)).await,
             Conn::Storage(c) => c.index_query(field, q).await,
         }
     }
@@ -178,8 +184,8 @@ impl Conn {
     /// many were not found.
     pub async fn multi_get(&mut self, keys: &[Vec<u8>]) -> Result<usize, Failure> {
         match self {
-            Conn::Pb(c) => c.multi_get(keys).await,
-            Conn::Http(c) => c.multi_get(keys).await,
+            Conn::Pb(c) => Box::pin(c.multi_get(keys)).await,
+            Conn::Http(c) => Box::pin(c.multi_get(keys)).await,
             Conn::Storage(_) => Err(storage::unsupported("multi_get")),
         }
     }
@@ -187,8 +193,8 @@ impl Conn {
     /// Stores `objects` with one of Eddy's multi-put requests.
     pub async fn multi_put(&mut self, objects: &[MultiObject<'_>]) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.multi_put(objects).await,
-            Conn::Http(c) => c.multi_put(objects).await,
+            Conn::Pb(c) => Box::pin(c.multi_put(objects)).await,
+            Conn::Http(c) => Box::pin(c.multi_put(objects)).await,
             Conn::Storage(_) => Err(storage::unsupported("multi_put")),
         }
     }
@@ -196,8 +202,8 @@ impl Conn {
     /// Applies a data type update to `key` (without `return_body`).
     pub async fn dt_update(&mut self, key: &[u8], change: &DtChange) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.dt_update(key, change).await,
-            Conn::Http(c) => c.dt_update(key, change).await,
+            Conn::Pb(c) => Box::pin(c.dt_update(key, change)).await,
+            Conn::Http(c) => Box::pin(c.dt_update(key, change)).await,
             Conn::Storage(_) => Err(storage::unsupported("a data type update")),
         }
     }
@@ -205,8 +211,8 @@ impl Conn {
     /// Runs a MapReduce job given as JSON.
     pub async fn mapreduce(&mut self, job: &str) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.mapreduce(job).await,
-            Conn::Http(c) => c.mapreduce(job).await,
+            Conn::Pb(c) => Box::pin(c.mapreduce(job)).await,
+            Conn::Http(c) => Box::pin(c.mapreduce(job)).await,
             Conn::Storage(_) => Err(storage::unsupported("mapreduce")),
         }
     }
@@ -214,8 +220,8 @@ impl Conn {
     /// Sets the run's bucket's properties.
     pub async fn set_bucket_props(&mut self, props: &BucketProps) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.set_bucket_props(props).await,
-            Conn::Http(c) => c.set_bucket_props(props).await,
+            Conn::Pb(c) => Box::pin(c.set_bucket_props(props)).await,
+            Conn::Http(c) => Box::pin(c.set_bucket_props(props)).await,
             Conn::Storage(_) => Err(storage::unsupported("bucket_props")),
         }
     }
@@ -223,8 +229,8 @@ impl Conn {
     /// Checks that the server answers; returns what it says it is.
     pub async fn ping(&mut self) -> Result<String, Failure> {
         match self {
-            Conn::Pb(c) => c.server_info().await,
-            Conn::Http(c) => c.server_info().await,
+            Conn::Pb(c) => Box::pin(c.server_info()).await,
+            Conn::Http(c) => Box::pin(c.server_info()).await,
             Conn::Storage(c) => Ok(c.server_info()),
         }
     }

@@ -54,7 +54,7 @@ pub enum Requests {
     Write { indexed: bool },
     /// Gets and puts, `read_percent` of them gets.
     Mixed { read_percent: u8 },
-    /// Full scans of [`INDEX_FIELD`] (every entry has the one term 0).
+    /// Full scans of [`INDEX_FIELD`] (a range over every term).
     Scan,
 }
 
@@ -118,7 +118,7 @@ pub fn storage(p: &StoragePhase) -> BenchConfig {
         operations,
         keys: keys(p),
         values: values(p),
-        index: indexed(p).then(index),
+        index: indexed(p).then(|| index(p.keys)),
         multi_get: None,
         multi_put: None,
         mapreduce: None,
@@ -169,16 +169,17 @@ fn values(p: &StoragePhase) -> ValuesConfig {
     }
 }
 
-/// One entry per put, all under the term 0, so that an `eq` query of it
-/// scans the whole field.
-fn index() -> IndexConfig {
+/// One entry per put, its term drawn from `0..keys` (so terms are spread
+/// like keys, in an order that is not key order), and a query of the range
+/// of every term: each scan reads the whole field.
+fn index(keys: u64) -> IndexConfig {
     IndexConfig {
         field: Some(INDEX_FIELD.into()),
-        terms: Some(1),
+        terms: Some(keys),
         entries: Vec::new(),
-        query: IndexQuery::Eq,
-        range_width: 1,
-        range_start: None,
+        query: IndexQuery::Range,
+        range_width: keys,
+        range_start: Some(0),
     }
 }
 
@@ -233,7 +234,9 @@ mod tests {
         assert_eq!(r.request.not_found, NotFound::Error);
         let s = storage(&phase(Requests::Scan, KeyOrder::Sequential));
         assert_eq!(s.weighted_ops(), vec![(crate::ops::OpKind::IndexQuery, 1)]);
-        assert_eq!(s.index.unwrap().terms, Some(1));
+        let index = s.index.unwrap();
+        assert_eq!((index.terms, index.range_start), (Some(500), Some(0)));
+        assert_eq!((index.query, index.range_width), (IndexQuery::Range, 500));
     }
 
     #[test]
