@@ -1,6 +1,7 @@
 #!/bin/bash
 # Part of docs/BENCHMARKS.md "Session 8": three nodes on loopback, joined, then PB load on all three at once.
-# usage: cluster3.sh BIN SECONDS -> 3 release nodes joined and settled, then 3 bench pb mixed runs (one per node, 11 conns each) at once
+# usage: cluster3.sh BIN SECONDS  (BIN: an eddy built with --features bench)
+# -> 3 release nodes joined and settled, then 3 bench pb mixed runs (one per node, 11 conns each) at once
 BIN=$1; SECS=${2:-20}
 D=$(mktemp -d /tmp/c3b.XXXX)
 for i in 1 2 3; do mkdir -p $D/d$i; cat > $D/d$i/eddy.toml <<EOT

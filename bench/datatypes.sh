@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 14's data type figures (docs/BENCHMARKS.md "Data types"), on one node or on a
 # three-node dev cluster, 32 PB connections, side by side with plain PUTs of the same run.
-# usage: datatypes.sh BIN NODES [SECONDS]   (BIN: a release eddy; NODES: 1 or 3;
+# usage: datatypes.sh BIN NODES [SECONDS]   (BIN: a release eddy built with
+#        --features bench; NODES: 1 or 3;
 #        SECONDS: each timed run, default 15)
 # One node: `BIN start` in a temporary directory (PB 8087, HTTP 8098); three: `BIN
 # dev-cluster 3` (PB 10017/10027/10037, HTTP 10018/10028/10038). Those ports must be free.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Part of docs/BENCHMARKS.md: a fourth node joins a three-node cluster holding OBJECTS
 # objects of 1 KiB, with PB reads and writes running throughout.
-# usage: join1m.sh BIN [OBJECTS] [DIR]
+# usage: join1m.sh BIN [OBJECTS] [DIR]  (BIN: an eddy built with --features bench)
 # Prints: fio's sequential write rate on DIR's filesystem (same run), the load time,
 # the join's handoff time (commit -> no transfers, ring settled), the bytes the new
 # node received (its data directory) and their rate as a share of fio, and the load's

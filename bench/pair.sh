@@ -1,6 +1,7 @@
 #!/bin/bash
 # Part of docs/BENCHMARKS.md "Session 8": a fresh node, one `eddy bench pb` run, one JSON line.
-# usage: pair.sh BIN LABEL WORKLOAD  -> one fresh node, one bench pb run, prints json summary line
+# usage: pair.sh BIN LABEL WORKLOAD  (BIN: an eddy built with --features bench)
+#  -> one fresh node, one bench pb run, prints json summary line
 BIN=$1; LABEL=$2; WL=$3
 D=$(mktemp -d /tmp/eddyb.XXXX)
 EDDY_PLATFORM_DATA_DIR=$D $BIN start > $D/out.log 2>&1 &

@@ -11,7 +11,7 @@
 # Each workload gets a node of its own, started on an empty data directory,
 # so runs do not see each other's data, and with the settings its file names
 # on `# node-env: NAME=value` lines (e.g. backend-2's o_sync commit log). Needs a release build:
-# cargo build --release -p eddy
+# cargo build --release -p eddy --features bench
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

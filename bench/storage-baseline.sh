@@ -12,7 +12,8 @@
 #   BACKENDS="..."   engines to measure (default: every disk engine the
 #                    binary offers, plus memory)
 #   OUT_DIR=...      where results go (default: target/bench-results)
-#   EDDY=...         a prebuilt eddy binary (default: cargo build --release)
+#   EDDY=...         a prebuilt eddy binary with the bench tool (default:
+#                    cargo build --release --features bench)
 #   TABLE_ONLY=1     print the table from the results already in $OUT_DIR
 set -euo pipefail
 
@@ -41,8 +42,8 @@ build_eddy() {
         echo "$EDDY"
         return
     fi
-    log "cargo build --release -p eddy"
-    (cd "$repo" && cargo build --release -p eddy >&2)
+    log "cargo build --release -p eddy --features bench"
+    (cd "$repo" && cargo build --release -p eddy --features bench >&2)
     echo "$repo/target/release/eddy"
 }
 

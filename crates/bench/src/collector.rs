@@ -3,9 +3,11 @@
 //! updates the progress bar, and decides when the run stops early.
 //!
 //! Ending rules: workers stop by themselves at the deadline, or before it
-//! when their keys are used up (`keys.once`; the run's ending says so when
-//! every worker did). The collector sends the stop signal when no request
-//! has succeeded for `give_up_after` (every worker is failing) or on Ctrl-C.
+//! when their keys are used up (`keys.once`) or their share of `ops` is
+//! done (the run's ending says so when every worker did). The collector
+//! sends the stop signal when no request has succeeded for
+//! `give_up_after` (every worker is failing), on Ctrl-C, or when the
+//! caller says so (`Timing::until`).
 //! As a last bound it aborts any worker still running at the hard stop
 //! (deadline, or the stop signal, plus [`DRAIN_TIMEOUTS`] request
 //! timeouts), so a run never hangs.
@@ -18,7 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -29,6 +31,7 @@ use crate::report::ResultsDir;
 use crate::report::csv::Row;
 use crate::report::summary::Ending;
 use crate::window::{OpWindow, Recorder};
+use crate::worker::WorkerEnd;
 
 /// Request timeouts a worker may need to finish after the stop (an update
 /// is a get and a put, plus a connect).
@@ -43,6 +46,9 @@ pub struct Timing {
     pub interval: Duration,
     pub give_up_after: Duration,
     pub request_timeout: Duration,
+    /// Ends the run when notified (a caller measuring while something
+    /// else happens: `eddy bench storage --workload merge`).
+    pub until: Option<Arc<Notify>>,
 }
 
 /// What the collector saw.
@@ -59,7 +65,7 @@ pub async fn collect(
     recorder: Arc<Recorder>,
     mut results: Option<&mut ResultsDir>,
     ops: &[OpKind],
-    workers: &mut JoinSet<bool>,
+    workers: &mut JoinSet<WorkerEnd>,
     stop: watch::Sender<bool>,
     timing: &Timing,
 ) -> Result<Collected, BenchError> {
@@ -74,7 +80,9 @@ pub async fn collect(
     let mut tick = tokio::time::interval(TICK);
     let mut aborted = 0;
     let mut used_up = 0;
+    let mut ops_done = 0;
     let mut finished = 0;
+    let until = timing.until.clone().unwrap_or_default();
     loop {
         let next = boundary + timing.interval;
         tokio::select! {
@@ -82,9 +90,16 @@ pub async fn collect(
                 None => break,
                 Some(done) => {
                     finished += 1;
-                    used_up += usize::from(done.unwrap_or(false));
+                    let end = done.unwrap_or(WorkerEnd::Stopped);
+                    used_up += usize::from(end == WorkerEnd::KeysUsedUp);
+                    ops_done += usize::from(end == WorkerEnd::OpsDone);
                 }
             },
+            () = until.notified(), if ending.is_none() && timing.until.is_some() => {
+                ending = Some(Ending::Told);
+                let _ = stop.send(true);
+                hard_stop = Instant::now() + timing.request_timeout * DRAIN_TIMEOUTS;
+            }
             () = tokio::time::sleep_until(next), if next < timing.deadline => {
                 let rows = results.as_deref_mut();
                 flush(&recorder, rows, ops, &mut totals, next - timing.start, timing.interval)?;
@@ -127,9 +142,11 @@ pub async fn collect(
         window,
     )?;
     let all_used_up = used_up > 0 && used_up == finished && aborted == 0;
+    let all_done = ops_done > 0 && ops_done + used_up == finished && aborted == 0;
     let ending = match ending {
         Some(e) => e,
         None if all_used_up => Ending::KeysUsedUp,
+        None if all_done => Ending::OpsDone,
         None => Ending::Completed,
     };
     Ok(Collected {

@@ -24,6 +24,7 @@ pub struct IndexPlan {
     queried: usize,
     query: IndexQuery,
     range_width: u64,
+    range_start: Option<u64>,
 }
 
 /// One entry each put carries.
@@ -104,6 +105,7 @@ impl IndexPlan {
             queried,
             query: c.query,
             range_width: c.range_width,
+            range_start: c.range_start,
         }
     }
 
@@ -125,13 +127,14 @@ impl IndexPlan {
     }
 
     /// One query of the queried entry: an exact term, or `range_width`
-    /// terms from a random start.
+    /// terms from `range_start` (else from a random start).
     pub fn lookup(&self, rng: &mut impl Rng) -> IndexLookup {
         let e = &self.entries[self.queried];
         let start = rng.random_range(0..e.bound);
         match self.query {
             IndexQuery::Eq => IndexLookup::Eq(e.term(start)),
             IndexQuery::Range => {
+                let start = self.range_start.unwrap_or(start);
                 let end = start.saturating_add(self.range_width - 1);
                 IndexLookup::Range(e.term(start), e.term(end))
             }
@@ -177,6 +180,20 @@ mod tests {
 
     fn terms<'a>(entries: &'a [IndexEntry<'_>]) -> Vec<(&'a str, &'a str)> {
         entries.iter().map(|e| (e.field, e.term.as_str())).collect()
+    }
+
+    #[test]
+    fn a_fixed_range_start_asks_the_same_range_every_time() {
+        let plan = index_plan(
+            "field = \"redeemed_count_int\"\nterms = 100\nquery = \"range\"\nrange_width = 50\nrange_start = 0",
+        );
+        let mut rng = SmallRng::seed_from_u64(1);
+        for _ in 0..10 {
+            assert_eq!(
+                plan.lookup(&mut rng),
+                IndexLookup::Range("0".into(), "49".into())
+            );
+        }
     }
 
     #[test]

@@ -21,6 +21,11 @@
 //!   are the insertion numbers; `skew_order` keys are a fixed bijection of
 //!   them, so puts land in pseudo-random key order and never repeat.
 //!
+//! With `order = "skew_order"`, `sequential_int` and
+//! `partitioned_sequential_int` hand out the same numbers, but each is
+//! taken through a fixed permutation of `0..max` ([`Permutation`]) before
+//! it becomes a key: every key once per pass, in pseudo-random order.
+//!
 //! With `once`, `sequential_int` and `partitioned_sequential_int` do not
 //! wrap: each number is handed out once, then draws answer `None` (the
 //! worker's keys are used up).
@@ -40,6 +45,9 @@ use crate::config::{KeyFormat, KeyGenerator, KeysConfig, UniqueOrder};
 
 /// Pareto shape whose 20 % of keys get 80 % of draws.
 const PARETO_SHAPE: f64 = 1.16;
+/// Seed of `skew_order`'s permutation: fixed, so that a load and the
+/// runs after it agree on the keys.
+const PERMUTATION_SEED: u64 = 0x5EED_0F0D_E5A5;
 /// Digits of decimal keys (zero-padded so byte order is number order).
 const DECIMAL_WIDTH: usize = 12;
 
@@ -56,15 +64,26 @@ pub struct KeySpace {
     once: bool,
     /// Next number of `sequential_int`; numbers handed out by `unique`.
     counter: AtomicU64,
+    /// `skew_order` of a sequential generator.
+    permutation: Option<Permutation>,
 }
 
 impl KeySpace {
     /// The key space `config` describes, for `workers` workers.
     pub fn new(config: &KeysConfig, workers: usize) -> KeySpace {
+        let max = config.max.unwrap_or(u64::MAX);
+        let order = config.order.unwrap_or(UniqueOrder::KeyOrder);
+        let sequential = matches!(
+            config.generator,
+            KeyGenerator::SequentialInt | KeyGenerator::PartitionedSequentialInt
+        );
+        let permutation = (sequential && order == UniqueOrder::SkewOrder)
+            .then(|| Permutation::new(max, PERMUTATION_SEED));
         KeySpace {
             generator: config.generator,
-            max: config.max.unwrap_or(u64::MAX),
-            order: config.order.unwrap_or(UniqueOrder::KeyOrder),
+            max,
+            order,
+            permutation,
             prefix: config.prefix.as_bytes().to_vec(),
             format: config.format,
             workers: workers.max(1) as u64,
@@ -106,8 +125,9 @@ impl KeySpace {
 
     /// The key bytes of number `n`, written into `out` (cleared first).
     pub fn encode(&self, n: u64, out: &mut Vec<u8>) {
-        let n = match (self.generator, self.order) {
-            (KeyGenerator::Unique, UniqueOrder::SkewOrder) => scramble(n),
+        let n = match (self.generator, self.order, &self.permutation) {
+            (KeyGenerator::Unique, UniqueOrder::SkewOrder, _) => scramble(n),
+            (_, _, Some(p)) => p.apply(n),
             _ => n,
         };
         use std::io::Write;
@@ -137,6 +157,57 @@ pub fn scramble(mut x: u64) -> u64 {
     x ^= x >> 27;
     x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+/// A pseudo-random permutation of `0..len`, computed without a table: a
+/// bijection on the next power of two (rounds of odd multiplications and
+/// xor-shifts, each invertible modulo 2^bits), walked until it lands below
+/// `len` (cycle walking).
+#[derive(Clone, Copy, Debug)]
+pub struct Permutation {
+    len: u64,
+    mask: u64,
+    bits: u32,
+    seed: u64,
+}
+
+impl Permutation {
+    /// The permutation of `0..len` chosen by `seed`.
+    pub fn new(len: u64, seed: u64) -> Self {
+        let bits = (64 - len.saturating_sub(1).leading_zeros()).max(1);
+        let mask = match bits {
+            64 => u64::MAX,
+            _ => (1 << bits) - 1,
+        };
+        Permutation {
+            len,
+            mask,
+            bits,
+            seed: seed | 1,
+        }
+    }
+
+    /// The image of `i` (`i < len`).
+    pub fn apply(&self, i: u64) -> u64 {
+        let mut x = i;
+        loop {
+            x = self.scramble(x);
+            if x < self.len {
+                return x;
+            }
+        }
+    }
+
+    fn scramble(&self, mut x: u64) -> u64 {
+        let shift = (self.bits / 2).max(1);
+        for round in 0..3u64 {
+            let odd = (self.seed.wrapping_mul(round * 2 + 1) ^ 0x9E37_79B9) | 1;
+            x = x.wrapping_mul(odd) & self.mask;
+            x ^= x >> shift;
+            x = x.wrapping_add(self.seed >> round) & self.mask;
+        }
+        x
+    }
 }
 
 /// One worker's view of the key space.
@@ -424,6 +495,46 @@ mod tests {
         assert_eq!(KeySpace::new(&config, 1).key(42), b"c-000000000042");
         config.format = KeyFormat::Binary;
         assert_eq!(KeySpace::new(&config, 1).key(1), b"c-\0\0\0\0\0\0\0\x01");
+    }
+
+    #[test]
+    fn permutations_are_bijections_for_awkward_sizes() {
+        for len in [1u64, 2, 3, 7, 8, 9, 1000, 4097] {
+            let p = Permutation::new(len, 42);
+            let seen: HashSet<u64> = (0..len).map(|i| p.apply(i)).collect();
+            assert_eq!(seen.len() as u64, len, "len {len}");
+            assert!(seen.iter().all(|&k| k < len));
+        }
+        let p = Permutation::new(1000, 42);
+        let fixed = (0..1000).filter(|&i| p.apply(i) == i).count();
+        assert!(fixed < 50, "{fixed} fixed points");
+    }
+
+    #[test]
+    fn skew_ordered_sequential_keys_cover_the_space_once_per_pass() {
+        let config = KeysConfig {
+            order: Some(UniqueOrder::SkewOrder),
+            format: KeyFormat::Binary,
+            ..config(KeyGenerator::PartitionedSequentialInt, Some(100))
+        };
+        let space = Arc::new(KeySpace::new(&config, 3));
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut keys = Vec::new();
+        for w in 0..3 {
+            let mut g = KeyGen::new(space.clone(), w);
+            let slice = 100 * (w + 1) / 3 - 100 * w / 3;
+            for _ in 0..slice {
+                keys.push(space.key(g.next_write(&mut rng).unwrap()));
+            }
+        }
+        let distinct: HashSet<_> = keys.iter().collect();
+        assert_eq!(distinct.len(), 100);
+        assert!(
+            keys.iter()
+                .all(|k| u64::from_be_bytes(k[..].try_into().unwrap()) < 100)
+        );
+        let ascending = keys.windows(2).filter(|w| w[0] < w[1]).count();
+        assert!(ascending < 80, "{ascending} of 99 steps ascend");
     }
 
     #[test]

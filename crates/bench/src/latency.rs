@@ -1,6 +1,6 @@
-//! Latency percentiles of a nanosecond or microsecond histogram, in
-//! microseconds: the figures every report of the bench tools gives (the
-//! loopback echo, `eddy bench pb`, `eddy bench storage`).
+//! Latency percentiles of a nanosecond histogram, in microseconds: the
+//! figures every report of the bench tools gives (the loopback echo,
+//! `eddy bench pb`, `eddy bench storage`).
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -20,12 +20,6 @@ impl Latency {
     /// Percentiles of a nanosecond histogram (all zero when it is empty).
     pub fn of(h: &Histogram<u64>) -> Self {
         Self::scaled(h, 1000.0)
-    }
-
-    /// Percentiles of a microsecond histogram, as the runner's windows
-    /// keep them ([`crate::window::OpWindow`]).
-    pub fn of_us(h: &Histogram<u64>) -> Self {
-        Self::scaled(h, 1.0)
     }
 
     /// Percentiles of a histogram of `per_us` units per microsecond.
@@ -50,18 +44,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nanoseconds_and_microseconds_read_alike() {
-        let (mut ns, mut us) = (crate::window::histogram(), crate::window::histogram());
+    fn nanoseconds_read_as_microseconds() {
+        let mut ns = crate::window::histogram();
         for i in 1..=100 {
             ns.record(i * 1000).unwrap();
-            us.record(i).unwrap();
         }
-        let (a, b) = (Latency::of(&ns), Latency::of_us(&us));
-        assert!((a.p50_us - 50.0).abs() < 0.1 && (b.p50_us - 50.0).abs() < 0.1);
-        assert!((a.max_us - b.max_us).abs() < 0.1 && (b.mean_us - 50.5).abs() < 0.1);
-        assert_eq!(
-            Latency::of_us(&crate::window::histogram()),
-            Latency::default()
-        );
+        let l = Latency::of(&ns);
+        assert!((l.p50_us - 50.0).abs() < 0.1 && (l.mean_us - 50.5).abs() < 0.1);
+        assert!((l.max_us - 100.0).abs() < 0.1);
+        assert_eq!(Latency::of(&crate::window::histogram()), Latency::default());
     }
 }

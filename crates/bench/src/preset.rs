@@ -1,7 +1,8 @@
 //! Presets: workloads described by a few flags instead of a file. [`pb`]
 //! is `eddy bench pb`'s (design note 013): uniform gets and blind puts of
 //! one bucket over PB, on plain decimal keys, with every preloaded key
-//! expected to be found.
+//! expected to be found. [`storage`] holds `eddy bench storage`'s phases
+//! (design note 023).
 //!
 //! Invariant: a preset's config is a config like any other; it passes the
 //! same check as a file ([`crate::config::check`]) and runs on the same
@@ -16,6 +17,8 @@ use crate::config::{
     PreloadConfig, Protocol, RequestOptions, Span, ValueGenerator, ValuesConfig,
 };
 use crate::error::BenchError;
+
+pub mod storage;
 
 /// What `eddy bench pb` measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +85,7 @@ pub fn pb(p: &PbPreset) -> BenchConfig {
         mode: Mode::Max,
         rate: None,
         duration: p.duration,
+        ops: None,
         concurrent: p.connections,
         report_interval: config::default_report_interval(),
         request_timeout: p.request_timeout,

@@ -10,15 +10,16 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
 
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::baseline::{self, Baseline, EchoPlan};
 use crate::collector::{self, Collected, Timing};
-use crate::config::{self, BenchConfig, Overrides};
+use crate::config::{self, BenchConfig, Overrides, Protocol};
+use crate::driver::storage::StorageEngine;
 use crate::error::BenchError;
 use crate::ops::OpKind;
 use crate::probe;
@@ -43,6 +44,13 @@ pub struct RunOptions {
     /// ([`probe::probe_ops`]), so that the server sees no request besides
     /// the ping, the preload and the load.
     pub skip_probe: bool,
+    /// The engine a `protocol = "storage"` run calls (design note 023).
+    pub storage: Option<StorageEngine>,
+    /// Ends the measured phase when notified.
+    pub until: Option<Arc<Notify>>,
+    /// Told once the measured phase's workers are running, so that what
+    /// `until` waits for can start only then.
+    pub started: Option<mpsc::Sender<()>>,
 }
 
 /// Where a run's results go.
@@ -127,7 +135,17 @@ fn setting_error(setting: &str, problem: &str) -> BenchError {
 
 async fn run_async(source: &Source<'_>, options: &RunOptions) -> Result<RunOutcome, BenchError> {
     let config = source.config;
-    let plan = Arc::new(Plan::new(config));
+    let mut plan = Plan::new(config);
+    if config.driver.protocol == Protocol::Storage {
+        let Some(engine) = options.storage.clone() else {
+            return Err(setting_error(
+                "driver.protocol",
+                "\"storage\" is for `eddy bench storage`, which opens the engine",
+            ));
+        };
+        Arc::make_mut(&mut plan.driver).storage = Some(engine);
+    }
+    let plan = Arc::new(plan);
     let server = check_servers(&plan, config, options).await?;
     let preload_keys = config.preload.as_ref().map(|p| p.keys);
     let preload_s = match preload_keys {
@@ -138,7 +156,7 @@ async fn run_async(source: &Source<'_>, options: &RunOptions) -> Result<RunOutco
     let (started_at, stamp) = timefmt::now();
     let machine = MachineFacts::collect(&options.tool_version);
     let mut results = open_results(&options.out, &stamp, &plan, source.text, &machine)?;
-    let collected = measure(&plan, config, results.as_mut()).await?;
+    let collected = measure(&plan, config, options, results.as_mut()).await?;
     let summary = Summary {
         config: source.name.to_string(),
         started_at,
@@ -235,9 +253,10 @@ async fn measure_baseline(
 async fn measure(
     plan: &Arc<Plan>,
     config: &BenchConfig,
+    options: &RunOptions,
     results: Option<&mut ResultsDir>,
 ) -> Result<Collected, BenchError> {
-    let recorder = Arc::new(Recorder::new());
+    let recorder = Arc::new(Recorder::new(config.concurrent));
     let (stop_tx, stop_rx) = watch::channel(false);
     let start = Instant::now();
     let timing = Timing {
@@ -246,11 +265,16 @@ async fn measure(
         interval: config.report_interval.0,
         give_up_after: config.give_up_after.0,
         request_timeout: config.request_timeout.0,
+        until: options.until.clone(),
     };
     let mut workers = JoinSet::new();
     for id in 0..config.concurrent {
         let (plan, recorder, stop) = (plan.clone(), recorder.clone(), stop_rx.clone());
         workers.spawn(worker::run(id, plan, recorder, stop, timing.deadline));
+    }
+    if let Some(started) = &options.started {
+        // The receiver may be gone; the run goes on either way.
+        let _ = started.send(());
     }
     let ops: Vec<_> = plan.chooser.ops().collect();
     collector::collect(recorder, results, &ops, &mut workers, stop_tx, &timing).await

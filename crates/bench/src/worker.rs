@@ -11,6 +11,7 @@
 //! request one of whose keys failed is the failure `key_error`. With
 //! `keys.once`, a worker stops when its keys are used up (the last
 //! multi-key request of a worker may name fewer keys than its batch size).
+//! With `ops`, a worker stops after its share of the requests.
 //!
 //! Bound: a worker checks the deadline and the stop signal between
 //! requests, and each request is bounded by the request timeout (an update
@@ -77,16 +78,28 @@ impl WorkerState {
     }
 }
 
-/// Runs worker `id` until `deadline` or `stop`, or until its keys are
-/// used up (`keys.once`): then it answers true.
+/// Why a worker stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerEnd {
+    /// The deadline passed or the run was stopped.
+    Stopped,
+    /// Its keys are used up (`keys.once`).
+    KeysUsedUp,
+    /// It issued its share of `ops`.
+    OpsDone,
+}
+
+/// Runs worker `id` until `deadline` or `stop`, until its keys are used
+/// up (`keys.once`), or until it issued its share of `ops`.
 pub async fn run(
     id: usize,
     plan: Arc<Plan>,
     recorder: Arc<Recorder>,
     mut stop: watch::Receiver<bool>,
     deadline: Instant,
-) -> bool {
+) -> WorkerEnd {
     let mut state = WorkerState::new(&plan, id);
+    let mut ops_left = plan.ops_of_worker(id);
     let mut conn: Option<Conn> = None;
     let mut reconnects = 0;
     let pace = plan.pace_s.map(Duration::from_secs_f64);
@@ -95,69 +108,103 @@ pub async fn run(
         + pace.map_or(Duration::ZERO, |p| {
             p.mul_f64(id as f64 / plan.workers as f64)
         });
+    // One clock read per request: its end is the next one's start and the
+    // deadline check's "now" (an engine answers in well under a µs).
+    let mut now = Instant::now();
     loop {
-        if *stop.borrow() || Instant::now() >= deadline {
-            return false;
+        if stopped(&stop) || now >= deadline {
+            return WorkerEnd::Stopped;
+        }
+        if ops_left == Some(0) {
+            return WorkerEnd::OpsDone;
         }
         if let Some(p) = pace {
-            if !wait_until(next_at.min(deadline), &mut stop).await || Instant::now() >= deadline {
-                return false;
+            if !wait_until(next_at.min(deadline), &mut stop).await {
+                return WorkerEnd::Stopped;
             }
-            next_at = (next_at + p).max(Instant::now());
+            now = Instant::now();
+            if now >= deadline {
+                return WorkerEnd::Stopped;
+            }
+            next_at = (next_at + p).max(now);
         }
         let op = plan.chooser.choose(&mut state.rng);
+        ops_left = ops_left.map(|n| n - 1);
         if conn.is_none() {
             match Conn::connect(&plan.driver, plan.endpoint(id, reconnects)).await {
                 Ok(c) => conn = Some(c),
                 Err(f) => {
-                    recorder.failure(op, f.label());
+                    recorder.failure(id, op, f.label());
                     reconnects += 1;
-                    wait_until((Instant::now() + RECONNECT_PAUSE).min(deadline), &mut stop).await;
+                    if !pause(deadline, &mut stop).await {
+                        return WorkerEnd::Stopped;
+                    }
+                    now = Instant::now();
                     continue;
                 }
             }
+            now = Instant::now();
         }
         let c = conn.as_mut().expect("connected above");
-        let started = Instant::now();
+        let started = now;
         let outcome = execute(c, &plan, &mut state, op).await;
-        let latency_us = started.elapsed().as_micros() as u64;
+        now = Instant::now();
         match outcome {
             Ok(Outcome::Answered { found_nothing }) => {
-                record_answer(&recorder, &plan, op, latency_us, found_nothing)
+                let times = (started, now);
+                record_answer(&recorder, &plan, id, op, times, found_nothing);
             }
-            Ok(Outcome::KeysUsedUp) => return true,
+            Ok(Outcome::KeysUsedUp) => return WorkerEnd::KeysUsedUp,
             Err(f) => {
-                recorder.failure(op, f.label());
+                recorder.failure(id, op, f.label());
                 if f.reconnect {
                     conn = None;
                     reconnects += 1;
-                    wait_until((Instant::now() + RECONNECT_PAUSE).min(deadline), &mut stop).await;
+                    if !pause(deadline, &mut stop).await {
+                        return WorkerEnd::Stopped;
+                    }
+                    now = Instant::now();
                 }
             }
         }
     }
 }
 
+/// Whether the run was stopped. The only value ever sent is `true`, so a
+/// change (or the sender gone) means stop; an atomic load, no lock, as
+/// workers check it before every request. ([`wait_until`] marks the
+/// change seen: its callers stop when it says so.)
+fn stopped(stop: &watch::Receiver<bool>) -> bool {
+    !matches!(stop.has_changed(), Ok(false))
+}
+
+/// The pause after a failure that lost the connection; false if the run
+/// was stopped meanwhile.
+async fn pause(deadline: Instant, stop: &mut watch::Receiver<bool>) -> bool {
+    wait_until((Instant::now() + RECONNECT_PAUSE).min(deadline), stop).await
+}
+
 /// Label under which `request.not_found = "error"` counts a get that
 /// found nothing.
 pub const NOT_FOUND: &str = "not_found";
 
-/// Records an answered request of `latency_us`: a success, unless it is a
-/// get (or a multi-get missing a key) that found nothing and the run
-/// counts those as errors.
+/// Records worker `worker`'s answered request, sent and answered at
+/// `times`: a success, unless it is a get (or a multi-get missing a key)
+/// that found nothing and the run counts those as errors.
 pub fn record_answer(
     recorder: &Recorder,
     plan: &Plan,
+    worker: usize,
     op: OpKind,
-    latency_us: u64,
+    times: (Instant, Instant),
     found_nothing: bool,
 ) {
     let policy = plan.driver.request.not_found;
     let read = matches!(op, OpKind::Get | OpKind::MultiGet);
     if found_nothing && read && policy == NotFound::Error {
-        recorder.failure(op, NOT_FOUND.to_string());
+        recorder.failure(worker, op, NOT_FOUND.to_string());
     } else {
-        recorder.success(op, latency_us, found_nothing);
+        recorder.success(worker, op, times, found_nothing);
     }
 }
 
@@ -366,10 +413,12 @@ mod tests {
 
     /// Answers a found get, a missed get and a missed update's read.
     fn answer_three(plan: &Plan) -> crate::window::Window {
-        let recorder = Recorder::new();
-        record_answer(&recorder, plan, OpKind::Get, 10, false);
-        record_answer(&recorder, plan, OpKind::Get, 20, true);
-        record_answer(&recorder, plan, OpKind::Update, 30, true);
+        let recorder = Recorder::new(1);
+        let t0 = Instant::now();
+        let us = |n| (t0, t0 + Duration::from_micros(n));
+        record_answer(&recorder, plan, 0, OpKind::Get, us(10), false);
+        record_answer(&recorder, plan, 0, OpKind::Get, us(20), true);
+        record_answer(&recorder, plan, 0, OpKind::Update, us(30), true);
         recorder.take()
     }
 
@@ -377,7 +426,7 @@ mod tests {
     fn a_missed_get_is_a_success_by_default() {
         let w = answer_three(&plan("success"));
         let get = &w.ops[&OpKind::Get];
-        assert_eq!((get.latency_us.len(), get.not_found), (2, 1));
+        assert_eq!((get.latency_ns.len(), get.not_found), (2, 1));
         assert_eq!(get.error_count(), 0);
     }
 
@@ -385,11 +434,11 @@ mod tests {
     fn not_found_error_counts_a_missed_get_as_a_failure() {
         let w = answer_three(&plan("error"));
         let get = &w.ops[&OpKind::Get];
-        assert_eq!((get.latency_us.len(), get.not_found), (1, 0));
+        assert_eq!((get.latency_ns.len(), get.not_found), (1, 0));
         assert_eq!(get.errors.get(NOT_FOUND), Some(&1));
         // An update whose read missed still wrote: it stays a success.
         let update = &w.ops[&OpKind::Update];
-        assert_eq!((update.latency_us.len(), update.not_found), (1, 1));
+        assert_eq!((update.latency_ns.len(), update.not_found), (1, 1));
         assert_eq!(update.error_count(), 0);
     }
 }

@@ -30,6 +30,8 @@ pub struct Plan {
     pub pace_s: Option<f64>,
     pub seed: u64,
     pub workers: usize,
+    /// Requests of the whole measured phase (`ops`), when it counts them.
+    pub ops: Option<u64>,
 }
 
 impl Plan {
@@ -58,6 +60,7 @@ impl Plan {
                 request: config.request.clone(),
                 content_type,
                 timeout: config.request_timeout.0,
+                storage: None,
             }),
             endpoints: config.driver.endpoints.clone(),
             keys: Arc::new(KeySpace::new(&config.keys, config.concurrent)),
@@ -71,6 +74,7 @@ impl Plan {
             pace_s: (config.mode == Mode::Rate).then(|| 1.0 / config.rate.unwrap_or(1.0)),
             seed: config.seed,
             workers: config.concurrent,
+            ops: config.ops,
         }
     }
 
@@ -93,6 +97,17 @@ impl Plan {
             OpKind::MultiPut => self.multi_put_keys,
             _ => 1,
         }
+    }
+
+    /// The requests worker `id` issues under `ops` (its even share), or
+    /// `None` when the run is not counted in requests.
+    pub fn ops_of_worker(&self, id: usize) -> Option<u64> {
+        let (ops, w, i) = (
+            u128::from(self.ops?),
+            self.workers.max(1) as u128,
+            id as u128,
+        );
+        Some((ops * (i + 1) / w - ops * i / w) as u64)
     }
 
     /// The endpoint of worker `id` after `reconnects` reconnections:

@@ -245,7 +245,7 @@ fn run(text: &str, skip_probe: bool) -> RunOutcome {
 }
 
 fn successes(o: &RunOutcome, op: OpKind) -> u64 {
-    o.totals.get(&op).map_or(0, |w| w.latency_us.len())
+    o.totals.get(&op).map_or(0, |w| w.latency_ns.len())
 }
 
 /// Every key of `0..max` written exactly once, with the entries its

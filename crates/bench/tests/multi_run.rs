@@ -232,7 +232,7 @@ fn run(text: &str) -> RunOutcome {
 }
 
 fn successes(o: &RunOutcome, op: OpKind) -> u64 {
-    o.totals.get(&op).map_or(0, |w| w.latency_us.len())
+    o.totals.get(&op).map_or(0, |w| w.latency_ns.len())
 }
 
 fn not_found(o: &RunOutcome, op: OpKind) -> u64 {

@@ -111,7 +111,7 @@ fn run(p: &PbPreset) -> RunOutcome {
 }
 
 fn successes(o: &RunOutcome, op: OpKind) -> u64 {
-    o.totals.get(&op).map_or(0, |w| w.latency_us.len())
+    o.totals.get(&op).map_or(0, |w| w.latency_ns.len())
 }
 
 #[test]

@@ -1,12 +1,26 @@
-//! A small blocking HTTP/1.1 client: one request per connection
-//! (`Connection: close`), chunked bodies decoded, a read timeout. Enough for
-//! the CLI's admin calls and for tests; not a general-purpose client.
+//! A blocking HTTP client for the CLI's admin calls and for tests: one
+//! call, one answer read whole. It is reqwest's blocking client (the bench
+//! tool's HTTP driver is reqwest's async one), so the tree holds one HTTP
+//! client crate.
+//!
+//! Invariants: every request is bounded by [`TIMEOUT`]; connections are
+//! not kept for reuse, so a call after a node restarted on the same port
+//! never lands on a stale connection; redirects are answers, not
+//! followed. The blocking client runs its own
+//! runtime thread: call it from synchronous code only, never from inside
+//! an async runtime.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::sync::OnceLock;
 use std::time::Duration;
 
-/// A parsed HTTP/1.1 response.
+use reqwest::Method;
+use reqwest::blocking::Client;
+use reqwest::redirect::Policy;
+
+/// How long a call may take, connect to last byte.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An HTTP response, its body read whole.
 #[derive(Debug)]
 pub struct HttpResponse {
     pub status: u16,
@@ -29,8 +43,24 @@ impl HttpResponse {
     }
 }
 
-/// A minimal HTTP/1.1 client: one request per connection, `Connection:
-/// close`, chunked bodies decoded.
+/// The process's client, made on first use.
+fn client() -> std::io::Result<&'static Client> {
+    static CLIENT: OnceLock<Client> = OnceLock::new();
+    if let Some(c) = CLIENT.get() {
+        return Ok(c);
+    }
+    let built = Client::builder()
+        .timeout(TIMEOUT)
+        .pool_max_idle_per_host(0)
+        .redirect(Policy::none())
+        .build()
+        .map_err(std::io::Error::other)?;
+    Ok(CLIENT.get_or_init(|| built))
+}
+
+/// Sends `method path` with `headers` and `body` to `addr` (`host:port`);
+/// any status is an answer, `Err` means none came (refused, timed out,
+/// malformed).
 pub fn request(
     addr: &str,
     method: &str,
@@ -38,66 +68,27 @@ pub fn request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> std::io::Result<HttpResponse> {
-    let mut s = TcpStream::connect(addr)?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
+    let method = Method::from_bytes(method.as_bytes()).map_err(std::io::Error::other)?;
+    let mut req = client()?
+        .request(method, format!("http://{addr}{path}"))
+        .body(body.to_vec());
     for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
+        req = req.header(*k, *v);
     }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes())?;
-    s.write_all(body)?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    parse(&raw).ok_or_else(|| std::io::Error::other("malformed HTTP response"))
-}
-
-fn parse(raw: &[u8]) -> Option<HttpResponse> {
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&raw[..end]).ok()?;
-    let mut lines = head.split("\r\n");
-    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    let rest = &raw[end + 4..];
-    let chunked = headers
+    let resp = req.send().map_err(std::io::Error::other)?;
+    let status = resp.status().as_u16();
+    let headers = resp
+        .headers()
         .iter()
-        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    let body = if chunked {
-        dechunk(rest)?
-    } else {
-        rest.to_vec()
-    };
-    Some(HttpResponse {
+        .map(|(k, v)| {
+            let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            (k.as_str().to_string(), value)
+        })
+        .collect();
+    let body = resp.bytes().map_err(std::io::Error::other)?.to_vec();
+    Ok(HttpResponse {
         status,
         headers,
         body,
     })
-}
-
-fn dechunk(mut rest: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let eol = rest.windows(2).position(|w| w == b"\r\n")?;
-        let size = usize::from_str_radix(
-            std::str::from_utf8(&rest[..eol])
-                .ok()?
-                .split(';')
-                .next()?
-                .trim(),
-            16,
-        )
-        .ok()?;
-        rest = &rest[eol + 2..];
-        if size == 0 {
-            return Some(out);
-        }
-        out.extend_from_slice(rest.get(..size)?);
-        rest = rest.get(size + 2..)?;
-    }
 }

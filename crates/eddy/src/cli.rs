@@ -9,7 +9,10 @@ mod cluster;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+#[cfg(feature = "bench")]
+use clap::ValueEnum;
+use clap::{Args, Parser, Subcommand};
+#[cfg(feature = "bench")]
 use eddy_wire::Quorum;
 
 pub use cluster::{ClusterAction, ClusterView};
@@ -35,6 +38,7 @@ pub enum Command {
     Config(ConfigCommand),
     /// Administer a running node.
     Admin(AdminArgs),
+    #[cfg(feature = "bench")]
     /// Measure Eddy's components on this machine.
     Bench(BenchArgs),
     /// Run local nodes dev1..devN as one cluster, as Riak's devrel does.
@@ -127,6 +131,7 @@ pub enum BucketTypeAction {
     Update { name: String, props: String },
 }
 
+#[cfg(feature = "bench")]
 /// `eddy bench …`
 #[derive(Debug, Args)]
 #[command(arg_required_else_help = true)]
@@ -135,6 +140,7 @@ pub struct BenchArgs {
     pub target: BenchTarget,
 }
 
+#[cfg(feature = "bench")]
 /// What `eddy bench` measures.
 #[derive(Debug, Subcommand)]
 pub enum BenchTarget {
@@ -150,6 +156,7 @@ pub enum BenchTarget {
     Compare(CompareArgs),
 }
 
+#[cfg(feature = "bench")]
 /// Options of `eddy bench run`.
 #[derive(Clone, Debug, Args)]
 pub struct RunArgs {
@@ -170,6 +177,7 @@ pub struct RunArgs {
     pub baseline: Option<eddy_bench::config::Span>,
 }
 
+#[cfg(feature = "bench")]
 /// Options of `eddy bench compare`.
 #[derive(Clone, Debug, Args)]
 pub struct CompareArgs {
@@ -181,6 +189,7 @@ pub struct CompareArgs {
     pub out: Option<PathBuf>,
 }
 
+#[cfg(feature = "bench")]
 /// Options of `eddy bench storage`.
 #[derive(Clone, Debug, Args)]
 pub struct StorageArgs {
@@ -233,6 +242,7 @@ pub struct StorageArgs {
     pub json: bool,
 }
 
+#[cfg(feature = "bench")]
 /// A storage engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BackendKind {
@@ -244,6 +254,7 @@ pub enum BackendKind {
     Lsm,
 }
 
+#[cfg(feature = "bench")]
 /// A storage benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
@@ -263,6 +274,7 @@ pub enum Workload {
     Open,
 }
 
+#[cfg(feature = "bench")]
 /// Order of keys within a phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum KeyOrder {
@@ -273,6 +285,7 @@ pub enum KeyOrder {
     Random,
 }
 
+#[cfg(feature = "bench")]
 /// Durability of each put.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum SyncMode {
@@ -282,6 +295,7 @@ pub enum SyncMode {
     Always,
 }
 
+#[cfg(feature = "bench")]
 /// Options of `eddy bench pb`.
 #[derive(Clone, Debug, Args)]
 pub struct PbArgs {
@@ -347,6 +361,7 @@ pub struct PbArgs {
     pub json: bool,
 }
 
+#[cfg(feature = "bench")]
 /// A PB benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PbWorkload {
@@ -362,6 +377,7 @@ pub enum PbWorkload {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "bench")]
     fn storage(args: &[&str]) -> Result<StorageArgs, clap::Error> {
         let argv = ["eddy", "bench", "storage"].iter().chain(args);
         let cli = Cli::try_parse_from(argv)?;
@@ -374,6 +390,7 @@ mod tests {
         Ok(s)
     }
 
+    #[cfg(feature = "bench")]
     #[test]
     fn defaults_are_a_small_memory_put_run() {
         let s = storage(&[]).unwrap();
@@ -388,6 +405,7 @@ mod tests {
         assert!(!s.json && !s.compression && s.dir.is_none());
     }
 
+    #[cfg(feature = "bench")]
     #[test]
     fn every_option_parses() {
         let s = storage(&[
@@ -417,6 +435,7 @@ mod tests {
         assert!(s.json && s.compression);
     }
 
+    #[cfg(feature = "bench")]
     #[test]
     fn bad_values_are_rejected() {
         assert!(storage(&["--backend=oracle"]).is_err());
@@ -432,6 +451,7 @@ mod tests {
         assert!(storage(&["--sync=sometimes"]).is_err());
     }
 
+    #[cfg(feature = "bench")]
     fn pb(args: &[&str]) -> Result<PbArgs, clap::Error> {
         let argv = ["eddy", "bench", "pb"].iter().chain(args);
         let cli = Cli::try_parse_from(argv)?;
@@ -444,6 +464,7 @@ mod tests {
         Ok(p)
     }
 
+    #[cfg(feature = "bench")]
     #[test]
     fn pb_defaults_are_the_issue_3_run() {
         let p = pb(&[]).unwrap();
@@ -455,6 +476,7 @@ mod tests {
         assert!(!p.json && p.bucket_type.is_none());
     }
 
+    #[cfg(feature = "bench")]
     #[test]
     fn pb_options_parse() {
         let p = pb(&[
@@ -509,6 +531,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "bench")]
     #[test]
     fn bench_run_and_compare_parse() {
         let cli = Cli::try_parse_from([

@@ -1,8 +1,10 @@
 //! The `eddy` binary: parses the command line and hands each command to the
 //! module that owns it: [`node`] (start), [`admin`] (ping, stop, admin),
-//! [`config`] (config show), [`bench`] and [`devcluster`] (dev-cluster).
+//! [`config`] (config show), `bench` (only with the `bench` feature, which
+//! links the load generator) and [`devcluster`] (dev-cluster).
 
 mod admin;
+#[cfg(feature = "bench")]
 mod bench;
 mod cli;
 mod config;
@@ -14,7 +16,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{BenchTarget, Cli, Command, ConfigAction, ConfigArgs};
+#[cfg(feature = "bench")]
+use cli::BenchTarget;
+use cli::{Cli, Command, ConfigAction, ConfigArgs};
 use config::Config;
 
 /// mimalloc instead of glibc's malloc: the request path allocates per
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
         },
         Command::Admin(a) => load(&a.config)
             .and_then(|c| admin::admin(c.settings(), &a.action).map_err(|e| e.to_string())),
+        #[cfg(feature = "bench")]
         Command::Bench(bench) => match &bench.target {
             BenchTarget::Storage(args) => bench::run_storage(args).map_err(|e| e.to_string()),
             BenchTarget::Pb(args) => bench::pb::run(args).map_err(|e| e.to_string()),

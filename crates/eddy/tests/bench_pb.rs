@@ -1,4 +1,5 @@
 //! Runs `eddy bench pb` against a real node started from the built binary.
+#![cfg(feature = "bench")]
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! `eddy bench run` and `eddy bench compare` against a real node started
 //! from the built binary: results files, a node killed mid-run, operations
 //! the node does not serve, and a comparison of two runs.
+#![cfg(feature = "bench")]
 
 mod support;
 

@@ -1,4 +1,5 @@
 //! Runs the built `eddy` binary's storage benchmark end to end.
+#![cfg(feature = "bench")]
 
 use std::process::Command;
 

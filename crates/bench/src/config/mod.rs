@@ -30,8 +30,13 @@ pub struct BenchConfig {
     pub mode: Mode,
     /// Requests per second per worker, with `mode = "rate"`.
     pub rate: Option<f64>,
-    /// How long the measured phase lasts.
+    /// How long the measured phase lasts (a cap, with `ops`).
     pub duration: Span,
+    /// The measured phase ends after this many requests in all, split
+    /// evenly over the workers (worker `i` of `w` issues `ops·(i+1)/w −
+    /// ops·i/w`); absent: it runs for `duration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops: Option<u64>,
     /// Workers, each with its own connection.
     #[serde(default = "default_concurrent")]
     pub concurrent: usize,
@@ -113,12 +118,16 @@ pub struct DriverConfig {
     pub bucket: String,
 }
 
-/// A wire protocol.
+/// A wire protocol, or none: a storage engine called in process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     Pb,
     Http,
+    /// A storage engine opened by the caller and handed to the run
+    /// ([`crate::RunOptions::storage`]: `eddy bench storage`); the
+    /// endpoints only name it. A workload file cannot open one.
+    Storage,
 }
 
 /// Bucket properties (Riak's names); only those given are set.
@@ -175,7 +184,9 @@ pub struct KeysConfig {
     pub generator: KeyGenerator,
     /// Size of the key space (every generator but `unique`).
     pub max: Option<u64>,
-    /// Insertion order of `unique` keys.
+    /// Insertion order of `unique` keys; with `skew_order`,
+    /// `sequential_int` and `partitioned_sequential_int` visit their
+    /// numbers in a fixed pseudo-random permutation instead of ascending.
     pub order: Option<UniqueOrder>,
     /// Text put before every key.
     #[serde(default)]
@@ -201,7 +212,8 @@ pub enum KeyGenerator {
     Unique,
 }
 
-/// Order in which `unique` keys are inserted.
+/// Order in which `unique` keys are inserted (and sequential ones
+/// visited).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UniqueOrder {
@@ -273,6 +285,10 @@ pub struct IndexConfig {
     /// Terms a `range` query spans.
     #[serde(default = "default_range_width")]
     pub range_width: u64,
+    /// The first term of every `range` query (the same query each time, as
+    /// a report or a dashboard asks it); absent: drawn like a put's term.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range_start: Option<u64>,
 }
 
 /// One entry of `[[index.entries]]`: its name and where its term comes

@@ -2,7 +2,7 @@
 
 use super::{
     BenchConfig, IndexConfig, IndexEntryConfig, IndexQuery, KeyGenerator, Mode, MultiGetVia,
-    ValueGenerator,
+    Protocol, ValueGenerator,
 };
 use crate::error::BenchError;
 use crate::ops::OpKind;
@@ -52,6 +52,12 @@ fn check_run(c: &BenchConfig) -> Result<(), BenchError> {
             return Err(bad(name, "must be more than zero"));
         }
     }
+    if c.ops == Some(0) {
+        return Err(bad(
+            "ops",
+            "must be at least 1 (omit it to run for the duration)",
+        ));
+    }
     match (c.mode, c.rate) {
         (Mode::Rate, Some(r)) if r.is_finite() && r > 0.0 => Ok(()),
         (Mode::Rate, _) => Err(bad(
@@ -68,16 +74,44 @@ fn check_driver(c: &BenchConfig) -> Result<(), BenchError> {
     if d.endpoints.is_empty() {
         return Err(bad("driver.endpoints", "needs at least one host:port"));
     }
-    if let Some(e) = d.endpoints.iter().find(|e| !is_host_port(e)) {
+    let storage = d.protocol == Protocol::Storage;
+    if let Some(e) = d.endpoints.iter().find(|e| !storage && !is_host_port(e)) {
         return Err(bad("driver.endpoints", format!("{e:?} is not host:port")));
     }
     if d.bucket.is_empty() {
         return Err(bad("driver.bucket", "must not be empty"));
     }
+    if storage {
+        check_storage(c)?;
+    }
     if d.bucket_type.as_deref() == Some("") {
         return Err(bad(
             "driver.bucket_type",
             "must not be empty (omit it for the default type)",
+        ));
+    }
+    Ok(())
+}
+
+/// The storage driver serves what an engine's `Backend` contract has.
+fn check_storage(c: &BenchConfig) -> Result<(), BenchError> {
+    let served = [
+        OpKind::Get,
+        OpKind::Put,
+        OpKind::Update,
+        OpKind::Delete,
+        OpKind::IndexQuery,
+    ];
+    if let Some((op, _)) = c.weighted_ops().iter().find(|(op, _)| !served.contains(op)) {
+        return Err(bad(
+            &format!("operations.{}", op.name()),
+            "not a storage request (the storage driver serves get, put, update, delete and index_query)",
+        ));
+    }
+    if c.bucket_props.is_some() {
+        return Err(bad(
+            "bucket_props",
+            "a storage engine has no bucket properties",
         ));
     }
     Ok(())
@@ -126,8 +160,15 @@ fn check_keys(c: &BenchConfig) -> Result<(), BenchError> {
         }
         _ => {}
     }
-    if k.order.is_some() && k.generator != KeyGenerator::Unique {
-        return Err(bad("keys.order", "only used by the unique generator"));
+    let ordered = matches!(
+        k.generator,
+        KeyGenerator::Unique | KeyGenerator::SequentialInt | KeyGenerator::PartitionedSequentialInt
+    );
+    if k.order.is_some() && !ordered {
+        return Err(bad(
+            "keys.order",
+            "only used by unique, sequential_int and partitioned_sequential_int",
+        ));
     }
     if k.once {
         check_once(c)?;
@@ -274,6 +315,9 @@ fn check_sections(c: &BenchConfig) -> Result<(), BenchError> {
 }
 
 fn check_index(c: &BenchConfig, i: &IndexConfig) -> Result<(), BenchError> {
+    if i.range_start.is_some() && i.query != IndexQuery::Range {
+        return Err(bad("index.range_start", "only used with query = \"range\""));
+    }
     if i.range_width == 0 {
         return Err(bad("index.range_width", "must be at least 1"));
     }

@@ -1,7 +1,9 @@
-//! Drivers: one connection to one server, speaking PB or HTTP.
+//! Drivers: one connection to one server, speaking PB or HTTP, or a
+//! handle on a storage engine in this process.
 //!
 //! [`Conn`] offers the operations a workload needs in protocol-neutral
-//! terms; [`pb`] and [`http`] translate them into Riak's wire requests.
+//! terms; [`pb`] and [`http`] translate them into Riak's wire requests,
+//! [`storage`] into calls of the engine's `Backend` contract.
 //! Every call is bounded by the run's request timeout, and every failure
 //! comes back as a [`Failure`] that says whether the connection must be
 //! replaced. Nothing here retries: the worker decides.
@@ -9,6 +11,7 @@
 mod failure;
 pub mod http;
 pub mod pb;
+pub mod storage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +44,8 @@ pub struct DriverOptions {
     pub request: RequestOptions,
     pub content_type: String,
     pub timeout: Duration,
+    /// The engine of a storage run ([`Protocol::Storage`]).
+    pub storage: Option<storage::StorageEngine>,
 }
 
 /// What a get found.
@@ -115,9 +120,16 @@ fn tally(results: impl Iterator<Item = KeyResult>, expected: usize) -> Result<us
 }
 
 /// One open connection.
+///
+/// The PB and HTTP requests' futures are boxed: they are large (a reqwest
+/// request's state is kilobytes), and every request of every driver would
+/// otherwise build and move a future that size, a cost the storage driver's
+/// sub-microsecond requests would show. A network request pays one
+/// allocation instead.
 pub enum Conn {
     Pb(pb::PbConn),
     Http(http::HttpConn),
+    Storage(storage::StorageConn),
 }
 
 impl Conn {
@@ -128,38 +140,43 @@ impl Conn {
                 .await
                 .map(Conn::Pb),
             Protocol::Http => http::HttpConn::connect(options.clone(), endpoint).map(Conn::Http),
+            Protocol::Storage => storage::StorageConn::connect(options).map(Conn::Storage),
         }
     }
 
     /// Fetches `key`.
     pub async fn get(&mut self, key: &[u8]) -> Result<Fetched, Failure> {
         match self {
-            Conn::Pb(c) => c.get(key).await,
-            Conn::Http(c) => c.get(key).await,
+            Conn::Pb(c) => Box::pin(c.get(key)).await,
+            Conn::Http(c) => Box::pin(c.get(key)).await,
+            Conn::Storage(c) => c.get(key).await,
         }
     }
 
     /// Stores `body` under `key`.
     pub async fn put(&mut self, key: &[u8], body: PutBody<'_>) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.put(key, body).await,
-            Conn::Http(c) => c.put(key, body).await,
+            Conn::Pb(c) => Box::pin(c.put(key, body)).await,
+            Conn::Http(c) => Box::pin(c.put(key, body)).await,
+            Conn::Storage(c) => c.put(key, body).await,
         }
     }
 
     /// Deletes `key` (a missing key is not a failure).
     pub async fn delete(&mut self, key: &[u8]) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.delete(key).await,
-            Conn::Http(c) => c.delete(key).await,
+            Conn::Pb(c) => Box::pin(c.delete(key)).await,
+            Conn::Http(c) => Box::pin(c.delete(key)).await,
+            Conn::Storage(c) => c.delete(key).await,
         }
     }
 
     /// Runs an index query on `field`; returns the number of keys.
     pub async fn index_query(&mut self, field: &str, q: &IndexLookup) -> Result<usize, Failure> {
         match self {
-            Conn::Pb(c) => c.index_query(field, q).await,
-            Conn::Http(c) => c.index_query(field, q).await,
+            Conn::Pb(c) => Box::pin(c.index_query(field, q)).await,
+            Conn::Http(c) => Box::pin(c.index_query(field, q)).await,
+            Conn::Storage(c) => c.index_query(field, q).await,
         }
     }
 
@@ -167,48 +184,54 @@ impl Conn {
     /// many were not found.
     pub async fn multi_get(&mut self, keys: &[Vec<u8>]) -> Result<usize, Failure> {
         match self {
-            Conn::Pb(c) => c.multi_get(keys).await,
-            Conn::Http(c) => c.multi_get(keys).await,
+            Conn::Pb(c) => Box::pin(c.multi_get(keys)).await,
+            Conn::Http(c) => Box::pin(c.multi_get(keys)).await,
+            Conn::Storage(_) => Err(storage::unsupported("multi_get")),
         }
     }
 
     /// Stores `objects` with one of Eddy's multi-put requests.
     pub async fn multi_put(&mut self, objects: &[MultiObject<'_>]) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.multi_put(objects).await,
-            Conn::Http(c) => c.multi_put(objects).await,
+            Conn::Pb(c) => Box::pin(c.multi_put(objects)).await,
+            Conn::Http(c) => Box::pin(c.multi_put(objects)).await,
+            Conn::Storage(_) => Err(storage::unsupported("multi_put")),
         }
     }
 
     /// Applies a data type update to `key` (without `return_body`).
     pub async fn dt_update(&mut self, key: &[u8], change: &DtChange) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.dt_update(key, change).await,
-            Conn::Http(c) => c.dt_update(key, change).await,
+            Conn::Pb(c) => Box::pin(c.dt_update(key, change)).await,
+            Conn::Http(c) => Box::pin(c.dt_update(key, change)).await,
+            Conn::Storage(_) => Err(storage::unsupported("a data type update")),
         }
     }
 
     /// Runs a MapReduce job given as JSON.
     pub async fn mapreduce(&mut self, job: &str) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.mapreduce(job).await,
-            Conn::Http(c) => c.mapreduce(job).await,
+            Conn::Pb(c) => Box::pin(c.mapreduce(job)).await,
+            Conn::Http(c) => Box::pin(c.mapreduce(job)).await,
+            Conn::Storage(_) => Err(storage::unsupported("mapreduce")),
         }
     }
 
     /// Sets the run's bucket's properties.
     pub async fn set_bucket_props(&mut self, props: &BucketProps) -> Result<(), Failure> {
         match self {
-            Conn::Pb(c) => c.set_bucket_props(props).await,
-            Conn::Http(c) => c.set_bucket_props(props).await,
+            Conn::Pb(c) => Box::pin(c.set_bucket_props(props)).await,
+            Conn::Http(c) => Box::pin(c.set_bucket_props(props)).await,
+            Conn::Storage(_) => Err(storage::unsupported("bucket_props")),
         }
     }
 
     /// Checks that the server answers; returns what it says it is.
     pub async fn ping(&mut self) -> Result<String, Failure> {
         match self {
-            Conn::Pb(c) => c.server_info().await,
-            Conn::Http(c) => c.server_info().await,
+            Conn::Pb(c) => Box::pin(c.server_info()).await,
+            Conn::Http(c) => Box::pin(c.server_info()).await,
+            Conn::Storage(c) => Ok(c.server_info()),
         }
     }
 }

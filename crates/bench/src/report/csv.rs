@@ -31,20 +31,22 @@ impl Row {
     /// The row of `w`, a window of `window` seconds ending `elapsed`
     /// seconds into the run.
     pub fn new(elapsed: f64, window: f64, w: &OpWindow) -> Row {
-        let h = &w.latency_us;
+        let h = &w.latency_ns;
         let n = h.len();
-        let q = |p: f64| if n == 0 { 0 } else { h.value_at_quantile(p) };
+        // The windows keep nanoseconds; rows are whole microseconds.
+        let us = |ns: u64| if n == 0 { 0 } else { ns / 1000 };
+        let q = |p: f64| us(h.value_at_quantile(p));
         Row {
             elapsed,
             window,
             n,
-            min: if n == 0 { 0 } else { h.min() },
-            mean: if n == 0 { 0.0 } else { h.mean() },
+            min: us(h.min()),
+            mean: if n == 0 { 0.0 } else { h.mean() / 1000.0 },
             p50: q(0.5),
             p95: q(0.95),
             p99: q(0.99),
             p99_9: q(0.999),
-            max: if n == 0 { 0 } else { h.max() },
+            max: us(h.max()),
             errors: w.error_count(),
         }
     }
@@ -128,7 +130,7 @@ mod tests {
     fn rows_summarise_a_window_and_round_trip() {
         let mut w = OpWindow::default();
         for us in 1..=1000 {
-            w.latency_us.record(us).unwrap();
+            w.latency_ns.record(us * 1000).unwrap();
         }
         w.errors.insert("timeout".into(), 3);
         let row = Row::new(2.0, 1.0, &w);

@@ -28,6 +28,10 @@ pub enum Ending {
     /// Every worker used up its keys before the duration (`keys.once`):
     /// the elapsed time is that of the whole key space.
     KeysUsedUp,
+    /// Every worker issued its share of `ops` before the duration.
+    OpsDone,
+    /// Its caller ended it (a phase measured while something else ran).
+    Told,
 }
 
 /// One operation over the whole run.
@@ -159,6 +163,8 @@ fn ending_text(e: &Ending) -> String {
         Ending::GaveUp(why) => format!("STOPPED EARLY: {why}"),
         Ending::Interrupted => "interrupted".into(),
         Ending::KeysUsedUp => "every key used once".into(),
+        Ending::OpsDone => "every request done".into(),
+        Ending::Told => "ended by its caller".into(),
     }
 }
 
@@ -207,7 +213,7 @@ mod tests {
     pub(crate) fn sample() -> Summary {
         let mut w = OpWindow::default();
         for us in [100, 200, 300] {
-            w.latency_us.record(us).unwrap();
+            w.latency_ns.record(us * 1000).unwrap();
         }
         w.errors.insert("connection_refused".into(), 5);
         w.errors.insert("server: overload".into(), 1);

@@ -31,9 +31,13 @@ pub enum BenchError {
     /// The backend failed an operation.
     #[error(transparent)]
     Storage(#[from] StorageError),
-    /// A key that was written is not found (or has another value size).
-    #[error("key {key} written earlier reads back wrong: {why}")]
-    WrongRead { key: u64, why: &'static str },
+    /// The load generator refused or could not run a phase.
+    #[error(transparent)]
+    Run(#[from] eddy_bench::BenchError),
+    /// Requests of a phase failed (a key written earlier not found, an
+    /// engine error), counted by kind.
+    #[error("requests failed: {0}")]
+    Failed(String),
     /// A full index scan did not see one entry per loaded key.
     #[error("index scan saw {seen} entries, expected {expected}")]
     IndexCount { expected: u64, seen: u64 },

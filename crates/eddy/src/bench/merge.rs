@@ -3,18 +3,20 @@
 //!
 //! Steps: load every key, overwrite every key once (so half of all bytes on
 //! disk are dead), time `--ops` reads as the baseline, then start the merge on
-//! its own thread while `--threads` readers keep issuing gets until it ends.
+//! its own thread once `--threads` readers run, and let them issue gets until
+//! it ends.
 //! The headline figures are those of the reads during the merge; the merge's
 //! own figures and the baseline's are under `extra`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
 
 use super::backends::{MergeOutcome, Merger};
 use super::error::BenchError;
 use super::report::{Latency, PhaseResult, Report};
-use super::runner::Limit;
-use super::workload::{Ctx, load, read_phase, write_phase};
+use super::workload::{Ctx, Until, load, read_phase, write_phase};
 use crate::cli::SyncMode;
 
 /// Runs the merge workload on an engine that has a merger.
@@ -23,7 +25,7 @@ pub fn run(ctx: &Ctx<'_>, merger: &dyn Merger) -> Result<Report, BenchError> {
     write_phase(ctx, ctx.args.keys, SyncMode::None, false)?;
     ctx.backend.sync()?;
     let status = ctx.backend.status()?;
-    let before = read_phase(ctx, Limit::Ops(ctx.args.ops))?;
+    let before = read_phase(ctx, Until::Ops(ctx.args.ops))?;
     let (outcome, merge_time, during) = merge_while_reading(ctx, merger)?;
     let mb = |bytes: u64| bytes as f64 / 1e6;
     let secs = merge_time.as_secs_f64().max(f64::MIN_POSITIVE);
@@ -58,15 +60,22 @@ fn merge_while_reading(
     ctx: &Ctx<'_>,
     merger: &dyn Merger,
 ) -> Result<(MergeOutcome, Duration, PhaseResult), BenchError> {
-    let done = AtomicBool::new(false);
+    let done = Arc::new(Notify::new());
+    let (started, reading) = mpsc::channel();
+    let merged_done = done.clone();
     let (merged, during) = std::thread::scope(|s| {
-        let merging = s.spawn(|| {
+        let merging = s.spawn(move || {
+            // Merge once the readers run (or once their phase has ended,
+            // failed, before they did).
+            let _ = reading.recv();
             let start = Instant::now();
             let outcome = merger.merge_now();
-            done.store(true, Ordering::Relaxed);
+            // Kept as a permit if the collector is not waiting yet.
+            merged_done.notify_one();
             outcome.map(|o| (o, start.elapsed()))
         });
-        let during = read_phase(ctx, Limit::Until(&done));
+        let until = Until::Told { done, started };
+        let during = read_phase(ctx, until);
         // Even when the readers fail, the merge is waited for: it holds the engine.
         (merging.join(), during)
     });

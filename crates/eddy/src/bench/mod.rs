@@ -6,21 +6,18 @@
 //! `eddy bench compare` hand over to the `eddy-bench` crate ([`tool`]).
 //! This module owns the storage run as a whole: checking options, the data
 //! directory's life, opening the engine, choosing the workload and printing
-//! its report. The parts live beside it: key and value generators
-//! ([`keys`], [`values`]), timed phases ([`runner`]), workloads
-//! ([`workload`], [`merge`], [`open`]), engines ([`backends`]) and output
-//! ([`report`]).
+//! its report. Its phases run on the one load generator with its storage
+//! driver (design note 023): workloads ([`workload`], [`merge`], [`open`])
+//! say which phases, engines ([`backends`]) how to open each, and
+//! [`report`] what is printed.
 
 pub mod backends;
 pub mod error;
-pub mod keys;
 pub mod merge;
 pub mod open;
 pub mod pb;
 pub mod report;
-pub mod runner;
 pub mod tool;
-pub mod values;
 pub mod workload;
 
 use std::path::{Path, PathBuf};
@@ -28,7 +25,6 @@ use std::path::{Path, PathBuf};
 use backends::{Engine, EngineOptions, open_backend};
 use error::BenchError;
 use report::{Report, value_name};
-use values::ValuePool;
 use workload::Ctx;
 
 use crate::cli::{StorageArgs, Workload};
@@ -42,12 +38,11 @@ pub fn run_storage(args: &StorageArgs) -> Result<String, BenchError> {
     check(args)?;
     let dir = DataDir::new(args.dir.as_deref())?;
     let opts = engine_options(args);
-    let pool = ValuePool::new(args.value_size, args.compressibility, args.seed);
     let report = match args.workload {
-        Workload::Open => open::run(args, dir.path(), &opts, &pool)?,
+        Workload::Open => open::run(args, dir.path(), &opts)?,
         _ => {
             let engine = open_backend(args.backend, dir.path(), &opts)?;
-            let report = run_on(args, &engine, &pool);
+            let report = run_on(args, &engine);
             engine.backend.close()?;
             report?
         }
@@ -66,6 +61,15 @@ fn check(args: &StorageArgs) -> Result<(), BenchError> {
     if args.threads == 0 {
         return Err(BenchError::InvalidOption("--threads must be at least 1"));
     }
+    if args.ops == 0 {
+        return Err(BenchError::InvalidOption("--ops must be at least 1"));
+    }
+    if args.keys < args.threads as u64 {
+        // Each thread walks a slice of the keys of its own.
+        return Err(BenchError::InvalidOption(
+            "--keys must be at least --threads",
+        ));
+    }
     if !(0.0..=1.0).contains(&args.compressibility) {
         return Err(BenchError::InvalidOption(
             "--compressibility must be in 0..=1",
@@ -82,11 +86,10 @@ fn engine_options(args: &StorageArgs) -> EngineOptions {
     }
 }
 
-fn run_on(args: &StorageArgs, engine: &Engine, pool: &ValuePool) -> Result<Report, BenchError> {
+fn run_on(args: &StorageArgs, engine: &Engine) -> Result<Report, BenchError> {
     let ctx = Ctx {
         args,
-        backend: engine.backend.as_ref(),
-        pool,
+        backend: &engine.backend,
     };
     match args.workload {
         Workload::Put => workload::put(&ctx),

@@ -13,18 +13,11 @@ use std::time::{Duration, Instant};
 use super::backends::{Engine, EngineOptions, open_backend};
 use super::error::BenchError;
 use super::report::{PhaseResult, Report, new_histogram};
-use super::runner::Limit;
-use super::values::ValuePool;
-use super::workload::{Ctx, load, read_phase, with_status};
+use super::workload::{Ctx, Until, load, read_phase, with_status};
 use crate::cli::StorageArgs;
 
 /// Runs the open workload in `dir`.
-pub fn run(
-    args: &StorageArgs,
-    dir: &Path,
-    opts: &EngineOptions,
-    pool: &ValuePool,
-) -> Result<Report, BenchError> {
+pub fn run(args: &StorageArgs, dir: &Path, opts: &EngineOptions) -> Result<Report, BenchError> {
     let engine = open_backend(args.backend, dir, opts)?;
     if !engine.backend.capabilities().persistent {
         return Err(unsupported(
@@ -32,7 +25,7 @@ pub fn run(
             "the backend keeps nothing across a reopen",
         ));
     }
-    let load = load(&ctx(args, &engine, pool), false)?;
+    let load = load(&ctx(args, &engine), false)?;
     let hints = engine.hint_files.clone();
     if let Some(h) = &hints {
         (h.write_pending)()?;
@@ -40,10 +33,7 @@ pub fn run(
     close(engine)?;
 
     let (engine, with_hints) = timed_open(args, dir, opts)?;
-    let reads = read_phase(
-        &ctx(args, &engine, pool),
-        Limit::Ops(args.ops.min(args.keys)),
-    )?;
+    let reads = read_phase(&ctx(args, &engine), Until::Ops(args.ops.min(args.keys)))?;
     let opened = Report::new(args, &open_phase(args.keys, with_hints));
     let report = with_status(opened, engine.backend.as_ref())?;
     close(engine)?;
@@ -65,11 +55,10 @@ pub fn run(
         .with("open_without_hints_ms", ms(without_hints)))
 }
 
-fn ctx<'a>(args: &'a StorageArgs, engine: &'a Engine, pool: &'a ValuePool) -> Ctx<'a> {
+fn ctx<'a>(args: &'a StorageArgs, engine: &'a Engine) -> Ctx<'a> {
     Ctx {
         args,
-        backend: engine.backend.as_ref(),
-        pool,
+        backend: &engine.backend,
     }
 }
 

@@ -2,25 +2,21 @@
 //! two-column table for people.
 //!
 //! Throughput uses decimal megabytes (10^6 bytes) of value payload, the unit
-//! fio's `bw_bytes` converts to. Latencies are recorded in nanoseconds and
-//! reported in microseconds.
+//! fio's `bw_bytes` converts to. Latencies are recorded in nanoseconds (the
+//! runner's histograms) and reported in microseconds.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use clap::ValueEnum;
+use eddy_bench::RunOutcome;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use super::error::BenchError;
 use crate::cli::StorageArgs;
 
-/// Highest latency the histograms track: one hour, in nanoseconds.
-const LATENCY_NS_MAX: u64 = 3_600_000_000_000;
-
-/// A fresh latency histogram (nanoseconds, 3 significant digits).
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, LATENCY_NS_MAX, 3).expect("static histogram bounds are valid")
-}
+pub use eddy_bench::window::histogram as new_histogram;
 
 /// What one timed phase did.
 #[derive(Clone, Debug)]
@@ -33,6 +29,30 @@ pub struct PhaseResult {
     pub elapsed: Duration,
     /// Latency of each operation, in nanoseconds.
     pub latency_ns: Histogram<u64>,
+}
+
+impl PhaseResult {
+    /// The figures of a phase the runner ran, each request having moved
+    /// `bytes_per_op` bytes; a phase with failed requests is an error
+    /// naming them.
+    pub fn of_run(outcome: &RunOutcome, bytes_per_op: u64) -> Result<Self, BenchError> {
+        let errors = outcome.summary.errors_by_kind();
+        if !errors.is_empty() {
+            let kinds: Vec<String> = errors.iter().map(|(k, n)| format!("{n} × {k}")).collect();
+            return Err(BenchError::Failed(kinds.join(", ")));
+        }
+        let mut latency_ns = new_histogram();
+        for w in outcome.totals.values() {
+            latency_ns.add(&w.latency_ns).expect("same bounds");
+        }
+        let ops = latency_ns.len();
+        Ok(PhaseResult {
+            ops,
+            bytes: ops * bytes_per_op,
+            elapsed: Duration::from_secs_f64(outcome.summary.elapsed_s.max(0.0)),
+            latency_ns,
+        })
+    }
 }
 
 pub use eddy_bench::latency::Latency;

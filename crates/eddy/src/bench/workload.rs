@@ -1,68 +1,104 @@
-//! The basic workloads: put, get, mixed and index-scan, and the load phase
-//! they share.
+//! The basic workloads — put, get, mixed and index-scan — and the phases
+//! every workload is made of.
 //!
-//! All data goes to one bucket. A load phase writes every key of the key
-//! space once, without waiting for the disk, and then syncs, so that a read
-//! phase after it finds every key (in the page cache, for disk engines).
+//! A phase is a run of the one load generator (`eddy-bench`) with its
+//! storage driver: the engine is handed to the run, which drives it with
+//! its own keys, values, workers and collector (design note 023;
+//! [`eddy_bench::preset::storage`] says which keys and values a phase
+//! uses). All data goes to one bucket. A load phase writes every key of
+//! the key space once, without waiting for the disk, and then syncs, so
+//! that a read phase after it finds every key (in the page cache, for
+//! disk engines).
 
-use eddy_storage::{Backend, FoldControl, IndexQuery, IndexSpec, WriteOptions};
+use std::sync::{Arc, mpsc};
+
+use eddy_bench::driver::storage::StorageEngine;
+use eddy_bench::preset::storage::{
+    self as preset, BUCKET, INDEX_FIELD, KeyOrder as PhaseOrder, Requests, StoragePhase, TERM_BYTES,
+};
+use eddy_bench::{Output, RunOptions, run_config};
+use eddy_storage::{Backend, FoldControl, IndexQuery};
+use tokio::sync::Notify;
 
 use super::error::BenchError;
-use super::keys::{ReadKeys, SplitMix64, WriteKeys, key_bytes, mix64};
 use super::report::{PhaseResult, Report};
-use super::runner::{Limit, run_phase};
-use super::values::ValuePool;
-use crate::cli::{StorageArgs, SyncMode};
+use crate::cli::{KeyOrder, StorageArgs, SyncMode};
 
-/// The bucket every workload writes.
-pub const BUCKET: &[u8] = b"bench";
-/// The index field of the index-scan workload.
-pub const INDEX_FIELD: &[u8] = b"bench_bin";
+/// Bytes of a key: an 8-byte big-endian number.
+const KEY_BYTES: u64 = 8;
 
 /// What every workload gets to work with.
 pub struct Ctx<'a> {
     pub args: &'a StorageArgs,
-    pub backend: &'a dyn Backend,
-    pub pool: &'a ValuePool,
+    pub backend: &'a Arc<dyn Backend>,
 }
 
-/// The index term of key number `n`: a scramble of it, so index order is
-/// not key order.
-pub fn index_term(n: u64) -> [u8; 8] {
-    mix64(n).to_be_bytes()
+/// When a phase ends.
+pub enum Until {
+    /// After this many requests, split among the threads.
+    Ops(u64),
+    /// When `done` is notified; `started` is told once the workers run.
+    Told {
+        done: Arc<Notify>,
+        started: mpsc::Sender<()>,
+    },
 }
 
-fn write_options(sync: SyncMode) -> WriteOptions {
-    WriteOptions {
+/// Runs one phase of `requests` on the engine and returns its figures;
+/// any failed request fails the phase.
+pub fn run_phase(
+    ctx: &Ctx<'_>,
+    requests: Requests,
+    until: Until,
+    sync: SyncMode,
+) -> Result<PhaseResult, BenchError> {
+    let args = ctx.args;
+    let (ops, told, started) = match until {
+        Until::Ops(n) => (Some(n), None, None),
+        Until::Told { done, started } => (None, Some(done), Some(started)),
+    };
+    let phase = StoragePhase {
+        engine: ctx.backend.name().to_string(),
+        requests,
+        ops,
+        workers: args.threads,
+        keys: args.keys,
+        key_order: match args.key_order {
+            KeyOrder::Sequential => PhaseOrder::Sequential,
+            KeyOrder::Random => PhaseOrder::Random,
+        },
+        value_size: args.value_size,
+        compressibility: args.compressibility,
         sync: sync == SyncMode::Always,
-        ..WriteOptions::default()
-    }
+        seed: args.seed,
+    };
+    let options = RunOptions {
+        out: Output::None,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        threads: Some(args.threads),
+        skip_probe: true,
+        storage: Some(StorageEngine(ctx.backend.clone())),
+        until: told,
+        started,
+        ..RunOptions::default()
+    };
+    let outcome = run_config(&preset::storage(&phase), "eddy bench storage", &options)?;
+    let bytes_per_op = match requests {
+        Requests::Scan => TERM_BYTES as u64 + KEY_BYTES,
+        _ => args.value_size as u64,
+    };
+    PhaseResult::of_run(&outcome, bytes_per_op)
 }
 
-/// Times `ops` puts in the run's key order, with one index term per key when
-/// `indexed`.
+/// Times `ops` puts in the run's key order, with one index entry per key
+/// when `indexed`.
 pub fn write_phase(
     ctx: &Ctx<'_>,
     ops: u64,
     sync: SyncMode,
     indexed: bool,
 ) -> Result<PhaseResult, BenchError> {
-    let keys = WriteKeys::new(ctx.args.key_order, ctx.args.keys, ctx.args.seed);
-    let opts = write_options(sync);
-    run_phase(ctx.args.threads, Limit::Ops(ops), |_| {
-        let keys = &keys;
-        move |i| {
-            let n = keys.key_for_op(i);
-            let specs = match indexed {
-                true => vec![IndexSpec::add(INDEX_FIELD, &index_term(n))],
-                false => Vec::new(),
-            };
-            let value = ctx.pool.value(i);
-            ctx.backend
-                .put(BUCKET, &key_bytes(n), value, &specs, opts)?;
-            Ok(value.len() as u64)
-        }
-    })
+    run_phase(ctx, Requests::Write { indexed }, Until::Ops(ops), sync)
 }
 
 /// Writes every key once (no sync per put), then syncs.
@@ -72,29 +108,11 @@ pub fn load(ctx: &Ctx<'_>, indexed: bool) -> Result<PhaseResult, BenchError> {
     Ok(phase)
 }
 
-/// Reads key `n`, which must hold a value of the pool's size.
-fn read_one(ctx: &Ctx<'_>, n: u64) -> Result<u64, BenchError> {
-    let value = ctx.backend.get(BUCKET, &key_bytes(n))?;
-    let value = value.ok_or(BenchError::WrongRead {
-        key: n,
-        why: "not found",
-    })?;
-    if value.len() != ctx.pool.value_size() {
-        return Err(BenchError::WrongRead {
-            key: n,
-            why: "wrong value size",
-        });
-    }
-    Ok(value.len() as u64)
-}
-
-/// Gets of loaded keys in the run's key order until `limit`.
-pub fn read_phase(ctx: &Ctx<'_>, limit: Limit<'_>) -> Result<PhaseResult, BenchError> {
-    let args = ctx.args;
-    run_phase(args.threads, limit, |t| {
-        let mut keys = ReadKeys::new(args.key_order, args.keys, args.seed, t);
-        move |_| read_one(ctx, keys.next_key())
-    })
+/// Gets of loaded keys in the run's key order until `until`; a key not
+/// found fails the phase.
+pub fn read_phase(ctx: &Ctx<'_>, until: Until) -> Result<PhaseResult, BenchError> {
+    let reads = Requests::Mixed { read_percent: 100 };
+    run_phase(ctx, reads, until, SyncMode::None)
 }
 
 fn with_load(report: Report, load: &PhaseResult) -> Report {
@@ -126,57 +144,50 @@ pub fn put(ctx: &Ctx<'_>) -> Result<Report, BenchError> {
 /// `get`: load, then gets.
 pub fn get(ctx: &Ctx<'_>) -> Result<Report, BenchError> {
     let load = load(ctx, false)?;
-    let phase = read_phase(ctx, Limit::Ops(ctx.args.ops))?;
-    with_status(with_load(Report::new(ctx.args, &phase), &load), ctx.backend)
+    let phase = read_phase(ctx, Until::Ops(ctx.args.ops))?;
+    let report = with_load(Report::new(ctx.args, &phase), &load);
+    with_status(report, ctx.backend.as_ref())
 }
 
-/// `mixed`: load, then gets and puts of uniformly chosen keys.
+/// `mixed`: load, then gets and puts (`--read-percent` of them gets).
 pub fn mixed(ctx: &Ctx<'_>) -> Result<Report, BenchError> {
     let load = load(ctx, false)?;
     let args = ctx.args;
-    let opts = write_options(args.sync);
-    let phase = run_phase(args.threads, Limit::Ops(args.ops), |t| {
-        let mut keys = ReadKeys::new(args.key_order, args.keys, args.seed, t);
-        let mut dice = SplitMix64::new(mix64(args.seed.wrapping_add(t as u64 + 1)));
-        move |i| {
-            let n = keys.next_key();
-            if dice.below(100) < u64::from(args.read_percent) {
-                return read_one(ctx, n);
-            }
-            let value = ctx.pool.value(i);
-            ctx.backend.put(BUCKET, &key_bytes(n), value, &[], opts)?;
-            Ok(value.len() as u64)
-        }
-    })?;
+    let requests = Requests::Mixed {
+        read_percent: args.read_percent,
+    };
+    let phase = run_phase(ctx, requests, Until::Ops(args.ops), args.sync)?;
     Ok(with_load(Report::new(args, &phase), &load))
 }
 
-/// Scans the whole index once, checking it holds one entry per key; returns
-/// the bytes of terms and keys seen.
-fn scan_index(ctx: &Ctx<'_>) -> Result<u64, BenchError> {
-    let query = IndexQuery::range(BUCKET, INDEX_FIELD, &[], &[0xff; 9]);
-    let (mut entries, mut bytes) = (0u64, 0u64);
-    ctx.backend.index_range(&query, &mut |term, key| {
+/// Scans the whole index once, checking it holds one entry per key.
+fn check_index(ctx: &Ctx<'_>) -> Result<(), BenchError> {
+    let field = INDEX_FIELD.as_bytes();
+    let query = IndexQuery::range(BUCKET.as_bytes(), field, &[], &[0xff; 16]);
+    let mut entries = 0u64;
+    ctx.backend.index_range(&query, &mut |_, _| {
         entries += 1;
-        bytes += (term.len() + key.len()) as u64;
         FoldControl::Continue
     })?;
-    if entries != ctx.args.keys {
-        return Err(BenchError::IndexCount {
+    match entries == ctx.args.keys {
+        true => Ok(()),
+        false => Err(BenchError::IndexCount {
             expected: ctx.args.keys,
             seen: entries,
-        });
+        }),
     }
-    Ok(bytes)
 }
 
-/// `index-scan`: load with one term per key, then full range scans. The
-/// headline ops are index entries; latencies are of whole scans.
+/// `index-scan`: load with one entry per key, check the index, then time
+/// full scans of it. The headline ops are index entries; latencies are of
+/// whole scans.
 pub fn index_scan(ctx: &Ctx<'_>) -> Result<Report, BenchError> {
     let load = load(ctx, true)?;
+    check_index(ctx)?;
     let scans = (ctx.args.ops / ctx.args.keys).max(1);
-    let mut phase = run_phase(ctx.args.threads, Limit::Ops(scans), |_| |_| scan_index(ctx))?;
+    let mut phase = run_phase(ctx, Requests::Scan, Until::Ops(scans), SyncMode::None)?;
     phase.ops *= ctx.args.keys;
+    phase.bytes *= ctx.args.keys;
     let report = Report::new(ctx.args, &phase).with("scans", scans as f64);
     Ok(with_load(report, &load))
 }

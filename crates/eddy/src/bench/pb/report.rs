@@ -33,7 +33,7 @@ impl OpFigures {
         OpFigures {
             ops: h.len(),
             ops_per_s: h.len() as f64 / secs,
-            latency: Latency::of_us(h),
+            latency: Latency::of(h),
         }
     }
 }
@@ -102,14 +102,14 @@ impl PbReport {
         let mut all = histogram();
         let mut errors_by_kind = BTreeMap::new();
         for w in totals.values() {
-            all.add(&w.latency_us).expect("same bounds");
+            all.add(&w.latency_ns).expect("same bounds");
             for (kind, n) in &w.errors {
                 *errors_by_kind.entry(kind.clone()).or_default() += n;
             }
         }
         let part = |op| {
-            let w = totals.get(&op).filter(|w| !w.latency_us.is_empty());
-            w.map(|w| OpFigures::of(&w.latency_us, secs))
+            let w = totals.get(&op).filter(|w| !w.latency_ns.is_empty());
+            w.map(|w| OpFigures::of(&w.latency_ns, secs))
         };
         PbReport {
             workload: value_name(args.workload),
@@ -117,7 +117,7 @@ impl PbReport {
             ops: all.len(),
             elapsed_s,
             ops_per_s: all.len() as f64 / secs,
-            latency: Latency::of_us(&all),
+            latency: Latency::of(&all),
             errors: errors_by_kind.values().sum(),
             errors_by_kind,
             get: part(OpKind::Get),
@@ -241,10 +241,10 @@ mod tests {
     fn totals() -> BTreeMap<OpKind, OpWindow> {
         let mut get = OpWindow::default();
         for i in 1..=100 {
-            get.latency_us.record(i).unwrap();
+            get.latency_ns.record(i * 1000).unwrap();
         }
         let mut put = OpWindow::default();
-        put.latency_us.record(500).unwrap();
+        put.latency_ns.record(500_000).unwrap();
         BTreeMap::from([(OpKind::Get, get), (OpKind::Put, put)])
     }
 
