@@ -16,6 +16,7 @@ use eddy_bitcask::index::TermIndex;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Resident bytes of this process.
+#[allow(unsafe_code, reason = "reads the page size")]
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
     let pages: u64 = statm

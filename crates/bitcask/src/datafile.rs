@@ -132,6 +132,10 @@ impl DataFile {
     /// Maps the file's first `len_bytes` bytes (which may reach past its
     /// current end) for reads. Without a map, reads use `pread`: a failure
     /// here costs speed, not correctness, so it is not an error.
+    #[allow(
+        unsafe_code,
+        reason = "maps the data file to read records without a copy"
+    )]
     pub fn map(&self, len_bytes: u64) {
         let Ok(len) = usize::try_from(len_bytes) else {
             return;

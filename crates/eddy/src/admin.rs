@@ -57,6 +57,7 @@ pub fn ping(settings: &Settings) -> Result<String, CommandError> {
 
 /// `eddy stop`: SIGTERM to the node holding the data directory, then wait
 /// (up to a minute) for it to release the directory's lock.
+#[allow(unsafe_code, reason = "signals the node's process")]
 pub fn stop(settings: &Settings) -> Result<String, CommandError> {
     let root = &settings.node.platform_data_dir;
     let Some(pid) = datadir::running_pid(root) else {

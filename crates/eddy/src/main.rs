@@ -57,13 +57,7 @@ fn main() -> ExitCode {
         Command::DevCluster(args) => devcluster::run(args).map_err(|e| e.to_string()),
     };
     match outcome {
-        Ok(output) => {
-            print!("{output}");
-            if !output.is_empty() && !output.ends_with('\n') {
-                println!();
-            }
-            ExitCode::SUCCESS
-        }
+        Ok(output) => write_output(&output),
         Err(err) => {
             eprintln!("eddy: {err}");
             ExitCode::FAILURE
@@ -74,4 +68,28 @@ fn main() -> ExitCode {
 /// The effective configuration: `--config` (or `./eddy.toml`) and `EDDY_*`.
 fn load(args: &ConfigArgs) -> Result<Config, String> {
     Config::load(args.config.as_deref(), std::env::vars()).map_err(|e| e.to_string())
+}
+
+/// Writes a command's output to stdout, ending it with a newline. A reader
+/// that stopped reading (`eddy admin status | head`) is not an error: the
+/// command did its work, so it exits successfully without the rest.
+fn write_output(output: &str) -> ExitCode {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let newline = !output.is_empty() && !output.ends_with('\n');
+    let written = stdout
+        .write_all(output.as_bytes())
+        .and_then(|()| match newline {
+            true => stdout.write_all(b"\n"),
+            false => Ok(()),
+        })
+        .and_then(|()| stdout.flush());
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("eddy: writing the output: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

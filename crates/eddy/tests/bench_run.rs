@@ -233,6 +233,7 @@ fn wait_bounded(mut child: std::process::Child, limit: Duration) -> Output {
 }
 
 #[test]
+#[allow(unsafe_code, reason = "stops and resumes the test's own node")]
 fn a_node_that_stops_answering_ends_the_run_with_timeouts() {
     let node = TestNode::start(&[]);
     let tmp = tempfile::tempdir().unwrap();
@@ -249,6 +250,7 @@ fn a_node_that_stops_answering_ends_the_run_with_timeouts() {
     // connections for a stopped process; nothing answers them.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     let out = wait_bounded(child, Duration::from_secs(30));
+    // SAFETY: kill(2) on the test's own child, as above.
     unsafe { libc::kill(pid, libc::SIGCONT) };
     stopped_early(out);
     let s = summary(&out_dir);

@@ -162,6 +162,7 @@ struct SmallDisk {
 impl SmallDisk {
     /// Mounts a tmpfs of `size` (a `mount -o size=` value); `None`, with
     /// the reason printed, when this process cannot.
+    #[allow(unsafe_code, reason = "asks whether the test runs as root")]
     fn mount(size: &str) -> Option<SmallDisk> {
         // SAFETY: geteuid(2) has no preconditions.
         if unsafe { libc::geteuid() } != 0 {

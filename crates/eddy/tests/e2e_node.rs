@@ -469,3 +469,21 @@ fn the_log_goes_to_a_file_as_well_as_stderr() {
     }
     assert!(text.contains("elapsed_ms"), "{text}");
 }
+
+#[test]
+fn output_to_a_reader_that_stopped_reading_is_not_a_failure() {
+    // `eddy config show | head -1`: the reader has gone before eddy writes.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_eddy"))
+        .args(["config", "show"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    assert!(!err.contains("panicked"), "{err}");
+}

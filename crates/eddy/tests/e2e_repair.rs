@@ -153,6 +153,7 @@ fn start_logging(node: &TestNode, log: &Path) -> Child {
     child
 }
 
+#[allow(unsafe_code, reason = "signals the test's own child")]
 fn stop(mut child: Child) {
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };

@@ -111,6 +111,7 @@ pub fn exited(node: DevNode, dir: &NodeDir, status: std::process::ExitStatus) ->
 
 /// True once `pid` names no process, or one that has exited and waits to
 /// be reaped by its parent (a zombie runs nothing).
+#[allow(unsafe_code, reason = "signals the dev nodes' processes")]
 fn has_exited(pid: i32) -> bool {
     // SAFETY: kill(2) with signal 0 sends nothing; it only checks the pid.
     if unsafe { libc::kill(pid, 0) } != 0 {
@@ -131,6 +132,7 @@ pub struct Stopping {
 }
 
 /// Sends SIGTERM to `node` if it runs; `None` when it does not.
+#[allow(unsafe_code, reason = "signals the dev nodes' processes")]
 pub fn terminate(node: DevNode, dir: &NodeDir) -> Option<Stopping> {
     let data = dir.data();
     if !datadir::is_locked(&data) {

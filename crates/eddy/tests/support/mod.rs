@@ -182,6 +182,7 @@ impl TestNode {
     }
 
     /// Sends SIGTERM and waits for a clean exit.
+    #[allow(unsafe_code, reason = "signals the test's own child")]
     pub fn stop(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("running");
         // SAFETY: kill(2) on our own child's pid.

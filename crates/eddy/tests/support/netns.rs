@@ -213,6 +213,10 @@ fn remove_stale() {
 }
 
 /// SIGKILLs the processes running in namespace `ns`.
+#[allow(
+    unsafe_code,
+    reason = "kills what an earlier run left in its namespace"
+)]
 fn kill_processes_in(ns: &str) {
     let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() else {
         return;

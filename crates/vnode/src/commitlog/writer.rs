@@ -242,6 +242,7 @@ fn prepare(dir: &Path, file: &File, capacity: usize, mapped: bool) -> io::Result
 /// Maps the window of `file` (of `capacity` bytes) that starts at `at` (a
 /// multiple of [`WINDOW`]) and faults its pages in writable (best effort:
 /// where the kernel cannot, appends fault them in as they go).
+#[allow(unsafe_code, reason = "maps and preallocates the log's segments")]
 fn map_window(file: &File, at: usize, capacity: usize) -> io::Result<MmapMut> {
     let len = WINDOW.min(capacity - at);
     // SAFETY: the file is ours (created by `Segment::create` under a name no
@@ -259,6 +260,7 @@ fn map_window(file: &File, at: usize, capacity: usize) -> io::Result<MmapMut> {
 
 /// Gives `file` `len` bytes of allocated, zeroed blocks.
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code, reason = "maps and preallocates the log's segments")]
 fn allocate(file: &File, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let len = libc::off_t::try_from(len).map_err(io::Error::other)?;
