@@ -75,7 +75,7 @@ pub fn request(
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let resp = req.send().map_err(std::io::Error::other)?;
+    let resp = req.send().map_err(io_error)?;
     let status = resp.status().as_u16();
     let headers = resp
         .headers()
@@ -85,10 +85,50 @@ pub fn request(
             (k.as_str().to_string(), value)
         })
         .collect();
-    let body = resp.bytes().map_err(std::io::Error::other)?.to_vec();
+    let body = resp.bytes().map_err(io_error)?.to_vec();
     Ok(HttpResponse {
         status,
         headers,
         body,
     })
+}
+
+/// reqwest's error as an I/O error of the kind its cause was (a refused
+/// connection stays `ConnectionRefused`, so callers can tell a stopped
+/// node from any other failure), or `TimedOut` past [`TIMEOUT`].
+fn io_error(e: reqwest::Error) -> std::io::Error {
+    let kind = match e.is_timeout() {
+        true => std::io::ErrorKind::TimedOut,
+        false => cause_kind(&e).unwrap_or(std::io::ErrorKind::Other),
+    };
+    std::io::Error::new(kind, e)
+}
+
+/// The kind of the first I/O error among `e`'s causes.
+fn cause_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        cause = c.source();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_connection_is_reported_as_refused() {
+        // A port just bound and released: nothing listens there.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let err = request(&format!("127.0.0.1:{port}"), "GET", "/ping", &[], b"").unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
+    }
 }

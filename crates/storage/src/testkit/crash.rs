@@ -240,7 +240,12 @@ fn verify_folds_and_index(backend: &dyn Backend, live: &BTreeMap<Vec<u8>, Vec<u8
             FoldControl::Continue
         })
         .expect("fold after crash");
-    assert_eq!(&folded, live, "fold disagrees with get after crash");
+    if &folded != live {
+        panic!(
+            "fold disagrees with get after crash: {}",
+            differences(&folded, live)
+        );
+    }
     let mut index = Vec::new();
     let query = IndexQuery::range(BUCKET, FIELD, b"", b"\xff");
     backend
@@ -255,6 +260,32 @@ fn verify_folds_and_index(backend: &dyn Backend, live: &BTreeMap<Vec<u8>, Vec<u8
         index, want,
         "index entries disagree with objects after crash"
     );
+}
+
+/// The keys whose values `folded` and `got` disagree on, each with both
+/// sides' lengths and first bytes (the values are too long to print).
+fn differences(folded: &BTreeMap<Vec<u8>, Vec<u8>>, got: &BTreeMap<Vec<u8>, Vec<u8>>) -> String {
+    let show = |v: Option<&Vec<u8>>| match v {
+        None => "absent".to_string(),
+        Some(v) => format!(
+            "{} bytes {:?}…",
+            v.len(),
+            String::from_utf8_lossy(&v[..v.len().min(24)])
+        ),
+    };
+    let keys: std::collections::BTreeSet<_> = folded.keys().chain(got.keys()).collect();
+    keys.into_iter()
+        .filter(|k| folded.get(*k) != got.get(*k))
+        .map(|k| {
+            format!(
+                "key {:?}: fold {}, get {}",
+                String::from_utf8_lossy(k),
+                show(folded.get(k)),
+                show(got.get(k))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Kills a child writer `cycles` times at random moments, verifying after
