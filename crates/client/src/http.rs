@@ -6,9 +6,9 @@
 //! Invariants: every request is bounded by [`TIMEOUT`]; connections are
 //! not kept for reuse, so a call after a node restarted on the same port
 //! never lands on a stale connection; redirects are answers, not
-//! followed. The blocking client runs its own
-//! runtime thread: call it from synchronous code only, never from inside
-//! an async runtime.
+//! followed. The blocking client runs its own runtime thread and must
+//! not block an async runtime's thread: a call made inside one (tests
+//! do) is sent from a scoped thread of its own.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -60,8 +60,28 @@ fn client() -> std::io::Result<&'static Client> {
 
 /// Sends `method path` with `headers` and `body` to `addr` (`host:port`);
 /// any status is an answer, `Err` means none came (refused, timed out,
-/// malformed).
+/// malformed). Called from inside an async runtime (a test's), the call
+/// runs on a thread of its own, since reqwest's blocking client must not
+/// block a runtime's thread.
 pub fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<HttpResponse> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return send(addr, method, path, headers, body);
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| send(addr, method, path, headers, body))
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the HTTP call panicked")))
+    })
+}
+
+/// [`request`], on the calling thread.
+fn send(
     addr: &str,
     method: &str,
     path: &str,
@@ -119,6 +139,18 @@ fn cause_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_call_from_inside_a_runtime_is_answered() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // No panic from reqwest's own runtime: the refusal comes back.
+        let err = request(&format!("127.0.0.1:{port}"), "GET", "/ping", &[], b"").unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
+    }
 
     #[test]
     fn a_refused_connection_is_reported_as_refused() {
