@@ -140,27 +140,26 @@ fn cause_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKin
 mod tests {
     use super::*;
 
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_call_from_inside_a_runtime_is_answered() {
+    /// Asks a port just bound and released, where nothing listens, and
+    /// checks the answer is a refusal.
+    fn assert_refused() {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        // No panic from reqwest's own runtime: the refusal comes back.
         let err = request(&format!("127.0.0.1:{port}"), "GET", "/ping", &[], b"").unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
     }
 
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_call_from_inside_a_runtime_is_answered() {
+        // No panic from reqwest's own runtime: the refusal comes back.
+        assert_refused();
+    }
+
     #[test]
     fn a_refused_connection_is_reported_as_refused() {
-        // A port just bound and released: nothing listens there.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let err = request(&format!("127.0.0.1:{port}"), "GET", "/ping", &[], b"").unwrap_err();
-        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
+        assert_refused();
     }
 }
