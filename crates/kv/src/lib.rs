@@ -1,27 +1,25 @@
-//! Eddy's key-value layer: everything between the API front ends and the
-//! storage backends.
+//! Eddy's key-value layer: the coordinators and the node between the API
+//! front ends and the vnodes (design note 021).
 //!
-//! - [`request`]: the request model the API layer builds;
-//! - [`props`], [`quorum`], [`types`]: bucket properties, quorum values and
-//!   the bucket-type registry;
 //! - [`core`]: the pure quorum cores;
-//! - [`bucket_props`]: bucket props requests, with their names and changes checked;
-//! - [`vnode`]: the owner of one partition's backend, and the messages it
-//!   takes and sends;
-//! - [`router`]: delivery of those messages to a vnode here or elsewhere;
-//! - [`remote`]: those messages over the network (wire format, requests
-//!   awaiting replies, inbound requests off the transport's threads);
-//! - [`commitlog`]: the node-wide log that makes writes durable in groups;
-//! - [`coordinator`]: the async get/put/delete/list drivers;
+//! - [`coordinator`]: the async get/put/delete/list, 2i, key-filter, map,
+//!   multi-key and data type drivers;
+//! - [`node`]: the node that ties them together: its vnodes, ring, registry
+//!   and counters, and what it is given to reach beyond itself (other nodes'
+//!   vnodes, liveness, a vnode factory, the handoffs under way);
+//! - [`router`]: delivery of vnode messages to a vnode here or elsewhere
+//!   (through the [`router::RemoteVnodes`] the node is given; the network
+//!   adapter is eddy-remote's);
 //! - [`repair`]: damaged partitions: marks, reads around them, repair;
-//! - [`handoff`]: moving a partition's data to another node, resumably;
-//! - [`index`]: secondary-index terms, queries and continuations;
-//! - [`keyfilter`]: Riak's key filters, parsed once and run on keys at the
-//!   vnodes;
-//! - [`limits`]: per-object limits on usermeta, links and index entries;
-//! - [`mapphase`]: map phases run at the vnodes, by a runner the node is given;
-//! - [`metadata`]: the bucket registry as the cluster shares it;
-//! - [`node`]: the node that ties them together.
+//! - [`bucket_props`]: bucket props requests, with their names and changes checked;
+//! - [`refusal`]: the last write refused for lack of a resource;
+//! - [`index_memory`]: the backends' term-index memory, summed for `/stats`.
+//!
+//! The request model (bucket types, props, quorum values, limits, key
+//! filters, 2i) is eddy-model's; the vnode, its commit log and folds are
+//! eddy-vnode's; vnode messages over the network and handoff are
+//! eddy-remote's, above this crate, so nothing here depends on the
+//! transport.
 //!
 //! # Threads: the one rule
 //! A storage call that can wait on the disk for long never runs on the
@@ -43,13 +41,13 @@
 pub mod bucket_props;
 pub mod coordinator;
 pub mod core;
-pub mod handoff;
 pub mod index_memory;
 pub mod node;
 pub mod refusal;
-pub mod remote;
 pub mod repair;
 pub mod router;
 
 pub use coordinator::delete::DeleteOutcome;
-pub use node::{DeleteMode, Liveness, Node, NodeConfig, StartError, VnodeFactory, VnodeParts};
+pub use node::{
+    DeleteMode, Liveness, Node, NodeConfig, StartError, Transfers, VnodeFactory, VnodeParts,
+};

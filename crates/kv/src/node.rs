@@ -180,8 +180,9 @@ pub struct Node {
     /// Opens the backends of vnodes started after the node (fallbacks,
     /// handoff receivers); unset: no vnode is started later.
     factory: OnceLock<Arc<dyn VnodeFactory>>,
-    /// The node's handoffs, once the cluster layer started them.
-    handoffs: OnceLock<std::sync::Weak<crate::handoff::Handoffs>>,
+    /// Which partitions are being handed off, once the cluster layer
+    /// started its handoffs.
+    handoffs: OnceLock<std::sync::Weak<dyn Transfers>>,
     /// Which other nodes are up; unset: all are (a single node).
     pub(crate) liveness: OnceLock<Arc<dyn Liveness>>,
     /// Serialises the start of vnodes, so a partition gets one.
@@ -199,6 +200,13 @@ pub struct Node {
 pub trait Liveness: Send + Sync {
     /// True while `node` is believed up.
     fn is_up(&self, node: &NodeName) -> bool;
+}
+
+/// The partitions being handed off from or to this node, as the node's
+/// handoff manager knows them (eddy-remote's `Handoffs`).
+pub trait Transfers: Send + Sync {
+    /// True while a transfer of `p` from or to this node runs.
+    fn is_pending(&self, p: Partition) -> bool;
 }
 
 /// What a vnode is made of: its backend, the actor it coordinates writes
@@ -364,8 +372,10 @@ impl Node {
 
     /// Tells the node its handoff manager (once): reaping waits while a
     /// partition is being handed off.
-    pub fn set_handoffs(&self, handoffs: &Arc<crate::handoff::Handoffs>) {
-        let _ = self.handoffs.set(Arc::downgrade(handoffs));
+    pub fn set_handoffs<T: Transfers + 'static>(&self, handoffs: &Arc<T>) {
+        let weak = Arc::downgrade(handoffs);
+        let weak: std::sync::Weak<dyn Transfers> = weak;
+        let _ = self.handoffs.set(weak);
     }
 
     /// True while partition `p` is being handed off from or to this node,
@@ -427,6 +437,14 @@ impl Node {
         self.vnodes.get(p)
     }
 
+    /// Takes `vnode` out of the node's table if it still runs partition
+    /// `p` (a handed-off vnode being dropped); a newer one is left alone.
+    pub fn retire_vnode(&self, p: Partition, vnode: &VnodeHandle) {
+        if self.vnodes.get(p).is_some_and(|v| Arc::ptr_eq(&v, vnode)) {
+            self.vnodes.remove(p);
+        }
+    }
+
     /// The partitions this node runs vnodes for, in order.
     pub fn local_partitions(&self) -> Vec<Partition> {
         self.local_vnodes().iter().map(|v| v.partition).collect()
@@ -434,7 +452,7 @@ impl Node {
 
     /// True when this node's ring has it own partition `p` now, or once
     /// a pending transfer is done.
-    pub(crate) fn owns_or_will_own(&self, p: Partition) -> bool {
+    pub fn owns_or_will_own(&self, p: Partition) -> bool {
         let ring = self.ring_now();
         let me = &self.config.node_name;
         ring.owner(p) == me || ring.next_owner(p) == Some(me)

@@ -6,6 +6,13 @@ use crate::metadata::entries::PropsEntries;
 use crate::quorum::QuorumError;
 use crate::types::RegistryError;
 
+/// The engine a storage error names when it is another node's vnode's
+/// error of kind `other` (its text is the remote error's text).
+pub const OTHER_ENGINE: &str = "remote vnode";
+/// The engine a storage error names when it is another node's vnode's
+/// storage error.
+pub const STORAGE_ENGINE: &str = "remote storage";
+
 /// Why a key-value operation failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -77,12 +77,16 @@ pub struct MultiLimits {
     /// [`KvError::AnswerTooLarge`].
     pub answer_bytes_max: usize,
     /// Most vnode requests in one batched message (at most
-    /// `remote::wire::BATCH_ITEMS_MAX`).
+    /// [`BATCH_ITEMS_MAX`]).
     pub batch_items_max: usize,
     /// Bytes after which a batched message takes no further request (one
     /// larger request travels alone).
     pub batch_bytes_max: usize,
 }
+
+/// Most items in one batched vnode message, and most item replies in one
+/// batch reply (the node-to-node wire refuses more).
+pub const BATCH_ITEMS_MAX: usize = 1024;
 
 /// Most keys or objects a multi-key request may name by default.
 pub const MULTI_KEYS_MAX: usize = 1000;

@@ -134,7 +134,7 @@ fn map_failure(e: KvError) -> MapRedError {
         KvError::BadQuery(text) => crate::vnode_map::failure(&text),
         KvError::Storage(s) => {
             let text = s.to_string();
-            let prefix = format!("{} engine error: ", eddy_kv::remote::wire::OTHER_ENGINE);
+            let prefix = format!("{} engine error: ", eddy_model::error::OTHER_ENGINE);
             match text.strip_prefix(&prefix) {
                 Some(sent) => crate::vnode_map::failure(sent),
                 None => KvError::Storage(s).into(),

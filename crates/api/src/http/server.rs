@@ -48,7 +48,7 @@ pub struct HttpConfig {
     pub membership: Option<eddy_cluster::Membership>,
     /// The node's handoff manager, for the transfers running now
     /// (`transfers`' `active` and `inbound`).
-    pub handoffs: Option<Arc<eddy_kv::handoff::Handoffs>>,
+    pub handoffs: Option<Arc<eddy_remote::handoff::Handoffs>>,
     /// The node's MapReduce (its JavaScript pool and limits), shared with
     /// the PB front end and the node's vnodes.
     pub jobs: Arc<Jobs>,

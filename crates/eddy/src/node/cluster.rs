@@ -24,10 +24,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use eddy_cluster::{ClusterState, Membership, MembershipConfig};
-use eddy_kv::handoff::{HandoffConfig, Handoffs, Watch};
-use eddy_kv::remote::{NetRemote, RemoteConfig, WorkerPool, inbound_for};
 use eddy_kv::{Liveness, Node};
 use eddy_net::{Lane, NetConfig, Transport};
+use eddy_remote::handoff::{HandoffConfig, Handoffs, Watch};
+use eddy_remote::{NetRemote, RemoteConfig, WorkerPool, inbound_for};
 use eddy_ring::{NodeName, Ring};
 
 use super::handoff;
@@ -202,7 +202,7 @@ fn route_inbound(transport: &Transport, remote: &Arc<NetRemote>) -> Arc<Services
             return;
         };
         match rest.body.first() {
-            Some(&eddy_kv::remote::wire::SERVICE) => remote.handle(rest),
+            Some(&eddy_remote::wire::SERVICE) => remote.handle(rest),
             other => tracing::debug!(from = %rest.from, tag = ?other, "no service for a message"),
         }
     });

@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use eddy_cluster::Membership;
 use eddy_kv::Node;
-use eddy_kv::handoff::{
+use eddy_net::Transport;
+use eddy_remote::handoff::{
     HandoffConfig, HandoffError, Handoffs, Kind, PartitionStore, TransferState, Watch,
 };
-use eddy_net::Transport;
 use eddy_ring::Partition;
 
 use super::storage::Storage;

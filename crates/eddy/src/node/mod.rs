@@ -92,7 +92,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         registry = registry.with_backend_names(names);
     }
     let state = cluster::load_state(settings, &root)?;
-    let watch = eddy_kv::handoff::Watch::new();
+    let watch = eddy_remote::handoff::Watch::new();
     let jobs = eddy_query::Jobs::new(settings.javascript);
     let (node, storage) = open_node(
         settings,
@@ -220,7 +220,7 @@ fn open_node(
     datadir: &DataDir,
     registry: Arc<BucketRegistry>,
     ring: Ring,
-    watch: &Arc<eddy_kv::handoff::Watch>,
+    watch: &Arc<eddy_remote::handoff::Watch>,
     jobs: Arc<eddy_query::Jobs>,
 ) -> Result<(Arc<Node>, Arc<Storage>), StartError> {
     let storage = Arc::new(Storage::new(

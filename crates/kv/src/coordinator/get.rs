@@ -119,7 +119,8 @@ impl Node {
         all_marked
     }
 
-    pub(crate) fn write_policy(&self, props: &eddy_model::props::BucketProps) -> WritePolicy {
+    /// The write policy a replica merges a bucket's objects with.
+    pub fn write_policy(&self, props: &eddy_model::props::BucketProps) -> WritePolicy {
         WritePolicy {
             allow_mult: props.allow_mult,
             last_write_wins: props.last_write_wins,

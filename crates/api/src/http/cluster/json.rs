@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashSet};
 use eddy_cluster::{
     MemberStatusRow, Membership, NodeName, NodeTransfers, Plan, RingStatus, Transfer,
 };
-use eddy_kv::handoff::{InboundStatus, Kind, TransferState, TransferStatus};
+use eddy_remote::handoff::{InboundStatus, Kind, TransferState, TransferStatus};
 use serde_json::{Value, json};
 
 /// One `member-status` row.

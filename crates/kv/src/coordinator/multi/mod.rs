@@ -306,7 +306,7 @@ impl<R: Weighed> Run<R> {
             items_max: self
                 .limits
                 .batch_items_max
-                .clamp(1, crate::remote::wire::BATCH_ITEMS_MAX),
+                .clamp(1, eddy_model::limits::BATCH_ITEMS_MAX),
             bytes_max: self.limits.batch_bytes_max,
         }
     }

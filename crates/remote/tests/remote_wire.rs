@@ -7,14 +7,14 @@
 use bytes::Bytes;
 use std::sync::Arc;
 
-use eddy_kv::remote::wire::{
-    self, BatchAnswer, BatchEnvelope, BatchReply, Message, OTHER_ENGINE, RequestEnvelope,
-    STORAGE_ENGINE, WireError,
-};
 use eddy_model::KvError;
 use eddy_model::keyfilter::KeyFilter;
 use eddy_model::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
 use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
+use eddy_remote::wire::{
+    self, BatchAnswer, BatchEnvelope, BatchReply, Message, OTHER_ENGINE, RequestEnvelope,
+    STORAGE_ENGINE, WireError,
+};
 use eddy_ring::Partition;
 use eddy_storage::{Resource, StorageError};
 use eddy_vnode::msg::{

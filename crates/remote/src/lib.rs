@@ -1,4 +1,13 @@
-//! Vnode messages over the network: [`NetRemote`] carries requests from
+//! Eddy's node-to-node side, above eddy-kv: the only Eddy crate between
+//! the coordinators and the transport (eddy-net) (design note 021).
+//!
+//! - this file and its modules: vnode requests and replies between nodes
+//!   ([`NetRemote`], kv's `RemoteVnodes` over the transport's control lane);
+//! - [`handoff`]: moving a partition's data to another node, resumably,
+//!   over the bulk lane.
+//!
+//! # Vnode messages over the network
+//! [`NetRemote`] carries requests from
 //! this node's coordinators to vnodes on other nodes, and other nodes'
 //! requests to this node's vnodes, over an [`eddy_net::Transport`]'s
 //! control lane (design note 010 §1).
@@ -56,6 +65,7 @@
 
 mod batch;
 pub mod executor;
+pub mod handoff;
 mod inbound;
 mod pending;
 mod resend;
@@ -73,8 +83,8 @@ use eddy_ring::Partition;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
-use crate::node::Node;
-use crate::router::{RemoteVnodes, unanswerable};
+use eddy_kv::node::Node;
+use eddy_kv::router::{RemoteVnodes, unanswerable};
 use eddy_model::error::KvError;
 use eddy_vnode::msg::{BatchItem, PutKind, VnodeId, VnodeReply, VnodeRequest};
 use eddy_vnode::reply::{Reply, ReplyRoute, ReplyTo};

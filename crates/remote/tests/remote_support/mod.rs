@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use eddy_kv::remote::Inbound;
 use eddy_kv::router::unanswerable;
 use eddy_model::KvError;
 use eddy_object::{Actor, Content, VersionVector, codec};
+use eddy_remote::Inbound;
 use eddy_ring::{NodeName, Partition};
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use eddy_vnode::msg::{

@@ -13,7 +13,6 @@
 
 use std::sync::Arc;
 
-use eddy_kv::remote::{Inline, NetRemote, RemoteConfig, inbound_for};
 use eddy_kv::*;
 use eddy_model::metadata::entries::{EntryStamp, PropsVersion};
 use eddy_model::metadata::{SharedBucket, SharedMetadata, SharedType};
@@ -22,6 +21,7 @@ use eddy_model::types::BucketRegistry;
 use eddy_model::*;
 use eddy_net::sim::SimNetwork;
 use eddy_object::{Actor, Content, codec};
+use eddy_remote::{Inline, NetRemote, RemoteConfig, inbound_for};
 use eddy_ring::{ClaimParams, NodeName, Partition, Ring, claim};
 use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};

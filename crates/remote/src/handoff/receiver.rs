@@ -25,7 +25,7 @@ use super::Handoffs;
 use super::checkpoint::Checkpoint;
 use super::limit::{Slot, TransferLimit};
 use super::wire::{Digest, Item, Kind, Position, Progress, Reply, Request, TransferKey};
-use crate::node::Node;
+use eddy_kv::node::Node;
 use eddy_model::request::BucketRef;
 use eddy_vnode::msg::{StorageKey, WritePolicy};
 use eddy_vnode::{Vnode, VnodeHandle};
@@ -414,7 +414,7 @@ fn merge(node: &Node, vnode: &Vnode, items: &[Item]) -> Result<(), String> {
 fn policy(node: &Node, storage_bucket: &[u8]) -> Option<WritePolicy> {
     let named = BucketRef::parse_storage_bucket(storage_bucket);
     let props = named.as_ref().and_then(|(b, _)| {
-        node.registry
+        node.registry()
             .bucket_props_shared(&b.bucket_type, &b.bucket)
             .ok()
     });
@@ -424,7 +424,7 @@ fn policy(node: &Node, storage_bucket: &[u8]) -> Option<WritePolicy> {
         None => WritePolicy {
             allow_mult: true,
             last_write_wins: false,
-            max_siblings: node.config.siblings_max,
+            max_siblings: node.config().siblings_max,
             write_once: false,
         },
     })

@@ -7,10 +7,10 @@ mod remote_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eddy_kv::remote::{NetRemote, RemoteConfig, WorkerPool};
 use eddy_kv::router::RemoteVnodes;
 use eddy_model::KvError;
 use eddy_net::{NetConfig, Transport};
+use eddy_remote::{NetRemote, RemoteConfig, WorkerPool};
 use eddy_ring::Partition;
 use eddy_vnode::msg::{VnodeId, VnodeReply};
 use eddy_vnode::reply::ReplyTo;

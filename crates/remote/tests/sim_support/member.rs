@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eddy_kv::handoff::{Completed, HandoffConfig, Handoffs, Watch};
-use eddy_kv::remote::{Inline, NetRemote, RemoteConfig, inbound_for};
 use eddy_kv::*;
 use eddy_model::types::BucketRegistry;
 use eddy_net::{Incoming, Lane, Transport};
+use eddy_remote::handoff::{Completed, HandoffConfig, Handoffs, Watch};
+use eddy_remote::{Inline, NetRemote, RemoteConfig, inbound_for};
 use eddy_ring::{NodeName, Partition, Ring};
 use eddy_storage::Clock;
 use eddy_vnode::commitlog::{LogOptions, SyncPolicy};

@@ -15,7 +15,7 @@ use super::progress::{TransferState, TransferStatus};
 use super::receiver::{Inbound, InboundStatus};
 use super::sender::Outgoing;
 use super::{HandoffConfig, HandoffError, Kind, OnComplete, PartitionStore, Watch, receiver};
-use crate::node::Node;
+use eddy_kv::node::Node;
 
 /// A node's handoffs, outbound and inbound.
 pub struct Handoffs {
@@ -213,5 +213,11 @@ impl Handoffs {
     /// True once the node is stopping.
     pub(crate) fn stopping(&self) -> bool {
         self.stopping.load(Ordering::Acquire) || self.node.strong_count() == 0
+    }
+}
+
+impl eddy_kv::Transfers for Handoffs {
+    fn is_pending(&self, p: Partition) -> bool {
+        Handoffs::is_pending(self, p)
     }
 }

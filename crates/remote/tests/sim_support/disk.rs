@@ -19,9 +19,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use eddy_kv::handoff::PartitionStore;
 use eddy_kv::{VnodeFactory, VnodeParts};
 use eddy_object::Actor;
+use eddy_remote::handoff::PartitionStore;
 use eddy_ring::Partition;
 use eddy_storage::fold::{KeyVisitor, ObjectVisitor};
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};

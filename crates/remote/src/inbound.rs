@@ -11,7 +11,7 @@ use eddy_ring::Partition;
 use super::batch::Collector;
 use super::executor::Job;
 use super::{NetRemote, Work, wire};
-use crate::router::unanswerable;
+use eddy_kv::router::unanswerable;
 use eddy_model::error::KvError;
 use eddy_vnode::msg::{VnodeId, VnodeReply, VnodeRequest};
 use eddy_vnode::reply::ReplyTo;

@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use eddy_bitcask::{Bitcask, BitcaskConfig};
-use eddy_kv::handoff::{HandoffConfig, Handoffs, PartitionStore, TransferState, Watch};
 use eddy_kv::*;
 use eddy_model::props::BucketProps;
 use eddy_model::types::BucketRegistry;
@@ -23,6 +22,7 @@ use eddy_model::*;
 use eddy_net::sim::SimNetwork;
 use eddy_net::{Incoming, Lane, Transport};
 use eddy_object::{Actor, Content, RiakObject, codec};
+use eddy_remote::handoff::{HandoffConfig, Handoffs, PartitionStore, TransferState, Watch};
 use eddy_ring::{NodeName, Partition, Ring};
 use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};

@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
-use eddy_kv::handoff::{Kind, TransferState};
 use eddy_kv::{Liveness, Node};
+use eddy_remote::handoff::{Kind, TransferState};
 use eddy_ring::{ClaimParams, NodeName, Partition, Ring, claim};
 
 use super::member::Member;

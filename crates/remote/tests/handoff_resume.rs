@@ -8,9 +8,9 @@ mod handoff_support;
 
 use std::time::Duration;
 
-use eddy_kv::handoff::{Kind, TransferState, TransferStatus};
 use eddy_net::Lane;
 use eddy_net::sim::{Fate, SimNetwork, TraceKind};
+use eddy_remote::handoff::{Kind, TransferState, TransferStatus};
 use handoff_support::*;
 
 const KEYS: usize = 3000;

@@ -33,7 +33,7 @@ use eddy_storage::{
 };
 use parking_lot::{Condvar, Mutex};
 
-use crate::node::{VnodeFactory, VnodeParts};
+use eddy_kv::node::{VnodeFactory, VnodeParts};
 use eddy_vnode::msg::StorageKey;
 
 /// Keys recorded per partition before the record gives up and the

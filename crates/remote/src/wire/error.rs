@@ -37,10 +37,7 @@ const PROPS_NEWER: u8 = 17;
 const INDEX_FULL: u8 = 18;
 const BEHIND: u8 = 19;
 
-/// The engine name of a remote vnode's error of kind `other`.
-pub const OTHER_ENGINE: &str = "remote vnode";
-/// The engine name of a remote vnode's storage error.
-pub const STORAGE_ENGINE: &str = "remote storage";
+pub use eddy_model::error::{OTHER_ENGINE, STORAGE_ENGINE};
 
 /// What `TooLarge` names, as the storage and kv layers spell it.
 const TOO_LARGE_WHATS: &[&str] = &[

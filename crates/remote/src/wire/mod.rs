@@ -46,8 +46,7 @@ pub const HEADER_BYTES: usize = 15;
 pub const BLOB_BYTES_MAX: usize = 2 * eddy_storage::limits::VALUE_BYTES_MAX;
 /// Longest text in an error (longer ones are cut when encoded).
 pub const TEXT_BYTES_MAX: usize = 4096;
-/// Most items in one batch, and most item replies in one batch reply.
-pub const BATCH_ITEMS_MAX: usize = 1024;
+pub use eddy_model::limits::BATCH_ITEMS_MAX;
 
 const KIND_REQUEST: u8 = 1;
 const KIND_REPLY: u8 = 2;

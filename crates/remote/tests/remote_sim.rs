@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use eddy_kv::remote::{Executor, Inline, NetRemote, RemoteConfig, Work, wire};
 use eddy_kv::router::RemoteVnodes;
 use eddy_model::KvError;
 use eddy_net::Lane;
 use eddy_net::sim::{LinkFaults, SimNetwork};
 use eddy_object::Content;
+use eddy_remote::{Executor, Inline, NetRemote, RemoteConfig, Work, wire};
 use eddy_ring::Partition;
 use eddy_vnode::msg::{BatchItem, PutAck, VnodeId, VnodeReply, VnodeRequest};
 use eddy_vnode::reply::{KeyedReply, Reply, ReplyTo};

@@ -9,12 +9,10 @@
 //! that would start a new vnode for it waits, so a new backend never opens
 //! the directory being destroyed.
 
-use std::sync::Arc;
-
 use eddy_ring::Partition;
 
 use super::Handoffs;
-use crate::node::Node;
+use eddy_kv::node::Node;
 use eddy_vnode::VnodeHandle;
 use eddy_vnode::commitlog::CommitLog;
 
@@ -29,9 +27,7 @@ pub(crate) fn drop_vnode(
     if let Some(log) = node.commit_log() {
         log_drop(log, p, vnode.incarnation())?;
     }
-    if node.vnodes.get(p).is_some_and(|v| Arc::ptr_eq(&v, vnode)) {
-        node.vnodes.remove(p);
-    }
+    node.retire_vnode(p, vnode);
     // The drop record is durable: nothing the backend holds needs to be.
     if let Err(e) = vnode.close_discarding() {
         tracing::warn!(partition = p.0, "closing a handed-off vnode: {e}");

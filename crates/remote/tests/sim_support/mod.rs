@@ -24,13 +24,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 pub use eddy_checker::Acked;
-use eddy_kv::handoff::Completed;
 use eddy_kv::*;
 use eddy_model::props::BucketProps;
 use eddy_model::types::BucketRegistry;
 use eddy_model::*;
 use eddy_net::sim::SimNetwork;
 use eddy_object::{Content, RiakObject, VersionVector, codec, merge};
+use eddy_remote::handoff::Completed;
 use eddy_ring::{ClaimParams, NodeName, Partition, Ring, claim};
 use eddy_storage::ManualClock;
 use parking_lot::Mutex;

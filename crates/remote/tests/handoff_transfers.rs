@@ -9,7 +9,7 @@ mod handoff_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use eddy_kv::handoff::{Completed, Kind, TransferState};
+use eddy_remote::handoff::{Completed, Kind, TransferState};
 use eddy_ring::Partition;
 use handoff_support::*;
 use parking_lot::Mutex;
@@ -140,7 +140,7 @@ async fn ownership_handoff_with_writes_during_the_fold_loses_none(engine: Engine
     assert_eq!(old.state(), Some(TransferState::Handed));
     assert_eq!(
         old.handoffs.drop_handed_off(P),
-        Err(eddy_kv::handoff::HandoffError::StillOwner(P.0))
+        Err(eddy_remote::handoff::HandoffError::StillOwner(P.0))
     );
     old.node.set_ring(ring(&old.name, &new.name));
     old.handoffs.drop_handed_off(P).unwrap();
@@ -295,7 +295,7 @@ async fn a_vnode_an_ownership_transfer_moves_here_is_no_fallback() {
     for k in &keys {
         old.put(&b, k, b"v").await;
     }
-    let moving_here = Err(eddy_kv::handoff::HandoffError::MovingHere(P.0));
+    let moving_here = Err(eddy_remote::handoff::HandoffError::MovingHere(P.0));
     let hand_back = || new.handoffs.start(P, Kind::Hinted, old.name.clone());
 
     old.handoffs
@@ -315,6 +315,6 @@ async fn a_vnode_an_ownership_transfer_moves_here_is_no_fallback() {
         assert_eq!(new.values(&b, k), vec![b"v".to_vec()]);
     }
 
-    tokio::time::sleep(eddy_kv::handoff::MOVED_HERE_HOLD).await;
+    tokio::time::sleep(eddy_remote::handoff::MOVED_HERE_HOLD).await;
     hand_back().expect("a fallback again once the hold is over");
 }
