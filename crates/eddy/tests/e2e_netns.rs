@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 use eddy_checker::{Acked, History};
 use eddy_client::pb::PbClient;
 use eddy_object::{VersionVector, context};
-use eddy_wire::Quorum;
 use eddy_wire::proto::{RpbContent, RpbGetReq, RpbPutReq};
+use eddy_wire::{Quorum, WireQuorum};
 use support::TestNode;
 use support::netns::Net;
 

@@ -9,8 +9,16 @@
 //!   `KB`, `MB`, `GB`, `TB` and `PB` are powers of 1024, as in riak.conf
 //!   (cuttlefish), and so are `KiB` … `PiB`; `B` or no unit is bytes.
 //!
-//! This crate depends on no other Eddy crate, so the server and the bench
-//! tool (which never depends on server crates) can share it.
+//! - A **quorum** (`r`, `w`, `dw`, `pr`, `pw`, `rw`) is `one`, `quorum`,
+//!   `all`, `default` or a count ([`quorum`]).
+//!
+//! This crate depends on no other Eddy crate, so the server, its PB wire
+//! format and the bench tool (which never depends on server crates) can
+//! share it.
+
+pub mod quorum;
+
+pub use quorum::{Quorum, QuorumError};
 
 use std::time::Duration;
 

@@ -10,8 +10,8 @@
 //! - [`codes`]: every message code Riak uses, and the block reserved for
 //!   Eddy's own ([`codes::EDDY_CODES`]);
 //! - [`frame`]: the framing (`length ‖ code ‖ message`) and its errors;
-//! - [`quorum`]: quorum values as `uint32` fields carry them and as clients
-//!   spell them.
+//! - [`quorum`]: quorum values as `uint32` fields carry them (the quorum
+//!   and its words are eddy-units').
 //!
 //! What it does not own: what a message means. The server's request model,
 //! limits and error texts are `eddy-api`'s; this crate knows nothing of
@@ -46,4 +46,4 @@ pub mod proto {
 }
 
 pub use frame::{Frame, FrameError};
-pub use quorum::{ParseQuorumError, Quorum};
+pub use quorum::{Quorum, QuorumError, WireQuorum};

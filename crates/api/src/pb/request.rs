@@ -4,7 +4,7 @@
 use eddy_model::{BucketRef, Quorum};
 use eddy_object::VersionVector;
 use eddy_object::context;
-use eddy_wire::Quorum as WireQuorum;
+use eddy_wire::WireQuorum;
 
 use super::error::PbError;
 
@@ -39,35 +39,12 @@ pub fn key(key: Vec<u8>) -> Result<Vec<u8>, PbError> {
 
 /// A PB quorum field: Riak's special values or a count.
 pub fn quorum(value: Option<u32>) -> Option<Quorum> {
-    value.map(|v| from_wire(WireQuorum::from_wire(v)))
+    value.map(Quorum::from_wire)
 }
 
 /// A quorum as a PB field's value.
 pub fn quorum_value(q: Quorum) -> u32 {
-    to_wire(q).to_wire()
-}
-
-/// kv's quorum for the wire's: the same five values; kv's resolves
-/// against n_val, the wire's knows its encoding.
-fn from_wire(q: WireQuorum) -> Quorum {
-    match q {
-        WireQuorum::One => Quorum::One,
-        WireQuorum::Quorum => Quorum::Quorum,
-        WireQuorum::All => Quorum::All,
-        WireQuorum::Default => Quorum::Default,
-        WireQuorum::Count(n) => Quorum::Count(n),
-    }
-}
-
-/// The wire's quorum for kv's.
-fn to_wire(q: Quorum) -> WireQuorum {
-    match q {
-        Quorum::One => WireQuorum::One,
-        Quorum::Quorum => WireQuorum::Quorum,
-        Quorum::All => WireQuorum::All,
-        Quorum::Default => WireQuorum::Default,
-        Quorum::Count(n) => WireQuorum::Count(n),
-    }
+    q.to_wire()
 }
 
 /// A request's vclock; absent or empty means none.
@@ -101,30 +78,6 @@ mod tests {
         }
         assert_eq!(quorum(Some(4_294_967_293)), Some(Quorum::Quorum));
         assert_eq!(quorum(None), None);
-    }
-
-    /// A client (wire words) and the node (kv words) spell every quorum
-    /// alike, so what `eddy bench` or a workload file says is what the
-    /// node reads.
-    #[test]
-    fn quorum_words_agree() {
-        for q in [
-            Quorum::One,
-            Quorum::Quorum,
-            Quorum::All,
-            Quorum::Default,
-            Quorum::Count(0),
-            Quorum::Count(7),
-        ] {
-            let wire = to_wire(q);
-            assert_eq!(wire.to_string(), q.to_string());
-            assert_eq!(Quorum::parse(&wire.to_string()), Ok(q));
-            assert_eq!(
-                serde_json::to_value(wire).unwrap(),
-                serde_json::to_value(q).unwrap()
-            );
-            assert_eq!(from_wire(wire), q);
-        }
     }
 
     #[test]

@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use eddy_client::multi::KeyResult;
 use eddy_client::pb::PbClient;
-use eddy_wire::Quorum;
 use eddy_wire::proto::eddy::{EddyMultiGetReq, EddyMultiPutReq, EddyPutObject};
 use eddy_wire::proto::{
     CounterOp, DtOp, DtUpdateReq, RpbBucketProps, RpbContent, RpbDelReq, RpbGetReq, RpbIndexReq,
     RpbMapRedReq, RpbPair, RpbPutReq, RpbSetBucketReq, SetOp, rpb_index_req::IndexQueryType,
 };
+use eddy_wire::{Quorum, WireQuorum};
 
 use super::{
     DriverOptions, DtChange, Failure, Fetched, IndexEntry, IndexLookup, MultiObject, PutBody,
