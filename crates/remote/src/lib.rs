@@ -4,7 +4,8 @@
 //! - this file and its modules: vnode requests and replies between nodes
 //!   ([`NetRemote`], kv's `RemoteVnodes` over the transport's control lane);
 //! - [`handoff`]: moving a partition's data to another node, resumably,
-//!   over the bulk lane.
+//!   over the bulk lane;
+//! - [`codec`]: the one byte reader and writer both formats are made with.
 //!
 //! # Vnode messages over the network
 //! [`NetRemote`] carries requests from
@@ -64,6 +65,7 @@
 //! sent again), this file (the handle, sending requests and replies).
 
 mod batch;
+pub mod codec;
 pub mod executor;
 pub mod handoff;
 mod inbound;

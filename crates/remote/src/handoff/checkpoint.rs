@@ -22,7 +22,9 @@ use bytes::Bytes;
 use eddy_ring::NodeName;
 use parking_lot::Mutex;
 
-use super::wire::{Kind, Progress, Reader, TransferKey, WireError, Writer};
+use super::wire::{
+    Kind, Progress, ReadFields, TransferKey, WireError, WriteFields, reader, writer,
+};
 
 /// What a receiver has made durable of one inbound transfer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,20 +132,20 @@ fn write_file(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
 }
 
 fn encode(c: &Checkpoint) -> Bytes {
-    let mut w = Writer::new();
+    let mut w = writer();
     let kind = match c.transfer.kind {
         Kind::Ownership => 0,
         Kind::Hinted => 1,
     };
-    w.bytes(c.from.0.as_bytes())
-        .u32(c.transfer.partition)
-        .u8(kind)
-        .u64(c.transfer.sender_incarnation)
-        .u64(c.receiver_incarnation)
-        .u64(c.progress.session)
-        .u64(c.progress.seq)
-        .position(&c.progress.position)
-        .u8(u8::from(c.finished));
+    w.bytes(c.from.0.as_bytes());
+    w.u32(c.transfer.partition);
+    w.u8(kind);
+    w.u64(c.transfer.sender_incarnation);
+    w.u64(c.receiver_incarnation);
+    w.u64(c.progress.session);
+    w.u64(c.progress.seq);
+    w.position(&c.progress.position);
+    w.u8(u8::from(c.finished));
     let mut body = w.finish().to_vec();
     let crc = crc32fast::hash(&body);
     body.extend_from_slice(&crc.to_be_bytes());
@@ -157,7 +159,7 @@ fn decode(file: &Bytes) -> Result<Checkpoint, WireError> {
         return Err(WireError::Truncated);
     }
     let body = file.slice(..body_len);
-    let mut r = Reader::new(&body)?;
+    let mut r = reader(&body)?;
     let from = NodeName(String::from_utf8_lossy(&r.bytes()?).into_owned());
     let partition = r.u32()?;
     let kind = match r.u8()? {

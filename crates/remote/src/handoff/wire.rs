@@ -12,6 +12,8 @@
 
 use bytes::Bytes;
 
+use crate::codec::{CodecError, Reader, Writer};
+
 /// The version of this format; a receiver refuses any other.
 pub const WIRE_VERSION: u8 = 1;
 
@@ -156,6 +158,19 @@ pub enum WireError {
     /// Bytes follow the message.
     #[error("handoff message: {0} trailing bytes")]
     Trailing(usize),
+    /// A field the codec refused.
+    #[error("handoff message: {0}")]
+    Field(CodecError),
+}
+
+impl From<CodecError> for WireError {
+    fn from(e: CodecError) -> WireError {
+        match e {
+            CodecError::Truncated => WireError::Truncated,
+            CodecError::Trailing(n) => WireError::Trailing(n),
+            e => WireError::Field(e),
+        }
+    }
 }
 
 const START: u8 = 1;
@@ -173,10 +188,12 @@ const REFUSED: u8 = 6;
 impl Request {
     /// The body to send.
     pub fn encode(&self) -> Bytes {
-        let mut w = Writer::new();
+        let mut w = writer();
         match self {
             Request::Start { transfer, session } => {
-                w.u8(START).transfer(transfer).u64(*session);
+                w.u8(START);
+                w.transfer(transfer);
+                w.u64(*session);
             }
             Request::Batch {
                 transfer,
@@ -188,10 +205,16 @@ impl Request {
                 // Sized once: a batch is up to a megabyte of objects.
                 let bytes: usize = items.iter().map(Item::wire_bytes).sum();
                 w.reserve(bytes + 128);
-                w.u8(BATCH).transfer(transfer).u64(*session).u64(*seq);
-                w.position(position).u32(items.len() as u32);
+                w.u8(BATCH);
+                w.transfer(transfer);
+                w.u64(*session);
+                w.u64(*seq);
+                w.position(position);
+                w.u32(items.len() as u32);
                 for i in items {
-                    w.bytes(&i.bucket).bytes(&i.key).bytes(&i.encoded);
+                    w.bytes(&i.bucket);
+                    w.bytes(&i.key);
+                    w.bytes(&i.encoded);
                 }
             }
             Request::Digests {
@@ -199,10 +222,14 @@ impl Request {
                 session,
                 digests,
             } => {
-                w.u8(DIGESTS).transfer(transfer).u64(*session);
+                w.u8(DIGESTS);
+                w.transfer(transfer);
+                w.u64(*session);
                 w.u32(digests.len() as u32);
                 for d in digests {
-                    w.bytes(&d.bucket).bytes(&d.key).bytes(&d.vv);
+                    w.bytes(&d.bucket);
+                    w.bytes(&d.key);
+                    w.bytes(&d.vv);
                 }
             }
             Request::Finish {
@@ -210,7 +237,10 @@ impl Request {
                 session,
                 seq,
             } => {
-                w.u8(FINISH).transfer(transfer).u64(*session).u64(*seq);
+                w.u8(FINISH);
+                w.transfer(transfer);
+                w.u64(*session);
+                w.u64(*seq);
             }
         }
         w.finish()
@@ -218,7 +248,7 @@ impl Request {
 
     /// Decodes a body; byte strings share `body`'s buffer.
     pub fn decode(body: &Bytes) -> Result<Request, WireError> {
-        let mut r = Reader::new(body)?;
+        let mut r = reader(body)?;
         let request = match r.u8()? {
             START => Request::Start {
                 transfer: r.transfer()?,
@@ -228,7 +258,7 @@ impl Request {
                 let (transfer, session, seq) = (r.transfer()?, r.u64()?, r.u64()?);
                 let position = r.position()?;
                 let items = r.list(|r| {
-                    Ok(Item {
+                    Ok::<_, CodecError>(Item {
                         bucket: r.bytes()?,
                         key: r.bytes()?,
                         encoded: r.bytes()?,
@@ -246,7 +276,7 @@ impl Request {
                 transfer: r.transfer()?,
                 session: r.u64()?,
                 digests: r.list(|r| {
-                    Ok(Digest {
+                    Ok::<_, CodecError>(Digest {
                         bucket: r.bytes()?,
                         key: r.bytes()?,
                         vv: r.bytes()?,
@@ -273,25 +303,31 @@ impl Request {
 impl Reply {
     /// The body to send.
     pub fn encode(&self) -> Bytes {
-        let mut w = Writer::new();
+        let mut w = writer();
         match self {
             Reply::Started { resume: None } => {
-                w.u8(STARTED).u8(0);
+                w.u8(STARTED);
+                w.u8(0);
             }
             Reply::Started {
                 resume: Some(progress),
             } => {
-                w.u8(STARTED).u8(1).u64(progress.session).u64(progress.seq);
+                w.u8(STARTED);
+                w.u8(1);
+                w.u64(progress.session);
+                w.u64(progress.seq);
                 w.position(&progress.position);
             }
             Reply::Busy => {
                 w.u8(BUSY);
             }
             Reply::Acked { seq } => {
-                w.u8(ACKED).u64(*seq);
+                w.u8(ACKED);
+                w.u64(*seq);
             }
             Reply::Wanted { indices } => {
-                w.u8(WANTED).u32(indices.len() as u32);
+                w.u8(WANTED);
+                w.u32(indices.len() as u32);
                 for i in indices {
                     w.u32(*i);
                 }
@@ -300,7 +336,8 @@ impl Reply {
                 w.u8(FINISHED);
             }
             Reply::Refused(reason) => {
-                w.u8(REFUSED).bytes(reason.as_bytes());
+                w.u8(REFUSED);
+                w.bytes(reason.as_bytes());
             }
         }
         w.finish()
@@ -308,7 +345,7 @@ impl Reply {
 
     /// Decodes a body.
     pub fn decode(body: &Bytes) -> Result<Reply, WireError> {
-        let mut r = Reader::new(body)?;
+        let mut r = reader(body)?;
         let reply = match r.u8()? {
             STARTED => match r.u8()? {
                 0 => Reply::Started { resume: None },
@@ -340,106 +377,60 @@ impl Reply {
     }
 }
 
-/// Appends fields to a body.
-pub(crate) struct Writer(Vec<u8>);
+/// A body's writer: the one codec's, after the version byte.
+pub(crate) fn writer() -> Writer {
+    let mut w = Writer::with_capacity(64);
+    w.u8(WIRE_VERSION);
+    w
+}
 
-impl Writer {
-    pub(crate) fn new() -> Writer {
-        Writer(vec![WIRE_VERSION])
+/// A body's reader, after the version byte, which must be
+/// [`WIRE_VERSION`].
+pub(crate) fn reader(body: &Bytes) -> Result<Reader<'_>, WireError> {
+    let mut r = Reader::new(body);
+    match r.u8()? {
+        WIRE_VERSION => Ok(r),
+        v => Err(WireError::Version(v)),
     }
+}
 
-    pub(crate) fn reserve(&mut self, additional: usize) {
-        self.0.reserve(additional);
-    }
+/// Handoff's own fields, written with the one codec.
+pub(crate) trait WriteFields {
+    fn transfer(&mut self, t: &TransferKey);
+    fn position(&mut self, p: &Position);
+}
 
-    pub(crate) fn u8(&mut self, v: u8) -> &mut Writer {
-        self.0.push(v);
-        self
-    }
-
-    pub(crate) fn u32(&mut self, v: u32) -> &mut Writer {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
-
-    pub(crate) fn u64(&mut self, v: u64) -> &mut Writer {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
-
-    pub(crate) fn bytes(&mut self, v: &[u8]) -> &mut Writer {
-        self.u32(v.len() as u32);
-        self.0.extend_from_slice(v);
-        self
-    }
-
-    fn transfer(&mut self, t: &TransferKey) -> &mut Writer {
+impl WriteFields for Writer {
+    fn transfer(&mut self, t: &TransferKey) {
         let kind = match t.kind {
             Kind::Ownership => 0,
             Kind::Hinted => 1,
         };
-        self.u32(t.partition).u8(kind).u64(t.sender_incarnation)
+        self.u32(t.partition);
+        self.u8(kind);
+        self.u64(t.sender_incarnation);
     }
 
-    pub(crate) fn position(&mut self, p: &Position) -> &mut Writer {
+    fn position(&mut self, p: &Position) {
         match p {
             Position::Start => self.u8(0),
-            Position::After(b, k) => self.u8(1).bytes(b).bytes(k),
+            Position::After(b, k) => {
+                self.u8(1);
+                self.bytes(b);
+                self.bytes(k);
+            }
             Position::Folded => self.u8(2),
         }
     }
-
-    pub(crate) fn finish(self) -> Bytes {
-        Bytes::from(self.0)
-    }
 }
 
-/// Reads fields from a body, refusing any that run past its end.
-pub(crate) struct Reader<'a> {
-    body: &'a Bytes,
-    at: usize,
+/// Handoff's own fields, read with the one codec.
+pub(crate) trait ReadFields {
+    fn transfer(&mut self) -> Result<TransferKey, WireError>;
+    fn position(&mut self) -> Result<Position, WireError>;
 }
 
-impl<'a> Reader<'a> {
-    /// A reader after the version byte, which must be [`WIRE_VERSION`].
-    pub(crate) fn new(body: &'a Bytes) -> Result<Reader<'a>, WireError> {
-        let mut r = Reader { body, at: 0 };
-        match r.u8()? {
-            WIRE_VERSION => Ok(r),
-            v => Err(WireError::Version(v)),
-        }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
-        let end = self.at.checked_add(n).ok_or(WireError::Truncated)?;
-        let field = self.body.get(self.at..end).ok_or(WireError::Truncated)?;
-        self.at = end;
-        Ok(field)
-    }
-
-    pub(crate) fn u8(&mut self) -> Result<u8, WireError> {
-        Ok(self.take(1)?[0])
-    }
-
-    pub(crate) fn u32(&mut self) -> Result<u32, WireError> {
-        let b = self.take(4)?;
-        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    pub(crate) fn u64(&mut self) -> Result<u64, WireError> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_be_bytes(a))
-    }
-
-    pub(crate) fn bytes(&mut self) -> Result<Bytes, WireError> {
-        let len = self.u32()? as usize;
-        let start = self.at;
-        self.take(len)?;
-        Ok(self.body.slice(start..start + len))
-    }
-
+impl ReadFields for Reader<'_> {
     fn transfer(&mut self) -> Result<TransferKey, WireError> {
         let partition = self.u32()?;
         let kind = match self.u8()? {
@@ -454,7 +445,7 @@ impl<'a> Reader<'a> {
         })
     }
 
-    pub(crate) fn position(&mut self) -> Result<Position, WireError> {
+    fn position(&mut self) -> Result<Position, WireError> {
         match self.u8()? {
             0 => Ok(Position::Start),
             1 => Ok(Position::After(
@@ -466,28 +457,6 @@ impl<'a> Reader<'a> {
                 what: "position",
                 tag,
             }),
-        }
-    }
-
-    /// A `u32` count, then that many elements. The count is not trusted
-    /// for an allocation: elements are pushed as they decode.
-    fn list<T>(
-        &mut self,
-        mut one: impl FnMut(&mut Reader<'a>) -> Result<T, WireError>,
-    ) -> Result<Vec<T>, WireError> {
-        let n = self.u32()?;
-        let mut out = Vec::new();
-        for _ in 0..n {
-            out.push(one(self)?);
-        }
-        Ok(out)
-    }
-
-    /// Fails unless the whole body was read.
-    pub(crate) fn end(&self) -> Result<(), WireError> {
-        match self.body.len() - self.at {
-            0 => Ok(()),
-            n => Err(WireError::Trailing(n)),
         }
     }
 }

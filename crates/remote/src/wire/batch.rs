@@ -9,8 +9,8 @@
 //! single reply's format (put ok or error, get found, not found or
 //! error). Nothing else may appear in a batch.
 
-use super::buf::{Reader, Writer};
 use super::{WireError, error, reply, request};
+use crate::codec::{Reader, Writer};
 
 use eddy_model::error::KvError;
 use eddy_ring::Partition;

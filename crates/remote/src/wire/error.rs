@@ -12,8 +12,8 @@
 use eddy_object::DecodeError;
 use eddy_storage::{Resource, StorageError};
 
-use super::buf::{Reader, Writer};
 use super::{TEXT_BYTES_MAX, WireError};
+use crate::codec::{Reader, Writer};
 use eddy_model::error::KvError;
 
 const OTHER: u8 = 0;

@@ -17,7 +17,6 @@
 //! - whatever decodes re-encodes to the same bytes.
 
 mod batch;
-mod buf;
 mod dt_update;
 mod error;
 mod props;
@@ -27,8 +26,8 @@ mod request;
 use bytes::Bytes;
 use eddy_ring::Partition;
 
+use crate::codec::{CodecError, Reader, Writer};
 pub use batch::{BatchAnswer, BatchReply, reply_allowed};
-use buf::{Reader, Writer};
 use eddy_model::error::KvError;
 use eddy_vnode::msg::{BatchItem, VnodeReply, VnodeRequest};
 pub use error::{OTHER_ENGINE, STORAGE_ENGINE};
@@ -40,10 +39,7 @@ pub const SERVICE: u8 = b'K';
 pub const VERSION: u8 = 1;
 /// Bytes of the header.
 pub const HEADER_BYTES: usize = 15;
-/// Longest blob (an encoded object or version vector): twice the storage
-/// layer's value limit, room for any object's metadata too; the
-/// transport's frame limit is usually far lower.
-pub const BLOB_BYTES_MAX: usize = 2 * eddy_storage::limits::VALUE_BYTES_MAX;
+pub use crate::codec::BLOB_BYTES_MAX;
 /// Longest text in an error (longer ones are cut when encoded).
 pub const TEXT_BYTES_MAX: usize = 4096;
 pub use eddy_model::limits::BATCH_ITEMS_MAX;
@@ -101,6 +97,19 @@ pub enum WireError {
     /// Bytes left after the message.
     #[error("{0} trailing bytes after the vnode message")]
     Trailing(usize),
+}
+
+impl From<CodecError> for WireError {
+    fn from(e: CodecError) -> WireError {
+        match e {
+            CodecError::Truncated => WireError::Truncated,
+            CodecError::BadByte { what, value } => WireError::BadByte { what, value },
+            CodecError::TooLong { what, len, max } => WireError::TooLong { what, len, max },
+            CodecError::BadCount => WireError::BadCount,
+            CodecError::BadUtf8(what) => WireError::BadUtf8(what),
+            CodecError::Trailing(n) => WireError::Trailing(n),
+        }
+    }
 }
 
 /// A request, with its id and target partition.

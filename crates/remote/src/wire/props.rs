@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::WireError;
-use super::buf::{Reader, Writer};
+use crate::codec::{Reader, Writer};
 use eddy_model::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
 
 const HAS_TYPE: u8 = 1;

@@ -1,8 +1,8 @@
 //! Replies from a vnode: the coordinated object, a put's outcome, a get's
 //! outcome.
 
-use super::buf::{Reader, Writer};
 use super::{WireError, error};
+use crate::codec::{Reader, Writer};
 use bytes::Bytes;
 
 use eddy_vnode::msg::{FoldChunk, PutAck, VnodeReply};

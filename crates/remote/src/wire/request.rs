@@ -22,7 +22,7 @@ use eddy_storage::limits::{
 };
 
 use super::WireError;
-use super::buf::{Reader, Writer};
+use crate::codec::{Reader, Writer};
 use eddy_ring::Partition;
 
 use eddy_model::index::query::{IndexScan, REGEX_BYTES_MAX, ScanField};
@@ -130,7 +130,7 @@ pub(super) fn encode(w: &mut Writer, req: &VnodeRequest) -> Result<(), WireError
             }
             match &put.kind {
                 PutKind::Coordinate(c) => coordinate(w, c),
-                PutKind::Replicate { encoded } => w.blob("replicated object", encoded),
+                PutKind::Replicate { encoded } => Ok(w.blob("replicated object", encoded)?),
                 PutKind::DtDelta(d) => dt_delta(w, d),
             }
         }
@@ -141,7 +141,7 @@ pub(super) fn encode(w: &mut Writer, req: &VnodeRequest) -> Result<(), WireError
         VnodeRequest::Reap { key: k, tombstone } => {
             w.u8(OP_REAP);
             key(w, k)?;
-            w.blob("tombstone version vector", &codec::encode_vv(tombstone))
+            Ok(w.blob("tombstone version vector", &codec::encode_vv(tombstone))?)
         }
         VnodeRequest::Fold(f) => {
             w.u8(OP_FOLD);
@@ -261,7 +261,7 @@ fn map_fold(w: &mut Writer, map: &MapFold) -> Result<(), WireError> {
         }
     }
     check_phase(map.phase.len())?;
-    w.blob("map phase", &map.phase)
+    Ok(w.blob("map phase", &map.phase)?)
 }
 
 fn read_map_fold(r: &mut Reader<'_>) -> Result<MapFold, WireError> {
@@ -308,7 +308,7 @@ fn check_ranges(n: usize) -> Result<(), WireError> {
 pub(super) fn dt_delta(w: &mut Writer, d: &DtDelta) -> Result<(), WireError> {
     w.blob("delta version", &codec::encode_vv(&d.before))?;
     w.blob("delta object", &d.object)?;
-    w.blob("delta", &d.delta)
+    Ok(w.blob("delta", &d.delta)?)
 }
 
 pub(super) fn read_dt_delta(r: &mut Reader<'_>) -> Result<DtDelta, WireError> {
@@ -365,7 +365,7 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<VnodeRequest, WireError> {
 
 fn key(w: &mut Writer, k: &StorageKey) -> Result<(), WireError> {
     w.short("bucket", &k.bucket, BUCKET_BYTES_MAX)?;
-    w.short("key", &k.key, KEY_BYTES_MAX)
+    Ok(w.short("key", &k.key, KEY_BYTES_MAX)?)
 }
 
 fn read_key(r: &mut Reader<'_>) -> Result<StorageKey, WireError> {
@@ -430,7 +430,7 @@ fn coordinate(w: &mut Writer, c: &Coordinate) -> Result<(), WireError> {
         w.blob("if_not_modified version vector", &codec::encode_vv(vv))?;
     }
     match &c.update {
-        Some(u) => w.blob("data type update", &super::dt_update::encode(u)),
+        Some(u) => Ok(w.blob("data type update", &super::dt_update::encode(u))?),
         None => Ok(()),
     }
 }
