@@ -412,12 +412,13 @@ impl Node {
             return Ok(vnode);
         }
         if p.0 >= self.ring_now().size() {
-            return Err(eddy_model::KvError::NotHosted(p.0));
+            return Err(eddy_model::KvError::Signal(
+                eddy_model::error::Signal::NotHosted(p.0),
+            ));
         }
-        let factory = self
-            .factory
-            .get()
-            .ok_or(eddy_model::KvError::NotHosted(p.0))?;
+        let factory = self.factory.get().ok_or(eddy_model::KvError::Signal(
+            eddy_model::error::Signal::NotHosted(p.0),
+        ))?;
         let parts = factory.open(p).map_err(eddy_model::KvError::VnodeStart)?;
         let vnode = eddy_vnode::Vnode::with_incarnation(
             p,

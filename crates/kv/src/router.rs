@@ -29,6 +29,7 @@ use eddy_ring::{NodeName, Partition};
 use crate::node::Node;
 use crate::node::NodeCounters;
 use eddy_model::error::KvError;
+use eddy_model::error::Signal;
 use eddy_model::metadata::entries::PropsEntries;
 use eddy_model::request::BucketRef;
 use eddy_vnode::Vnode;
@@ -143,7 +144,7 @@ impl Node {
     fn hand_to(&self, vnode: &Vnode, req: VnodeRequest, reply: ReplyTo, hint: LocalHint) {
         match req {
             VnodeRequest::Fold(_) if !self.owns(vnode.partition) => {
-                let refused = Err(KvError::NotHosted(vnode.partition.0));
+                let refused = Err(KvError::Signal(Signal::NotHosted(vnode.partition.0)));
                 reply.send(vnode.partition, VnodeReply::Fold(refused), hint);
             }
             VnodeRequest::Fold(fold) if fold.kind.is_map() => {
@@ -173,7 +174,7 @@ impl Node {
         match ours.has_newer_than(&version) {
             true => {
                 let entries = registry.props_entries(&b.bucket_type, &b.bucket);
-                Err(KvError::PropsNewer(Box::new(entries)))
+                Err(KvError::Signal(Signal::PropsNewer(Box::new(entries))))
             }
             false => Ok(()),
         }
@@ -193,7 +194,7 @@ impl Node {
             }
             VnodeRequest::Reap { .. } => {}
             VnodeRequest::Fold(_) => {
-                let refused = Err(KvError::NotHosted(p.0));
+                let refused = Err(KvError::Signal(Signal::NotHosted(p.0)));
                 reply.send(p, VnodeReply::Fold(refused), LocalHint::default());
             }
             VnodeRequest::Put(_) => {

@@ -77,9 +77,6 @@ pub enum KvError {
     /// back lost history, so it is not used (design note 009).
     #[error("partition {0} awaits repair; its copy was not used")]
     Damaged(u32),
-    /// This node runs no vnode for the partition a request named.
-    #[error("partition {0} has no vnode on this node")]
-    NotHosted(u32),
     /// Some key range has no vnode up to answer a coverage query for it
     /// (Riak's `insufficient_vnodes_available`).
     #[error("insufficient_vnodes_available: {0}")]
@@ -103,12 +100,6 @@ pub enum KvError {
         "answer_too_large: the answer already holds {max} bytes of objects; ask for this key again"
     )]
     AnswerTooLarge { max: usize },
-    /// A replica holds newer bucket props than the put's coordinator
-    /// resolved (design note 010 §2): its entries, which the coordinator
-    /// applies before it puts again. A put still refused after a few
-    /// tries answers with it.
-    #[error("bucket props changed while the put was coordinated; try again")]
-    PropsNewer(Box<PropsEntries>),
     /// A data type operation was refused (a precondition, an overflow, an
     /// operation of the wrong type, nesting too deep): nothing changed.
     #[error("{0}")]
@@ -122,8 +113,31 @@ pub enum KvError {
     /// The bucket cannot take this data type request.
     #[error("{0}")]
     DatatypeBucket(#[from] DatatypeBucketError),
-    /// A replica does not hold the version a set or map operation's delta was
-    /// applied to: it needs the whole object (the coordinator sends it).
+    /// What a vnode tells its coordinator rather than a failure of the
+    /// request ([`Signal`]).
+    #[error(transparent)]
+    Signal(#[from] Signal),
+}
+
+/// What a vnode (or the router in front of it) tells a coordinator that is
+/// not a failure of the client's request: the coordinator acts on it —
+/// routes to another replica, applies newer props and puts again, sends the
+/// whole object — and a client sees one only when acting on it did not
+/// help (a put still refused for newer props after a few tries). Kept apart
+/// from the errors clients see so that every match on those is about them.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Signal {
+    /// This node runs no vnode for the partition a request named.
+    #[error("partition {0} has no vnode on this node")]
+    NotHosted(u32),
+    /// A replica holds newer bucket props than the put's coordinator
+    /// resolved (design note 010 §2): its entries, which the coordinator
+    /// applies before it puts again.
+    #[error("bucket props changed while the put was coordinated; try again")]
+    PropsNewer(Box<PropsEntries>),
+    /// A replica does not hold the version a set or map operation's delta
+    /// was applied to: it needs the whole object (the coordinator sends it).
     #[error("the replica is behind the coordinated version")]
     Behind,
 }

@@ -11,6 +11,7 @@
 //! starts again from the client's write under the new generation, keeping
 //! none of the dropped siblings.
 
+use eddy_model::error::Signal;
 use std::sync::Arc;
 
 use eddy_kv::*;
@@ -261,7 +262,10 @@ async fn a_coordinator_that_cannot_take_the_newer_props_fails_after_a_few_tries(
         .set_bucket_props(TYPE, BUCKET, &patch)
         .unwrap();
     let err = behind.put(put("k", "x")).await.unwrap_err();
-    assert!(matches!(err, KvError::PropsNewer(_)), "{err:?}");
+    assert!(
+        matches!(err, KvError::Signal(Signal::PropsNewer(_))),
+        "{err:?}"
+    );
     assert_eq!(version(behind).bucket, Some(stamp(10)));
 }
 
@@ -413,6 +417,9 @@ async fn a_multi_put_on_a_stale_node_runs_its_keys_again_under_the_newest_props(
         .unwrap();
     let written = behind.multi_put(multi_put(&keys, "x")).await.unwrap();
     for result in written {
-        assert!(matches!(result, Err(KvError::PropsNewer(_))), "{result:?}");
+        assert!(
+            matches!(result, Err(KvError::Signal(Signal::PropsNewer(_)))),
+            "{result:?}"
+        );
     }
 }

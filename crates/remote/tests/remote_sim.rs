@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use eddy_kv::router::RemoteVnodes;
 use eddy_model::KvError;
+use eddy_model::error::Signal;
 use eddy_net::Lane;
 use eddy_net::sim::{LinkFaults, SimNetwork};
 use eddy_object::Content;
@@ -147,7 +148,10 @@ async fn a_refused_put_is_answered_with_the_vnodes_error_and_leaves_the_table() 
     );
     let unknown = reply(&mut send(&s.a, 9, get("k"))).await;
     assert!(
-        matches!(unknown, VnodeReply::Get(Err(KvError::NotHosted(9)))),
+        matches!(
+            unknown,
+            VnodeReply::Get(Err(KvError::Signal(Signal::NotHosted(9))))
+        ),
         "{unknown:?}"
     );
 }
@@ -597,7 +601,7 @@ async fn a_batch_is_one_message_each_way_and_each_item_gets_its_own_reply() {
     assert!(matches!(&replies[3], VnodeReply::Put(Ok(_))));
     assert!(matches!(
         &replies[4],
-        VnodeReply::Get(Err(KvError::NotHosted(9)))
+        VnodeReply::Get(Err(KvError::Signal(Signal::NotHosted(9))))
     ));
     assert_eq!(read(&s, 3, "one").await, Some(one));
     assert_eq!(messages(&s, "a", "b"), to_b + 2, "the batch and the get");

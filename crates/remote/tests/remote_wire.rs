@@ -8,6 +8,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 use eddy_model::KvError;
+use eddy_model::error::Signal;
 use eddy_model::keyfilter::KeyFilter;
 use eddy_model::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
 use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
@@ -275,16 +276,16 @@ fn pinned_errors() -> Vec<KvError> {
             size: 300,
             max: 200,
         },
-        KvError::NotHosted(7),
+        KvError::Signal(Signal::NotHosted(7)),
         KvError::VnodeStart("open partitions/7: EMFILE".into()),
         KvError::Storage(StorageError::Closed),
-        KvError::PropsNewer(Box::new(PropsEntries {
+        KvError::Signal(Signal::PropsNewer(Box::new(PropsEntries {
             bucket_type: Some(entry(
                 stamp(1_700_000_001_000, 0, 7),
                 r#"{"patch":{"write_once":true},"status":"active"}"#,
             )),
             bucket: None,
-        })),
+        }))),
         KvError::Storage(StorageError::IndexFull {
             bytes: 16_777_500,
             max: 16_777_216,
@@ -1014,13 +1015,13 @@ fn error_of(kind: u8, text: String, a: u32, b: u32, byte: u8) -> KvError {
         10 => KvError::Storage(StorageError::Poisoned(text)),
         11 => KvError::Unreachable(text),
         12 => KvError::Timeout,
-        13 => KvError::Behind,
-        14 => KvError::NotHosted(a),
+        13 => KvError::Signal(Signal::Behind),
+        14 => KvError::Signal(Signal::NotHosted(a)),
         15 => KvError::VnodeStart(text),
-        17 => KvError::PropsNewer(Box::new(PropsEntries {
+        17 => KvError::Signal(Signal::PropsNewer(Box::new(PropsEntries {
             bucket_type: None,
             bucket: Some(entry(stamp(u64::from(a), b, 1), &text)),
-        })),
+        }))),
         18 => KvError::Storage(StorageError::IndexFull {
             bytes: u64::from(a),
             max: u64::from(b),

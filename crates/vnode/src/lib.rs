@@ -69,6 +69,7 @@ use crate::commitlog::{CommitLog, Lsn, Op, Record};
 use crate::mapphase::MapRunner;
 use eddy_dt::State;
 use eddy_model::error::KvError;
+use eddy_model::error::Signal;
 pub use gate::FoldTicket;
 use msg::{
     Coordinate, FoldRequest, PutAck, PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply,
@@ -480,7 +481,7 @@ impl Vnode {
                     )?,
                 }
             }
-            PutKind::DtDelta(_) => return Err(KvError::Behind),
+            PutKind::DtDelta(_) => return Err(KvError::Signal(Signal::Behind)),
             PutKind::Replicate { encoded } => {
                 let incoming = codec::decode(&encoded)?;
                 let merged = apply::replicate(current.as_ref(), incoming, policy);

@@ -100,7 +100,7 @@ pub enum PutKind {
     /// Take in a set or map operation a coordinating vnode applied to a
     /// segmented value (design note 020 §6), without the whole value: only a
     /// replica holding exactly the version the operation was applied to
-    /// can; any other answers [`KvError::Behind`] and is sent the whole
+    /// can; any other answers [`Signal::Behind`] and is sent the whole
     /// object.
     DtDelta(Box<DtDelta>),
 }

@@ -19,6 +19,7 @@ use super::msg::{PutKind, StorageKey};
 use super::reply::LocalHint;
 use super::{Records, Vnode, Written};
 use eddy_model::error::KvError;
+use eddy_model::error::Signal;
 
 impl Vnode {
     /// A put into a write-once bucket. Caller holds the key's lock.
@@ -33,7 +34,7 @@ impl Vnode {
             PutKind::Coordinate(c) => (first_version(c.content), None),
             PutKind::Replicate { encoded } => (codec::decode(&encoded)?, Some(encoded)),
             // Write-once buckets hold no data type values: never a delta.
-            PutKind::DtDelta(_) => return Err(KvError::Behind),
+            PutKind::DtDelta(_) => return Err(KvError::Signal(Signal::Behind)),
         };
         let current = match incoming.index_entries().is_empty() {
             true => None,

@@ -21,6 +21,7 @@ use super::segments::{self, StoredRoot};
 use super::{Durability, Put, Records, Stored, Vnode, Written, apply};
 use crate::commitlog::Lsn;
 use eddy_model::error::KvError;
+use eddy_model::error::Signal;
 
 impl Vnode {
     /// Whether a coordinated write over the segmented value `stored` runs
@@ -57,7 +58,7 @@ impl Vnode {
             content, update, ..
         } = coordinate;
         let Some(update) = update else {
-            return Err(KvError::Behind);
+            return Err(KvError::Signal(Signal::Behind));
         };
         let touched = stored.root.touched_by_op(&update.op)?;
         let loaded = segments::read_segments(&*self.backend, key, &stored.root, &touched)?;
@@ -94,7 +95,7 @@ impl Vnode {
 
     /// Takes in an operation another vnode coordinated
     /// ([`super::msg::PutKind::DtDelta`]) if this vnode holds exactly the
-    /// version it was applied to, else answers [`KvError::Behind`] having
+    /// version it was applied to, else answers [`Signal::Behind`] having
     /// changed nothing. `stored` is what the key holds. Caller
     /// holds the key's lock.
     pub(super) fn put_delta(
@@ -107,7 +108,7 @@ impl Vnode {
         let delta = Delta::decode(&sent.delta)?;
         let mut next = codec::decode(&sent.object)?;
         if next.siblings.len() != 1 {
-            return Err(KvError::Behind);
+            return Err(KvError::Signal(Signal::Behind));
         }
         // A replica already past the new version (it took the whole object
         // of a later operation) has the operation: nothing to write.
@@ -126,10 +127,12 @@ impl Vnode {
                 let touched = stored
                     .root
                     .touched_by_delta(&delta)
-                    .map_err(|_| KvError::Behind)?;
+                    .map_err(|_| KvError::Signal(Signal::Behind))?;
                 let loaded = segments::read_segments(&*self.backend, key, &stored.root, &touched)?;
                 let mut partial = stored.root.partial(loaded)?;
-                partial.join_delta(&delta).map_err(|_| KvError::Behind)?;
+                partial
+                    .join_delta(&delta)
+                    .map_err(|_| KvError::Signal(Signal::Behind))?;
                 let mut root = stored.root;
                 let written = root.write_back(partial, &touched)?;
                 next.siblings[0].content.value = root.encode();
@@ -139,7 +142,7 @@ impl Vnode {
                     .0
             }
             None => self.join_whole(key, raw, &sent.before, &delta, next, records)?,
-            Some(_) => return Err(KvError::Behind),
+            Some(_) => return Err(KvError::Signal(Signal::Behind)),
         };
         Ok(Written {
             encoded: Bytes::new(),
@@ -163,17 +166,19 @@ impl Vnode {
         records: Records,
     ) -> Result<Durability, KvError> {
         let Some(raw) = raw else {
-            return Err(KvError::Behind);
+            return Err(KvError::Signal(Signal::Behind));
         };
         let current = codec::decode(&raw)?;
         if current.vv != *before || current.siblings.len() != 1 {
-            return Err(KvError::Behind);
+            return Err(KvError::Signal(Signal::Behind));
         }
         let datatype = delta.datatype();
         let Some(mut state) = self.stored_state(key, Some(&raw), Some(&current), datatype)? else {
-            return Err(KvError::Behind);
+            return Err(KvError::Signal(Signal::Behind));
         };
-        state.join_delta(delta).map_err(|_| KvError::Behind)?;
+        state
+            .join_delta(delta)
+            .map_err(|_| KvError::Signal(Signal::Behind))?;
         let specs = apply::index_specs(Some(&current), &next);
         if self.may_segment(key) && segments::worth_segmenting(&next, &state, false) {
             return Ok(self

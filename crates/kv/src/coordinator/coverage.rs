@@ -21,6 +21,7 @@ use tokio::time::{Instant, timeout_at};
 
 use crate::node::Node;
 use eddy_model::error::KvError;
+use eddy_model::error::Signal;
 use eddy_vnode::msg::{FoldKind, FoldRequest, VnodeId, VnodeReply, VnodeRequest};
 use eddy_vnode::reply::{LocalHint, Reply, ReplyTo};
 
@@ -123,7 +124,7 @@ impl Node {
         let runner = self.map_runner();
         let fold_one = |v: CoverageVnode| -> Result<Vec<Vec<u8>>, KvError> {
             let Some(handle) = self.vnode(v.partition).filter(|_| self.owns(v.partition)) else {
-                return Err(KvError::NotHosted(v.partition.0));
+                return Err(KvError::Signal(Signal::NotHosted(v.partition.0)));
             };
             let Some(_running) = handle.begin_fold() else {
                 return Err(KvError::ShuttingDown);
@@ -306,7 +307,10 @@ impl Progress {
 /// True for a vnode's error that says it is not where the plan thought:
 /// not (or no longer) run by its node, or closing.
 fn moved(e: &KvError) -> bool {
-    matches!(e, KvError::NotHosted(_) | KvError::ShuttingDown)
+    matches!(
+        e,
+        KvError::Signal(Signal::NotHosted(_)) | KvError::ShuttingDown
+    )
 }
 
 /// Riak's answer when some key range has no vnode up to answer for it.

@@ -28,6 +28,7 @@ use crate::core::put::{NodeIndex, PutCore, PutReply};
 use crate::node::{Node, NodeCounters};
 use eddy_model::error::KvError;
 use eddy_model::error::PutFailure;
+use eddy_model::error::Signal;
 use eddy_model::metadata::entries::PropsEntries;
 use eddy_model::props::BucketProps;
 use eddy_model::props::SyncOnWrite;
@@ -143,7 +144,9 @@ impl Node {
             let (props, entries) = resolved;
             let (mut fsm, core) = self.put_fsm(target, &props, entries)?;
             match fsm.run(&mut write, core).await {
-                Err(KvError::PropsNewer(theirs)) if restarts < PROPS_RESTARTS_MAX => {
+                Err(KvError::Signal(Signal::PropsNewer(theirs)))
+                    if restarts < PROPS_RESTARTS_MAX =>
+                {
                     restarts += 1;
                     let BucketRef {
                         bucket_type,
@@ -510,7 +513,7 @@ impl PutFsm<'_> {
     ) -> Option<KvError> {
         let (node, primary) = self.replier(reply.partition);
         match reply.reply {
-            VnodeReply::Put(Err(e @ KvError::PropsNewer(_))) => return Some(e),
+            VnodeReply::Put(Err(e @ KvError::Signal(Signal::PropsNewer(_)))) => return Some(e),
             VnodeReply::Put(Ok(ack)) => core.add_result(PutReply::Ok {
                 node,
                 primary,
@@ -592,7 +595,7 @@ pub(super) fn moving(e: &KvError) -> bool {
     matches!(
         e,
         KvError::Storage(eddy_storage::StorageError::Closed)
-            | KvError::NotHosted(_)
+            | KvError::Signal(Signal::NotHosted(_))
             | KvError::ShuttingDown
             | KvError::Unreachable(_)
     )

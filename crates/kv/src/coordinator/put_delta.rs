@@ -1,7 +1,7 @@
 //! A put whose coordinating vnode replicated a set or map operation's delta
 //! instead of the whole object (design note 020 §6): a replica that does
 //! not hold the version the operation was applied to answers
-//! [`KvError::Behind`] and is sent the whole object, read once from the
+//! [`Signal::Behind`] and is sent the whole object, read once from the
 //! coordinating vnode: at once if the put cannot meet its quorums without
 //! that replica's answer (which it then counts), else in the background
 //! once the put has its answer, as read repair is.
@@ -19,6 +19,7 @@ use tokio::time::{Instant, timeout_at};
 use super::put::{PutFsm, Written};
 use crate::node::{Node, NodeCounters};
 use eddy_model::error::KvError;
+use eddy_model::error::Signal;
 use eddy_vnode::msg::{PutKind, StorageKey, VnodeId, VnodeReply, VnodeRequest};
 use eddy_vnode::reply::{LocalHint, Reply, ReplyTo};
 
@@ -78,7 +79,10 @@ impl PutFsm<'_> {
     /// that replica waits for the whole object ([`PutFsm::send_whole`]
     /// if the put needs its answer, else [`PutFsm::catch_up_later`]).
     pub(super) fn catch_up(&self, reply: Reply, behind: &mut Behind) -> Option<Reply> {
-        if !matches!(reply.reply, VnodeReply::Put(Err(KvError::Behind))) {
+        if !matches!(
+            reply.reply,
+            VnodeReply::Put(Err(KvError::Signal(Signal::Behind)))
+        ) {
             return Some(reply);
         }
         NodeCounters::bump(&self.node().counters.datatype_deltas_behind);

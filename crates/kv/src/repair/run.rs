@@ -21,6 +21,7 @@ use eddy_storage::{FoldControl, FoldOptions};
 use super::RepairError;
 use crate::node::Node;
 use eddy_model::error::KvError;
+use eddy_model::error::Signal;
 use eddy_model::request::BucketRef;
 use eddy_vnode::damage::KeyRepair;
 use eddy_vnode::msg::StorageKey;
@@ -274,7 +275,7 @@ impl Node {
     /// Partition `p`'s vnode on this node: repair reads and writes local
     /// replicas only.
     fn replica(&self, p: Partition) -> Result<eddy_vnode::VnodeHandle, KvError> {
-        self.vnode(p).ok_or(KvError::NotHosted(p.0))
+        self.vnode(p).ok_or(KvError::Signal(Signal::NotHosted(p.0)))
     }
 }
 

@@ -15,6 +15,7 @@ use eddy_storage::{Resource, StorageError};
 use super::{TEXT_BYTES_MAX, WireError};
 use crate::codec::{Reader, Writer};
 use eddy_model::error::KvError;
+use eddy_model::error::Signal;
 
 const OTHER: u8 = 0;
 const EXHAUSTED: u8 = 1;
@@ -68,7 +69,7 @@ pub(super) fn encode(w: &mut Writer, e: &KvError) {
             w.u8(DAMAGED);
             w.u32(*p);
         }
-        KvError::NotHosted(p) => {
+        KvError::Signal(Signal::NotHosted(p)) => {
             w.u8(NOT_HOSTED);
             w.u32(*p);
         }
@@ -78,9 +79,9 @@ pub(super) fn encode(w: &mut Writer, e: &KvError) {
         KvError::Corrupt(d) => corrupt(w, d),
         KvError::Unreachable(m) => text(w, UNREACHABLE, m),
         KvError::Timeout => w.u8(TIMEOUT),
-        KvError::Behind => w.u8(BEHIND),
+        KvError::Signal(Signal::Behind) => w.u8(BEHIND),
         KvError::TooLarge { what, size, max } => too_large(w, what, *size, *max),
-        KvError::PropsNewer(entries) if super::props::fits(entries) => {
+        KvError::Signal(Signal::PropsNewer(entries)) if super::props::fits(entries) => {
             w.u8(PROPS_NEWER);
             // Cannot fail: `fits` checked every length.
             let _ = super::props::encode(w, entries);
@@ -177,7 +178,7 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<KvError, WireError> {
         POISONED => KvError::Storage(StorageError::Poisoned(text(r)?)),
         UNREACHABLE => KvError::Unreachable(text(r)?),
         TIMEOUT => KvError::Timeout,
-        BEHIND => KvError::Behind,
+        BEHIND => KvError::Signal(Signal::Behind),
         TOO_LARGE => {
             let (what, size, max) = (text(r)?, r.count()?, r.count()?);
             match TOO_LARGE_WHATS.iter().find(|w| **w == what) {
@@ -188,10 +189,10 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<KvError, WireError> {
                 ),
             }
         }
-        NOT_HOSTED => KvError::NotHosted(r.u32()?),
+        NOT_HOSTED => KvError::Signal(Signal::NotHosted(r.u32()?)),
         VNODE_START => KvError::VnodeStart(text(r)?),
         CLOSED => KvError::Storage(StorageError::Closed),
-        PROPS_NEWER => KvError::PropsNewer(Box::new(super::props::decode(r)?)),
+        PROPS_NEWER => KvError::Signal(Signal::PropsNewer(Box::new(super::props::decode(r)?))),
         INDEX_FULL => KvError::Storage(StorageError::IndexFull {
             bytes: r.u64()?,
             max: r.u64()?,

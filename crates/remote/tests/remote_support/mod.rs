@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use eddy_kv::router::unanswerable;
 use eddy_model::KvError;
+use eddy_model::error::Signal;
 use eddy_object::{Actor, Content, VersionVector, codec};
 use eddy_remote::Inbound;
 use eddy_ring::{NodeName, Partition};
@@ -39,7 +40,7 @@ pub fn inbound(vnodes: Arc<HashMap<Partition, VnodeHandle>>) -> Inbound {
     Arc::new(move |to, req, reply| match vnodes.get(&to.partition) {
         Some(vnode) => vnode.send(req, reply, LocalHint::default()),
         None => {
-            let e = KvError::NotHosted(to.partition.0);
+            let e = KvError::Signal(Signal::NotHosted(to.partition.0));
             unanswerable(to.partition, &req, &reply, e);
         }
     })

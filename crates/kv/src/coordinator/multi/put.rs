@@ -30,6 +30,7 @@ use crate::coordinator::put::{Coordinated, PutFsm, Target, Write, Written, movin
 use crate::core::put::{PutCore, PutReply};
 use crate::node::{Node, NodeCounters};
 use eddy_model::error::KvError;
+use eddy_model::error::Signal;
 use eddy_model::metadata::entries::PropsEntries;
 use eddy_model::props::BucketProps;
 use eddy_model::request::{BucketRef, PutOptions, PutResponse};
@@ -300,7 +301,7 @@ impl Node {
             Stage::Replicating(_) => {
                 let newer = slot.fsm.record(&mut slot.core, reply, &mut slot.exhausted);
                 match newer {
-                    Some(KvError::PropsNewer(theirs)) => {
+                    Some(KvError::Signal(Signal::PropsNewer(theirs))) => {
                         let Stage::Replicating(written) =
                             std::mem::replace(&mut slot.stage, Stage::Done)
                         else {
@@ -362,7 +363,7 @@ impl Node {
                     return;
                 }
                 match e {
-                    KvError::PropsNewer(theirs) => {
+                    KvError::Signal(Signal::PropsNewer(theirs)) => {
                         slot.stage = Stage::Done;
                         let write = Write {
                             client: slot.spare.take(),
