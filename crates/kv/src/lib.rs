@@ -45,6 +45,7 @@ pub mod coordinator;
 pub mod core;
 pub mod handoff;
 pub mod index_memory;
+pub mod metrics;
 pub mod node;
 pub mod refusal;
 pub mod remote;
