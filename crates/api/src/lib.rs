@@ -3,6 +3,7 @@
 //! answers in Riak's formats; nothing below this crate sees a header or a
 //! protobuf.
 
+pub mod figures;
 pub mod http;
 mod items;
 pub mod net;

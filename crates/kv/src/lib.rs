@@ -42,6 +42,7 @@ pub mod bucket_props;
 pub mod coordinator;
 pub mod core;
 pub mod index_memory;
+pub mod metrics;
 pub mod node;
 pub mod refusal;
 pub mod repair;

@@ -9,7 +9,6 @@
 //! log's segments.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -107,46 +106,6 @@ impl Default for NodeConfig {
     }
 }
 
-/// Operation counters for `/stats`.
-#[derive(Debug, Default)]
-pub struct NodeCounters {
-    pub gets: AtomicU64,
-    pub puts: AtomicU64,
-    pub deletes: AtomicU64,
-    pub read_repairs: AtomicU64,
-    pub siblings_warnings: AtomicU64,
-    /// Requests sent to vnodes: gets (including a delete's read).
-    pub vnode_gets: AtomicU64,
-    /// Requests sent to vnodes: puts (coordinated, replicated, repairs).
-    pub vnode_puts: AtomicU64,
-    /// Multi-key requests taken, by operation (design note 016).
-    pub multi_gets: AtomicU64,
-    pub multi_puts: AtomicU64,
-    pub multi_deletes: AtomicU64,
-    /// Keys (or objects) named by the multi-key requests taken.
-    pub multi_get_keys: AtomicU64,
-    pub multi_put_keys: AtomicU64,
-    pub multi_delete_keys: AtomicU64,
-    /// Batched vnode messages sent to other nodes (each carrying the
-    /// gets or replicated puts of many keys for vnodes of one node).
-    pub vnode_batches: AtomicU64,
-    /// Set and map operations' deltas sent to replicas instead of whole objects
-    /// (design note 020 §6), and replicas that answered them `Behind`
-    /// and were sent the whole object.
-    pub datatype_deltas: AtomicU64,
-    pub datatype_deltas_behind: AtomicU64,
-}
-
-impl NodeCounters {
-    pub(crate) fn bump(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
-    }
-}
-
 /// Why a node could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -168,7 +127,10 @@ pub struct Node {
     /// The vnodes' decoded data type states.
     states: Arc<eddy_vnode::states::StateCache>,
     pub(crate) registry: Arc<BucketRegistry>,
-    pub counters: NodeCounters,
+    /// The kv layer's figures (design note 025).
+    pub metrics: crate::metrics::NodeMetrics,
+    /// Every figure of the node; the front ends register theirs here too.
+    figures: Arc<eddy_metrics::Registry>,
     /// Partition repair's bookkeeping (design note 009).
     pub(crate) repair: crate::repair::RepairState,
     /// The last write refused for lack of a resource (design note 008).
@@ -289,6 +251,7 @@ impl Node {
             ));
         }
         let me = config.node_name.clone();
+        let figures = Arc::new(eddy_metrics::Registry::new());
         let node = Node {
             config,
             ring: ArcSwap::from_pointee(RingView::new(ring, me)),
@@ -296,7 +259,8 @@ impl Node {
             log,
             states,
             registry,
-            counters: NodeCounters::default(),
+            metrics: crate::metrics::NodeMetrics::register(&figures),
+            figures,
             repair: Default::default(),
             write_refusal: Default::default(),
             reaper: Default::default(),
@@ -324,6 +288,12 @@ impl Node {
     /// The node's settings.
     pub fn config(&self) -> &NodeConfig {
         &self.config
+    }
+
+    /// Every figure of the node, for `/stats` and `/metrics`, and for
+    /// the parts above kv to register theirs in (design note 025).
+    pub fn metrics_registry(&self) -> &Arc<eddy_metrics::Registry> {
+        &self.figures
     }
 
     /// The bucket registry.

@@ -27,7 +27,6 @@
 use eddy_ring::{NodeName, Partition};
 
 use crate::node::Node;
-use crate::node::NodeCounters;
 use eddy_model::error::KvError;
 use eddy_model::error::Signal;
 use eddy_model::metadata::entries::PropsEntries;
@@ -75,7 +74,7 @@ impl Node {
     }
 
     /// Delivers a batch to vnodes of `node` as one message (counted in
-    /// [`NodeCounters::vnode_batches`]); a batch for this node is
+    /// [`NodeMetrics::vnode_batches`](crate::metrics::NodeMetrics::vnode_batches)); a batch for this node is
     /// delivered item by item.
     pub(crate) fn deliver_batch(&self, node: &NodeName, items: Vec<(BatchItem, ReplyTo)>) {
         if items.is_empty() {
@@ -91,7 +90,7 @@ impl Node {
             }
             return;
         }
-        NodeCounters::bump(&self.counters.vnode_batches);
+        self.metrics.vnode_batches.increment();
         match self.remote.get() {
             Some(remote) => remote.send_batch(node, items),
             None => {

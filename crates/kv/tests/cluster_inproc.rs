@@ -4,7 +4,6 @@
 //! requests, whose batched vnode messages the connection counts.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use eddy_kv::router::{RemoteVnodes, unanswerable};
@@ -871,7 +870,7 @@ async fn a_multi_get_sends_one_batch_per_other_node_and_answers_as_single_gets()
     let bucket = siblings_bucket(&c);
     let keys = thirty_keys(&c, &bucket).await;
     c.wires.take_batches();
-    let before = c.nodes[0].counters.vnode_batches.load(Ordering::Relaxed);
+    let before = c.nodes[0].metrics.vnode_batches.get();
     let req = MultiGetRequest {
         bucket: bucket.clone(),
         keys: keys.clone(),
@@ -882,7 +881,7 @@ async fn a_multi_get_sends_one_batch_per_other_node_and_answers_as_single_gets()
     sent.sort();
     let to: Vec<&NodeName> = sent.iter().map(|(n, _)| n).collect();
     assert_eq!(to, [&name(1), &name(2)], "one batch to each other node");
-    let after = c.nodes[0].counters.vnode_batches.load(Ordering::Relaxed);
+    let after = c.nodes[0].metrics.vnode_batches.get();
     assert_eq!(after - before, 2);
     // Each batch carries a get for every replica its node holds.
     for (node, items) in &sent {

@@ -357,9 +357,8 @@ async fn a_replica_behind_a_delta_is_sent_the_whole_object() {
     let segmented = node_over(0, Some(dir.path()));
     let plain = node(0);
     let deltas = |n: &Arc<Node>| {
-        let c = &n.counters;
-        let read = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-        (read(&c.datatype_deltas), read(&c.datatype_deltas_behind))
+        let c = &n.metrics;
+        (c.datatype_deltas.get(), c.datatype_deltas_behind.get())
     };
     for node in [&segmented, &plain] {
         preload(node).await;
@@ -532,10 +531,7 @@ async fn a_big_map_updated_with_and_without_the_cache_stores_the_same() {
         assert!(stored(&segmented, "maps") == want);
         segmented_replicas(&segmented, "maps");
     }
-    let deltas = segmented
-        .counters
-        .datatype_deltas
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let deltas = segmented.metrics.datatype_deltas.get();
     assert!(deltas > 0, "map operations went out as deltas");
     assert!(
         cached.datatype_states().hits >= 3,
@@ -756,13 +752,7 @@ async fn return_body_of_a_segmented_update_is_the_whole_value() {
         let body = node.dt_update(req).await.unwrap().body.unwrap();
         bodies.push((body.state.value(), body.context));
     }
-    assert!(
-        segmented
-            .counters
-            .datatype_deltas
-            .load(std::sync::atomic::Ordering::Relaxed)
-            > 0
-    );
+    assert!(segmented.metrics.datatype_deltas.get() > 0);
     let eddy_dt::Value::Set(members) = &bodies[0].0 else {
         panic!("not a set")
     };

@@ -319,7 +319,6 @@ async fn many_keys_run_concurrently_and_keep_their_places() {
 
 #[tokio::test]
 async fn counters_count_requests_and_keys_and_one_node_sends_no_batch() {
-    use std::sync::atomic::Ordering::Relaxed;
     let node = node();
     let objects = vec![object("a", b"1"), object("b", b"2"), object("", b"x")];
     node.multi_put(multi_put(plain(), objects)).await.unwrap();
@@ -335,8 +334,8 @@ async fn counters_count_requests_and_keys_and_one_node_sends_no_batch() {
         options: DeleteOptions::default(),
     };
     node.multi_delete(req).await.unwrap();
-    let c = &node.counters;
-    let read = |a: &std::sync::atomic::AtomicU64| a.load(Relaxed);
+    let c = &node.metrics;
+    let read = |a: &eddy_metrics::Counter| a.get();
     assert_eq!(
         (
             read(&c.multi_puts),

@@ -14,6 +14,15 @@ pub struct BucketRef {
 }
 
 impl BucketRef {
+    /// `type/bucket/key` as a log line names an object: one line of
+    /// printable text (bytes that are not UTF-8 replaced, control
+    /// characters escaped).
+    pub fn object_name(&self, key: &[u8]) -> String {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).escape_debug().to_string();
+        let bucket_type = self.bucket_type.escape_debug();
+        format!("{bucket_type}/{}/{}", text(&self.bucket), text(key))
+    }
+
     /// A bucket of the `default` type.
     pub fn default_type(bucket: impl Into<Vec<u8>>) -> Self {
         BucketRef {
@@ -270,6 +279,12 @@ pub struct MultiDeleteRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_object_name_is_one_printable_line() {
+        let b = BucketRef::typed("maps", b"b\xff".to_vec());
+        assert_eq!(b.object_name(b"k\n1"), "maps/b\u{fffd}/k\\n1");
+    }
 
     #[test]
     fn segments_buckets_are_apart_and_map_back() {

@@ -83,7 +83,27 @@ impl Jobs {
             self.executor().run(&job, &source)
         })
         .await
-        .map_err(|e| MapRedError::Worker(e.to_string()))?
+        .map_err(|e| MapRedError::Worker(e.to_string()))
+        .and_then(|ran| ran)
+        .inspect_err(log_failure)
+    }
+}
+
+/// Logs a job that failed on the node that ran it, once: a failed phase
+/// with its index, kind and cause; a job out of time or whose worker
+/// failed. A refused job (bad JSON, a bad input) is the client's and is
+/// only answered.
+fn log_failure(e: &MapRedError) {
+    match e {
+        MapRedError::Phase {
+            phase,
+            kind,
+            message,
+            ..
+        } => tracing::warn!(phase, kind, cause = %message, "MapReduce phase failed"),
+        MapRedError::Timeout => tracing::warn!("MapReduce job timed out"),
+        MapRedError::Worker(cause) => tracing::error!(%cause, "MapReduce job's worker failed"),
+        MapRedError::BadJob(_) | MapRedError::Kv(_) => {}
     }
 }
 

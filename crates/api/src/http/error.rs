@@ -19,6 +19,9 @@ pub struct ApiError {
     pub message: String,
     /// The body's media type (`text/plain` unless a resource says so).
     pub content_type: &'static str,
+    /// The failure was logged where it happened (a failed MapReduce
+    /// phase), so the answer is not logged again.
+    pub logged: bool,
 }
 
 impl ApiError {
@@ -28,6 +31,15 @@ impl ApiError {
             status,
             message: message.into(),
             content_type: "text/plain",
+            logged: false,
+        }
+    }
+
+    /// This error, noted as logged where it happened.
+    pub fn logged(self) -> Self {
+        ApiError {
+            logged: true,
+            ..self
         }
     }
 
@@ -79,17 +91,23 @@ impl ApiError {
 
 impl From<KvError> for ApiError {
     fn from(e: KvError) -> Self {
+        ApiError::from(&e)
+    }
+}
+
+impl From<&KvError> for ApiError {
+    fn from(e: &KvError) -> Self {
         match e {
             KvError::Registry(r) => registry_error(r),
             KvError::Quorum(q) => quorum_error(q),
-            KvError::ReadQuorum { which, needed, got } => ApiError::new(
+            &KvError::ReadQuorum { which, needed, got } => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
                     "{}-value unsatisfied: {got}/{needed}\n",
                     which.to_uppercase()
                 ),
             ),
-            KvError::WriteQuorum(f) => write_quorum_error(f),
+            KvError::WriteQuorum(f) => write_quorum_error(*f),
             KvError::Timeout => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
             }
@@ -101,7 +119,7 @@ impl From<KvError> for ApiError {
                 StatusCode::CONFLICT,
                 "conflict: the object was modified since the given context\n",
             ),
-            KvError::TooLarge { what, size, max } => too_large(what, size, max),
+            &KvError::TooLarge { what, size, max } => too_large(what, size, max),
             KvError::TooMany { what, count, max } => ApiError::bad_request(format!(
                 "too many {what}: {count} exceeds the limit of {max}\n"
             )),
@@ -124,11 +142,11 @@ impl From<KvError> for ApiError {
             e @ KvError::AnswerTooLarge { .. } => {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("{e}\n"))
             }
-            KvError::DatatypeBucket(e) => datatype_bucket_error(e),
+            KvError::DatatypeBucket(e) => datatype_bucket_error(e.clone()),
             KvError::Datatype(e) => ApiError::bad_request(e.to_string()),
             KvError::DatatypeContext(e) => ApiError::bad_request(e.to_string()),
             KvError::Storage(StorageError::Exhausted { resource, detail }) => {
-                exhausted(resource, &detail)
+                exhausted(*resource, detail)
             }
             KvError::Storage(e @ StorageError::IndexFull { .. }) => {
                 ApiError::new(StatusCode::INSUFFICIENT_STORAGE, format!("{e}\n"))
@@ -168,9 +186,9 @@ fn datatype_bucket_error(e: DatatypeBucketError) -> ApiError {
     ApiError::new(status, e.to_string())
 }
 
-fn registry_error(e: RegistryError) -> ApiError {
+fn registry_error(e: &RegistryError) -> ApiError {
     match e {
-        RegistryError::NoSuchType(t) => ApiError::unknown_type(&t),
+        RegistryError::NoSuchType(t) => ApiError::unknown_type(t),
         RegistryError::NotActive(t) => ApiError::new(
             StatusCode::NOT_FOUND,
             format!("Bucket type {t} is not active"),
@@ -186,7 +204,7 @@ fn registry_error(e: RegistryError) -> ApiError {
     }
 }
 
-fn quorum_error(e: QuorumError) -> ApiError {
+fn quorum_error(e: &QuorumError) -> ApiError {
     match e {
         QuorumError::ExceedsNVal { n_val, .. } => ApiError::bad_request(format!(
             "Specified w/dw/pw/node_confirms values invalid for bucket n value of {n_val}\n"

@@ -87,15 +87,17 @@ fn job_error(e: MapRedError) -> ApiError {
             ApiError::bad_request(format!("{m}\n"))
         }
         MapRedError::Kv(kv) => kv.into(),
+        // The query layer logged these (`Jobs::run`).
         MapRedError::Timeout => ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({"error": "timeout"}).to_string(),
-        ),
+        )
+        .logged(),
         worker @ MapRedError::Worker(_) => {
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("{worker}\n"))
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("{worker}\n")).logged()
         }
         phase @ MapRedError::Phase { .. } => {
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, phase.to_string())
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, phase.to_string()).logged()
         }
     }
 }

@@ -5,7 +5,7 @@
 //! bucket, key and type names percent-decoded to bytes — and hands it to
 //! the file that owns that resource: [`object_get`], [`object_put`],
 //! [`object_delete`], [`keys`], [`index`], [`buckets`], [`props`], [`types`],
-//! [`preflist`], [`ping`], [`root`], [`stats`], the cluster admin
+//! [`preflist`], [`ping`], [`root`], [`stats`], [`metrics`], the cluster admin
 //! resource [`cluster`], Eddy's multi-key requests [`multi`], and data
 //! types: [`datatype`] (JSON codec in [`dt_json`]) and Riak 1.4's
 //! [`counter`]. Riak's header formats live in
@@ -35,6 +35,7 @@ pub mod index;
 pub mod keys;
 mod listener;
 pub mod mapred;
+pub mod metrics;
 pub mod multi;
 pub mod multi_json;
 pub mod multipart;

@@ -32,7 +32,7 @@ pub async fn handle(
         key,
         options,
     };
-    let got = app.stats.time_get(app.node.get(req)).await?;
+    let got = app.node.get(req).await?;
     let obj = match got {
         GetResponse::Found(obj) => obj,
         GetResponse::NotFound { tombstone_context } => {
@@ -88,7 +88,7 @@ pub async fn check_conditions(
         key: key.to_vec(),
         options: query.get_options()?,
     };
-    let found = match app.stats.time_get(app.node.get(req)).await? {
+    let found = match app.node.get(req).await? {
         GetResponse::Found(obj) => Some(obj),
         GetResponse::NotFound { .. } => None,
     };

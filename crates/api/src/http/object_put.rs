@@ -54,7 +54,7 @@ pub async fn handle(
         content,
         options,
     };
-    let stored = app.stats.time_put(app.node.put(put)).await?;
+    let stored = app.node.put(put).await?;
     answer(&target, stored, created, headers)
 }
 

@@ -106,6 +106,7 @@ pub fn registry_error(e: RegistryError) -> ApiError {
                 status: StatusCode::BAD_REQUEST,
                 message: Value::Object(details).to_string(),
                 content_type: "application/json",
+                logged: false,
             }
         }
         other => KvError::from(other).into(),

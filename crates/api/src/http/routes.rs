@@ -4,6 +4,7 @@
 //! | path | resource |
 //! |---|---|
 //! | `/` , `/ping`, `/stats` | [`root`], [`ping`], [`stats`] |
+//! | `/metrics` | [`metrics`] (Eddy's own: Prometheus' text format) |
 //! | `/health` | [`health`] (Eddy's own) |
 //! | `/buckets`, `/types/T/buckets`, `/riak` | [`buckets`] (list) |
 //! | `/buckets/B/keys`, `/types/T/buckets/B/keys` | [`keys`] (GET), new object (POST) |
@@ -28,6 +29,7 @@
 //! [`root`]: super::root
 //! [`ping`]: super::ping
 //! [`stats`]: super::stats
+//! [`metrics`]: super::metrics
 //! [`health`]: super::health
 //! [`buckets`]: super::buckets
 //! [`keys`]: super::keys
@@ -58,7 +60,7 @@ use super::multi::{self, MultiOp};
 use super::params::{Query, unquote_plus};
 use super::server::App;
 use super::{
-    buckets, counter, datatype, drop_bucket, health, index, keys, mapred, object_delete,
+    buckets, counter, datatype, drop_bucket, health, index, keys, mapred, metrics, object_delete,
     object_get, object_put, ping, preflist, props, root, stats, types,
 };
 
@@ -87,6 +89,8 @@ pub enum Route {
     Root,
     Ping,
     Stats,
+    /// Every figure, for Prometheus.
+    Metrics,
     /// Whether the node accepts writes.
     Health,
     /// The buckets of a type.
@@ -126,17 +130,107 @@ pub enum Route {
     Cluster(ClusterRoute),
 }
 
-/// Routes and handles one request.
+/// The operations HTTP requests are counted by (`eddy_api_requests_total`'s
+/// `op` label), in [`Op`]'s order.
+pub const OPS: [&str; 20] = [
+    "get",
+    "put",
+    "delete",
+    "list_keys",
+    "list_buckets",
+    "index",
+    "mapred",
+    "multi",
+    "datatype",
+    "counter",
+    "props",
+    "preflist",
+    "ping",
+    "stats",
+    "metrics",
+    "health",
+    "admin",
+    "cluster",
+    "root",
+    "other",
+];
+
+/// An operation of [`OPS`], by its index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Get,
+    Put,
+    Delete,
+    ListKeys,
+    ListBuckets,
+    Index,
+    MapRed,
+    Multi,
+    Datatype,
+    Counter,
+    Props,
+    Preflist,
+    Ping,
+    Stats,
+    Metrics,
+    Health,
+    Admin,
+    Cluster,
+    Root,
+    /// A path that names no resource.
+    Other,
+}
+
+impl Route {
+    /// The operation a request for this resource with `method` counts as.
+    pub fn op(&self, method: &Method) -> Op {
+        let object_op = |m: &Method| match *m {
+            Method::PUT | Method::POST => Op::Put,
+            Method::DELETE => Op::Delete,
+            _ => Op::Get,
+        };
+        match self {
+            Route::Root => Op::Root,
+            Route::Ping => Op::Ping,
+            Route::Stats => Op::Stats,
+            Route::Metrics => Op::Metrics,
+            Route::Health => Op::Health,
+            Route::Buckets { .. } => Op::ListBuckets,
+            Route::Keys(_) if method == Method::POST => Op::Put,
+            Route::Keys(_) => Op::ListKeys,
+            Route::Object(..) => object_op(method),
+            Route::LegacyBucket(_) if method == Method::POST => Op::Put,
+            Route::LegacyBucket(_) | Route::Props(_) | Route::TypeProps(_) => Op::Props,
+            Route::Preflist(..) => Op::Preflist,
+            Route::Index(..) => Op::Index,
+            Route::Multi(..) => Op::Multi,
+            Route::Datatype(..) | Route::DefaultDatatype(..) => Op::Datatype,
+            Route::Counter(..) => Op::Counter,
+            Route::MapRed => Op::MapRed,
+            Route::Admin(_) | Route::DropBucket(_) => Op::Admin,
+            Route::Cluster(_) => Op::Cluster,
+        }
+    }
+}
+
+/// Routes and handles one request, counting it by operation.
 pub async fn handle(app: Arc<App>, req: Request) -> Result<Response, ApiError> {
-    let route = parse(req.uri().path())?;
-    let query = Query::parse(req.uri().query())?;
+    let route = parse(req.uri().path());
     let method = req.method().clone();
+    let op = route.as_ref().map_or(Op::Other, |r| r.op(&method));
+    app.figures.request(op as usize);
+    let route = route?;
+    let query = Query::parse(req.uri().query())?;
     match route {
         Route::Root => only_get(&method, "GET, HEAD").map(|_| root::get(req.headers())),
         Route::Ping => only_get(&method, "GET, HEAD").map(|_| ping::get()),
         Route::Stats => {
             only_get(&method, "GET, HEAD")?;
             Ok(stats::get(&app))
+        }
+        Route::Metrics => {
+            only_get(&method, "GET, HEAD")?;
+            Ok(metrics::get(&app))
         }
         Route::Health => {
             only_get(&method, "GET, HEAD")?;
@@ -239,6 +333,7 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
         [b""] => Route::Root,
         [b"ping"] => Route::Ping,
         [b"stats"] => Route::Stats,
+        [b"metrics"] => Route::Metrics,
         [b"health"] => Route::Health,
         [b"mapred"] => Route::MapRed,
         [b"riak"] => buckets_of(DEFAULT_TYPE, Api::Legacy),

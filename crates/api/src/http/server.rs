@@ -19,6 +19,7 @@ use tokio_stream::StreamExt;
 use super::error::ApiError;
 use super::stats::HttpStats;
 use super::{listener, routes};
+use crate::figures::{ApiFigures, Side};
 use crate::net::{ConnectionTable, RequestBudget};
 
 /// Settings of the HTTP front end.
@@ -76,16 +77,20 @@ pub struct App {
     pub node: Arc<Node>,
     pub config: HttpConfig,
     pub stats: Arc<HttpStats>,
+    /// Requests and errors counted for `/metrics`.
+    pub figures: ApiFigures,
 }
 
 /// The router serving Riak's HTTP API over `node`.
 pub fn router(node: Arc<Node>, config: HttpConfig) -> Router {
     let stats = Arc::new(HttpStats::new());
     HttpStats::start_sampler(&stats, node.clone());
+    let figures = ApiFigures::register(node.metrics_registry(), "http", &routes::OPS);
     let app = Arc::new(App {
         node,
         config,
         stats,
+        figures,
     });
     Router::new().fallback(dispatch).with_state(app)
 }
@@ -115,9 +120,33 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
     if req.uri().path() == TEST_PANIC_PATH {
         panic!("test hook: a handler panicked");
     }
-    match routes::handle(app, req).await {
+    let (method, uri) = (req.method().clone(), req.uri().clone());
+    match routes::handle(app.clone(), req).await {
         Ok(resp) => resp,
-        Err(e) => e.into_response(),
+        Err(e) => {
+            failed(&app, &method, &uri, &e);
+            e.into_response()
+        }
+    }
+}
+
+/// Counts a failed request, and logs it once if the server is at fault
+/// (a 5xx answer) and it was not logged where it happened: the path
+/// names the bucket and key where the request has them.
+fn failed(app: &App, method: &axum::http::Method, uri: &axum::http::Uri, e: &ApiError) {
+    if !e.status.is_server_error() {
+        app.figures.error(Side::Client);
+        return;
+    }
+    app.figures.error(Side::Server);
+    if e.logged {
+        return;
+    }
+    let (status, path, cause) = (e.status.as_u16(), uri.path(), e.message.trim());
+    if e.status == axum::http::StatusCode::INTERNAL_SERVER_ERROR {
+        tracing::error!(%method, path, status, cause, "http request failed");
+    } else {
+        tracing::warn!(%method, path, status, cause, "http request failed");
     }
 }
 

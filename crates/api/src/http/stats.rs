@@ -1,24 +1,25 @@
-//! `/stats` (`riak_kv_wm_stats`): a JSON object with Riak's stat names.
+//! `/stats` (`riak_kv_wm_stats`): a JSON object with Riak's stat names,
+//! read from the node's figures (`eddy_metrics`, design note 025), the
+//! same ones `/metrics` renders.
 //!
 //! Counts named without `_total` are over the last minute, as Riak's
 //! spirals are: a sampler task reads the node's counters once a second and
 //! keeps a minute of samples. FSM times (µs), sibling counts and object
-//! sizes come from histograms over the last minute, kept in six
-//! ten-second slots; the HTTP layer times each coordinated get and put
-//! around the node call. `riak_kv_version` is the Riak compatibility
-//! version (plain `X.Y.Z`), `eddy_version` Eddy's own.
+//! sizes come from the kv coordinators' histograms, over the last minute.
+//! The cluster fields (`ring_members`, `ring_ownership`,
+//! `connected_nodes`) are this node's view of the membership.
+//! `riak_kv_version` is the Riak compatibility version (plain `X.Y.Z`),
+//! `eddy_version` Eddy's own.
 
-use std::collections::VecDeque;
-use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use axum::response::Response;
+use eddy_cluster::{MemberStatus, NodeName, Ring};
 use eddy_kv::Node;
-use eddy_kv::node::NodeCounters;
-use eddy_model::{GetResponse, KvError, PutResponse};
-use hdrhistogram::Histogram;
+use eddy_kv::metrics::NodeMetrics;
+use eddy_metrics::{Counter, Histogram};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
@@ -26,49 +27,7 @@ use super::keys::json_response;
 use super::server::App;
 use crate::version::{EDDY_VERSION, RIAK_COMPAT_VERSION};
 
-const SLOTS: u64 = 6;
-const SLOT_SECS: u64 = 10;
 const MINUTE_SECS: u64 = 60;
-
-/// A histogram over roughly the last minute.
-struct Windowed {
-    slots: Mutex<Vec<(u64, Histogram<u64>)>>,
-}
-
-impl Windowed {
-    fn new() -> Self {
-        let slots = (0..SLOTS).map(|_| (u64::MAX, new_histogram())).collect();
-        Windowed {
-            slots: Mutex::new(slots),
-        }
-    }
-
-    fn record(&self, now_secs: u64, value: u64) {
-        let epoch = now_secs / SLOT_SECS;
-        let mut slots = self.slots.lock();
-        let slot = &mut slots[(epoch % SLOTS) as usize];
-        if slot.0 != epoch {
-            slot.1.reset();
-            slot.0 = epoch;
-        }
-        slot.1.saturating_record(value);
-    }
-
-    fn snapshot(&self, now_secs: u64) -> Histogram<u64> {
-        let epoch = now_secs / SLOT_SECS;
-        let mut out = new_histogram();
-        for (e, h) in self.slots.lock().iter() {
-            if *e != u64::MAX && *e + SLOTS > epoch {
-                let _ = out.add(h);
-            }
-        }
-        out
-    }
-}
-
-fn new_histogram() -> Histogram<u64> {
-    Histogram::new(3).unwrap_or_else(|_| unreachable!("3 significant figures is valid"))
-}
 
 /// The node's counters `/stats` shows, each by its name (counted over the
 /// last minute) and with `_total` (since the node started): Riak's for
@@ -76,7 +35,7 @@ fn new_histogram() -> Histogram<u64> {
 /// 016: requests and the keys they named, per operation, and the batched
 /// vnode messages sent to other nodes; set operations' deltas sent to
 /// replicas, and replicas that were behind one, design note 020 §6).
-const COUNTERS: [(&str, Counter); 14] = [
+const COUNTERS: [(&str, CounterOf); 14] = [
     ("node_gets", |c| &c.gets),
     ("node_puts", |c| &c.puts),
     ("vnode_gets", |c| &c.vnode_gets),
@@ -93,16 +52,16 @@ const COUNTERS: [(&str, Counter); 14] = [
     ("datatype_deltas_behind", |c| &c.datatype_deltas_behind),
 ];
 
-/// Where one of [`COUNTERS`] is among the node's counters.
-type Counter = fn(&NodeCounters) -> &AtomicU64;
+/// Where one of [`COUNTERS`] is among the node's figures.
+type CounterOf = fn(&NodeMetrics) -> &Counter;
 
 /// The counters sampled each second, in [`COUNTERS`]' order.
 #[derive(Clone, Copy, Debug, Default)]
 struct Totals([u64; COUNTERS.len()]);
 
 impl Totals {
-    fn read(c: &NodeCounters) -> Totals {
-        Totals(COUNTERS.map(|(_, counter)| counter(c).load(Ordering::Relaxed)))
+    fn read(m: &NodeMetrics) -> Totals {
+        Totals(COUNTERS.map(|(_, counter)| counter(m).get()))
     }
 
     /// What each counter counted since `base`.
@@ -115,13 +74,9 @@ impl Totals {
     }
 }
 
-/// The HTTP layer's statistics.
+/// The one-minute counts of [`COUNTERS`]: samples of their totals.
 pub struct HttpStats {
     started: Instant,
-    get_time_us: Windowed,
-    put_time_us: Windowed,
-    get_siblings: Windowed,
-    get_objsize: Windowed,
     samples: Mutex<VecDeque<(u64, Totals)>>,
 }
 
@@ -135,10 +90,6 @@ impl HttpStats {
     pub fn new() -> Self {
         HttpStats {
             started: Instant::now(),
-            get_time_us: Windowed::new(),
-            put_time_us: Windowed::new(),
-            get_siblings: Windowed::new(),
-            get_objsize: Windowed::new(),
             samples: Mutex::new(VecDeque::new()),
         }
     }
@@ -168,7 +119,7 @@ impl HttpStats {
     fn sample(&self, node: &Node) {
         let now = self.now_secs();
         let mut samples = self.samples.lock();
-        samples.push_back((now, Totals::read(&node.counters)));
+        samples.push_back((now, Totals::read(&node.metrics)));
         while samples.len() > 2 && samples[1].0 + MINUTE_SECS <= now {
             samples.pop_front();
         }
@@ -178,36 +129,6 @@ impl HttpStats {
     fn last_minute(&self, now: Totals) -> Totals {
         let base = self.samples.lock().front().map(|s| s.1).unwrap_or_default();
         now.since(base)
-    }
-
-    /// Runs a coordinated get, recording its time, siblings and size.
-    pub async fn time_get(
-        &self,
-        op: impl Future<Output = Result<GetResponse, KvError>>,
-    ) -> Result<GetResponse, KvError> {
-        let start = Instant::now();
-        let result = op.await;
-        let now = self.now_secs();
-        self.get_time_us
-            .record(now, start.elapsed().as_micros() as u64);
-        if let Ok(GetResponse::Found(obj)) = &result {
-            self.get_siblings.record(now, obj.siblings.len() as u64);
-            let size: usize = obj.contents().map(|c| c.value.len()).sum();
-            self.get_objsize.record(now, size as u64);
-        }
-        result
-    }
-
-    /// Runs a coordinated put, recording its time.
-    pub async fn time_put(
-        &self,
-        op: impl Future<Output = Result<PutResponse, KvError>>,
-    ) -> Result<PutResponse, KvError> {
-        let start = Instant::now();
-        let result = op.await;
-        let elapsed = start.elapsed().as_micros() as u64;
-        self.put_time_us.record(self.now_secs(), elapsed);
-        result
     }
 }
 
@@ -221,8 +142,7 @@ pub fn get(app: &App) -> Response {
 pub fn stats_json(app: &App) -> Map<String, Value> {
     let stats = &app.stats;
     let node = &app.node;
-    let now = stats.now_secs();
-    let totals = Totals::read(&node.counters);
+    let totals = Totals::read(&node.metrics);
     let minute = stats.last_minute(totals);
     let mut m = Map::new();
     let mut put = |k: &str, v: Value| {
@@ -232,13 +152,14 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
         put(name, json!(minute.0[i]));
         put(&format!("{name}_total"), json!(totals.0[i]));
     }
-    for (prefix, w) in [
-        ("node_get_fsm_time", &stats.get_time_us),
-        ("node_put_fsm_time", &stats.put_time_us),
-        ("node_get_fsm_siblings", &stats.get_siblings),
-        ("node_get_fsm_objsize", &stats.get_objsize),
+    let figures = &node.metrics;
+    for (prefix, h) in [
+        ("node_get_fsm_time", &figures.get_fsm_time),
+        ("node_put_fsm_time", &figures.put_fsm_time),
+        ("node_get_fsm_siblings", &figures.get_fsm_siblings),
+        ("node_get_fsm_objsize", &figures.get_fsm_objsize),
     ] {
-        for (k, v) in percentiles(prefix, &w.snapshot(now)) {
+        for (k, v) in percentiles(prefix, h) {
             m.insert(k, v);
         }
     }
@@ -297,36 +218,30 @@ fn datatype_states(node: &Node) -> Vec<(&'static str, Value)> {
     ]
 }
 
-fn percentiles(prefix: &str, h: &Histogram<u64>) -> Vec<(String, Value)> {
-    let empty = h.is_empty();
-    let q = |p: f64| if empty { 0 } else { h.value_at_quantile(p) };
-    let mean = if empty { 0 } else { h.mean().round() as u64 };
+/// Riak's one-minute figures of `h`, named `{prefix}_mean`, `_median`,
+/// `_95`, `_99` and `_100`.
+fn percentiles(prefix: &str, h: &Histogram) -> Vec<(String, Value)> {
+    let p = h.last_minute();
     vec![
-        (format!("{prefix}_mean"), json!(mean)),
-        (format!("{prefix}_median"), json!(q(0.5))),
-        (format!("{prefix}_95"), json!(q(0.95))),
-        (format!("{prefix}_99"), json!(q(0.99))),
-        (
-            format!("{prefix}_100"),
-            json!(if empty { 0 } else { h.max() }),
-        ),
+        (format!("{prefix}_mean"), json!(p.mean)),
+        (format!("{prefix}_median"), json!(p.median)),
+        (format!("{prefix}_95"), json!(p.p95)),
+        (format!("{prefix}_99"), json!(p.p99)),
+        (format!("{prefix}_100"), json!(p.max)),
     ]
 }
 
 fn node_info(app: &App) -> Vec<(String, Value)> {
     let config = app.node.config();
     let name = config.node_name.0.clone();
-    let ring = config.ring_size;
+    let ring_size = app.node.ring().size();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (mem_total, mem_allocated) = memory_bytes();
     let load = load_averages();
     let pairs = [
         ("nodename", json!(name)),
-        ("connected_nodes", json!([])),
-        ("ring_members", json!([name])),
-        ("ring_num_partitions", json!(ring)),
-        ("ring_creation_size", json!(ring)),
-        ("ring_ownership", json!(format!("[{{'{name}',{ring}}}]"))),
+        ("ring_num_partitions", json!(ring_size)),
+        ("ring_creation_size", json!(ring_size)),
         ("storage_backend", json!(app.config.storage_backend)),
         ("riak_kv_version", json!(RIAK_COMPAT_VERSION)),
         ("eddy_version", json!(EDDY_VERSION)),
@@ -340,7 +255,79 @@ fn node_info(app: &App) -> Vec<(String, Value)> {
         ("mem_total", json!(mem_total)),
         ("mem_allocated", json!(mem_allocated)),
     ];
-    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    let cluster = cluster_view(app);
+    let fields = cluster_fields(&cluster.members, &cluster.ring, &cluster.connected);
+    (pairs.into_iter().chain(fields))
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
+/// What this node knows of its cluster: the members, the ring, and the
+/// other members it is connected to (those its failure detector has up).
+struct ClusterView {
+    members: Vec<NodeName>,
+    ring: Arc<Ring>,
+    connected: Vec<NodeName>,
+}
+
+/// The membership service's view; without one (a node built without the
+/// cluster layer), the node's own ring, whose owners are all up.
+fn cluster_view(app: &App) -> ClusterView {
+    let me = &app.node.config().node_name;
+    let Some(membership) = &app.config.membership else {
+        let ring = Arc::new(app.node.ring().ring().clone());
+        let members: Vec<NodeName> = ring.members().into_iter().cloned().collect();
+        let connected = members.iter().filter(|n| *n != me).cloned().collect();
+        return ClusterView {
+            members,
+            ring,
+            connected,
+        };
+    };
+    let state = membership.state();
+    let members: Vec<NodeName> = state
+        .ring_state()
+        .members_with(&MemberStatus::ALL)
+        .into_iter()
+        .cloned()
+        .collect();
+    let connected = members
+        .iter()
+        .filter(|n| *n != me && membership.is_up(n))
+        .cloned()
+        .collect();
+    ClusterView {
+        members,
+        ring: membership.ring(),
+        connected,
+    }
+}
+
+/// Riak's cluster fields: `ring_members` (every member, in name order),
+/// `ring_ownership` (an Erlang term list of each owner and its partition
+/// count, as `riak_kv_wm_stats` prints it) and `connected_nodes`.
+fn cluster_fields(
+    members: &[NodeName],
+    ring: &Ring,
+    connected: &[NodeName],
+) -> [(&'static str, Value); 3] {
+    let mut owned: BTreeMap<&NodeName, u32> = BTreeMap::new();
+    for p in ring.partitions() {
+        *owned.entry(ring.owner(p)).or_default() += 1;
+    }
+    let ownership: Vec<String> = owned
+        .iter()
+        .map(|(node, count)| format!("{{'{}',{count}}}", node.0))
+        .collect();
+    let names = |nodes: &[NodeName]| nodes.iter().map(|n| n.0.clone()).collect::<Vec<_>>();
+    [
+        ("ring_members", json!(names(members))),
+        (
+            "ring_ownership",
+            json!(format!("[{}]", ownership.join(","))),
+        ),
+        ("connected_nodes", json!(names(connected))),
+    ]
 }
 
 /// Total and used memory in bytes, from /proc/meminfo (0 where absent).
@@ -365,4 +352,51 @@ fn load_averages() -> [u64; 3] {
         *slot = v.parse::<f64>().map_or(0, |l| (l * 256.0) as u64);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(n: u32) -> NodeName {
+        NodeName(format!("dev{n}@127.0.0.1"))
+    }
+
+    #[test]
+    fn the_cluster_fields_name_every_member_and_its_share() {
+        let owners = (0..8).map(|p| node(p % 3 + 1)).collect();
+        let ring = Ring::from_owners(owners).unwrap();
+        let members = [node(1), node(2), node(3), node(4)];
+        let fields = cluster_fields(&members, &ring, &[node(2), node(3)]);
+        assert_eq!(
+            fields,
+            [
+                (
+                    "ring_members",
+                    json!([
+                        "dev1@127.0.0.1",
+                        "dev2@127.0.0.1",
+                        "dev3@127.0.0.1",
+                        "dev4@127.0.0.1"
+                    ])
+                ),
+                (
+                    "ring_ownership",
+                    json!("[{'dev1@127.0.0.1',3},{'dev2@127.0.0.1',3},{'dev3@127.0.0.1',2}]")
+                ),
+                (
+                    "connected_nodes",
+                    json!(["dev2@127.0.0.1", "dev3@127.0.0.1"])
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_node_of_one_owns_the_ring_and_is_connected_to_none() {
+        let ring = Ring::single(8, node(1)).unwrap();
+        let fields = cluster_fields(&[node(1)], &ring, &[]);
+        assert_eq!(fields[1].1, json!("[{'dev1@127.0.0.1',8}]"));
+        assert_eq!(fields[2].1, json!([]));
+    }
 }

@@ -137,6 +137,20 @@ impl PbError {
         self.to_string()
     }
 
+    /// Whether the node, not the request, is at fault: a key-value error
+    /// HTTP answers with a 5xx, or a failed worker or handler. Such an
+    /// error is logged; a failed MapReduce job is logged by the query
+    /// layer and a broken connection is no answer.
+    pub fn is_internal(&self) -> bool {
+        match self {
+            PbError::Kv(e) => crate::http::error::ApiError::from(e)
+                .status
+                .is_server_error(),
+            PbError::WorkerFailed | PbError::Panicked => true,
+            _ => false,
+        }
+    }
+
     /// Whether the connection must be closed after this error.
     pub fn closes_connection(&self) -> bool {
         matches!(self, PbError::Frame(_) | PbError::Io(_))
@@ -173,5 +187,19 @@ mod tests {
             "Invalid bucket properties: [{n_val,<<\"bad\">>}]"
         );
         assert_eq!(PbError::UnknownCode(99).text(), "Unknown message code: 99");
+    }
+
+    #[test]
+    fn failures_of_the_node_are_internal_and_refusals_are_not() {
+        assert!(PbError::from(KvError::Timeout).is_internal());
+        let disk = eddy_storage::StorageError::Exhausted {
+            resource: eddy_storage::Resource::Disk,
+            detail: "full".into(),
+        };
+        assert!(PbError::from(KvError::Storage(disk)).is_internal());
+        assert!(PbError::WorkerFailed.is_internal());
+        assert!(!PbError::from(KvError::MatchFound).is_internal());
+        assert!(!PbError::ZeroLength("Key").is_internal());
+        assert!(!PbError::MapRed("phase failed".into()).is_internal());
     }
 }

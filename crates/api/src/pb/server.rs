@@ -32,6 +32,7 @@ use super::{
     bucket_props, bucket_type, client_id, counter, datatype, delete, get, index, list_buckets,
     list_keys, mapred, multi, ping, preflist, put, server_info,
 };
+use crate::figures::{ApiFigures, Side};
 use crate::net::{ConnectionTable, RequestBudget, Slot, catch_panic};
 
 /// Settings of the PB listener.
@@ -85,8 +86,9 @@ pub async fn serve(
     let table =
         (config.table.clone()).unwrap_or_else(|| ConnectionTable::new(config.connections_max));
     let config = Arc::new(config);
+    let figures = Arc::new(PbFigures::register(&node));
     let serve = |stream, _, stop| {
-        let conn = Connection::new(node.clone(), config.clone(), stop);
+        let conn = Connection::new(node.clone(), config.clone(), figures.clone(), stop);
         admit(stream, conn, table.clone())
     };
     accept_loop(listener, "pb", shutdown, serve).await;
@@ -159,15 +161,51 @@ impl Outbox {
     }
 }
 
+/// The PB listener's figures: requests by message (`op` is the request
+/// message's name, `unknown` for a code no request has), errors by side.
+struct PbFigures {
+    api: ApiFigures,
+    /// Each code's index among the registered names.
+    op_of_code: Box<[u8; 256]>,
+}
+
+impl PbFigures {
+    fn register(node: &Node) -> PbFigures {
+        let requests = codes::ALL
+            .iter()
+            .filter(|(code, name)| name.ends_with("Req") || *code == codes::START_TLS);
+        let mut ops: Vec<&'static str> = requests.clone().map(|(_, name)| *name).collect();
+        ops.push("unknown");
+        let unknown = u8::try_from(ops.len() - 1).unwrap_or(u8::MAX);
+        let mut op_of_code = Box::new([unknown; 256]);
+        for (i, (code, _)) in requests.enumerate() {
+            op_of_code[usize::from(*code)] = u8::try_from(i).unwrap_or(unknown);
+        }
+        let api = ApiFigures::register(node.metrics_registry(), "pb", &ops);
+        PbFigures { api, op_of_code }
+    }
+
+    fn request(&self, code: u8) {
+        self.api
+            .request(usize::from(self.op_of_code[usize::from(code)]));
+    }
+}
+
 struct Connection {
     node: Arc<Node>,
     config: Arc<PbConfig>,
+    figures: Arc<PbFigures>,
     stop: Stop,
 }
 
 impl Connection {
-    fn new(node: Arc<Node>, config: Arc<PbConfig>, stop: Stop) -> Self {
-        Connection { node, config, stop }
+    fn new(node: Arc<Node>, config: Arc<PbConfig>, figures: Arc<PbFigures>, stop: Stop) -> Self {
+        Connection {
+            node,
+            config,
+            figures,
+            stop,
+        }
     }
 
     async fn run(mut self, stream: TcpStream, slot: Slot) {
@@ -184,12 +222,21 @@ impl Connection {
         };
         while let Some(frame) = self.next_frame(&mut reader, &slot).await {
             let result = match frame {
-                Ok(frame) => serve_frame(&mut session, &mut out, frame).await,
+                Ok(frame) => {
+                    self.figures.request(frame.code);
+                    serve_frame(&mut session, &mut out, frame).await
+                }
                 Err(e) => Err(PbError::Frame(e)),
             };
             if let Err(e) = &result
                 && !matches!(e, PbError::Io(_))
             {
+                let side = if e.is_internal() {
+                    Side::Server
+                } else {
+                    Side::Client
+                };
+                self.figures.api.error(side);
                 out.push_error(e);
             }
             let flushed = out.flush().await;
@@ -303,17 +350,52 @@ async fn request_started(
 
 /// Runs one frame's operation under the panic net: a panicking handler's
 /// half-built answer is dropped and the client gets an error instead.
+/// An internal failure is logged once, here, naming the request's message
+/// and, for a get, put or delete, its object.
 async fn serve_frame(session: &mut Session, out: &mut Outbox, frame: Frame) -> Result<(), PbError> {
     let code = frame.code;
     let handled = {
-        let fut = std::pin::pin!(dispatch(session, out, frame));
+        let fut = std::pin::pin!(dispatch(session, out, &frame));
         catch_panic(fut).await
     };
-    handled.unwrap_or_else(|panic| {
+    let result = handled.unwrap_or_else(|panic| {
         tracing::error!("pb request (code {code}) panicked: {panic}");
         out.buf.clear();
         Err(PbError::Panicked)
-    })
+    });
+    if let Err(e) = &result
+        && e.is_internal()
+        && !matches!(e, PbError::Panicked)
+    {
+        let message = codes::name(code).unwrap_or("unknown");
+        let object = object_named(code, &frame.body).unwrap_or_default();
+        tracing::warn!(message, object, cause = %e, "pb request failed");
+    }
+    result
+}
+
+/// `type/bucket/key` of the object a get, put or delete request names
+/// (`None` for other requests, and bodies that do not decode).
+fn object_named(code: u8, body: &[u8]) -> Option<String> {
+    use eddy_wire::proto::{RpbDelReq, RpbGetReq, RpbPutReq};
+    let (bucket_type, bucket, key) = match code {
+        codes::GET_REQ => RpbGetReq::decode(body).map(|r| (r.r#type, r.bucket, r.key)),
+        codes::PUT_REQ => {
+            RpbPutReq::decode(body).map(|r| (r.r#type, r.bucket, r.key.unwrap_or_default()))
+        }
+        codes::DEL_REQ => RpbDelReq::decode(body).map(|r| (r.r#type, r.bucket, r.key)),
+        _ => return None,
+    }
+    .ok()?;
+    let bucket_type = bucket_type.map_or_else(
+        || eddy_model::types::DEFAULT_TYPE.to_string(),
+        |t| String::from_utf8_lossy(&t).into_owned(),
+    );
+    let bucket = eddy_model::BucketRef {
+        bucket_type,
+        bucket,
+    };
+    Some(bucket.object_name(&key))
 }
 
 /// After refusing a frame, reads (and drops) what the peer still sends for
@@ -338,7 +420,7 @@ const LINGER: Duration = Duration::from_secs(1);
 const LINGER_BYTES_MAX: usize = 4 * 1024 * 1024;
 
 /// Runs the operation a frame's code names.
-async fn dispatch(session: &mut Session, out: &mut Outbox, frame: Frame) -> Result<(), PbError> {
+async fn dispatch(session: &mut Session, out: &mut Outbox, frame: &Frame) -> Result<(), PbError> {
     let body = frame.body.as_slice();
     match frame.code {
         codes::PING_REQ => ping::handle(out),
@@ -370,5 +452,27 @@ async fn dispatch(session: &mut Session, out: &mut Outbox, frame: Frame) -> Resu
         #[cfg(feature = "test-hooks")]
         codes::TEST_PANIC_REQ => panic!("test hook: a handler panicked"),
         other => Err(PbError::UnknownCode(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use eddy_wire::proto::RpbGetReq;
+
+    #[test]
+    fn a_failed_get_names_its_object() {
+        let req = RpbGetReq {
+            bucket: b"b".to_vec(),
+            key: b"k".to_vec(),
+            r#type: Some(b"maps".to_vec()),
+            ..RpbGetReq::default()
+        };
+        let body = req.encode_to_vec();
+        assert_eq!(
+            object_named(codes::GET_REQ, &body).as_deref(),
+            Some("maps/b/k")
+        );
+        assert_eq!(object_named(codes::PING_REQ, &[]), None);
     }
 }

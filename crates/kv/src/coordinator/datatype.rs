@@ -17,7 +17,7 @@ use eddy_dt::{DataType, DtError, MAP_DEPTH_MAX, Op, State, decode_context, encod
 use eddy_object::{Content, codec};
 
 use super::put::generate_key;
-use crate::node::{Node, NodeCounters};
+use crate::node::Node;
 use eddy_model::error::{DatatypeBucketError, KvError};
 use eddy_model::props::BucketProps;
 use eddy_model::request::{BucketRef, GetOptions, GetRequest, GetResponse, PutOptions};
@@ -139,7 +139,7 @@ impl Node {
         self: &Arc<Self>,
         req: DtUpdateRequest,
     ) -> Result<DtUpdateResponse, KvError> {
-        NodeCounters::bump(&self.counters.puts);
+        self.metrics.puts.increment();
         let resolved = self.props_entries(&req.bucket)?;
         let dt = bucket_datatype(&req.bucket, &resolved.0)?;
         check_op(&req.op, dt)?;
@@ -157,7 +157,8 @@ impl Node {
             if_not_modified: false,
             ..req.options
         };
-        let mut coordinate = self.client_write(None, Content::default(), &options)?;
+        let mut coordinate =
+            self.client_write((&req.bucket, &key), None, Content::default(), &options)?;
         coordinate.update = Some(Box::new(DtUpdate {
             op: req.op,
             datatype: dt.datatype,

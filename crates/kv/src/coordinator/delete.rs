@@ -6,7 +6,7 @@ use std::sync::Arc;
 use eddy_object::Content;
 
 use super::storage_key;
-use crate::node::{Node, NodeCounters};
+use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::request::{
     DeleteRequest, GetOptions, GetRequest, GetResponse, PutOptions, PutRequest,
@@ -25,7 +25,7 @@ impl Node {
     /// Deletes an object: reads its context if the request has none, writes
     /// a tombstone over it, and schedules the tombstone's reaping.
     pub async fn delete(self: &Arc<Self>, req: DeleteRequest) -> Result<DeleteOutcome, KvError> {
-        NodeCounters::bump(&self.counters.deletes);
+        self.metrics.deletes.increment();
         let opts = &req.options;
         let context = match &req.context {
             Some(c) => c.clone(),

@@ -19,7 +19,7 @@ use tokio::time::{Instant, timeout_at};
 
 use super::{PreflistEntry, quorum, storage_key};
 use crate::core::get::{GetCore, GetOutcome, GetReply};
-use crate::node::{Node, NodeCounters};
+use crate::node::Node;
 use crate::repair::around::{self, ReplicaRead, Verdict};
 use eddy_model::error::KvError;
 use eddy_model::request::{GetRequest, GetResponse};
@@ -32,8 +32,17 @@ use eddy_vnode::reply::{LocalHint, Reply, ReplyTo};
 
 impl Node {
     /// Reads an object with the request's (or the bucket's) quorums.
+    /// Counted and timed in the node's figures, whoever asks (PB, HTTP,
+    /// MapReduce, a delete's read).
     pub async fn get(self: &Arc<Self>, req: GetRequest) -> Result<GetResponse, KvError> {
-        NodeCounters::bump(&self.counters.gets);
+        self.metrics.gets.increment();
+        let start = std::time::Instant::now();
+        let result = self.coordinate_get(req).await;
+        self.metrics.record_get(start, &result);
+        result
+    }
+
+    async fn coordinate_get(self: &Arc<Self>, req: GetRequest) -> Result<GetResponse, KvError> {
         let props = self.props(&req.bucket)?;
         self.check_key(&req.key)?;
         let n = props.n_val;
@@ -95,7 +104,7 @@ impl Node {
                 .filter_map(|e| vnodes.get(e.id.partition.0 as usize)?.as_ref())
         };
         let read = |v: &VnodeHandle| {
-            NodeCounters::bump(&self.counters.vnode_gets);
+            self.metrics.vnode_gets.increment();
             (v.partition, v.read(key))
         };
         if !local().any(|v| v.is_marked()) {
@@ -152,7 +161,7 @@ impl GetFsm {
         let first = remote.next()?;
         let (tx, rx) = unbounded_channel();
         for entry in std::iter::once(first).chain(remote) {
-            NodeCounters::bump(&node.counters.vnode_gets);
+            node.metrics.vnode_gets.increment();
             let req = VnodeRequest::Get {
                 key: self.key.clone(),
             };
@@ -208,8 +217,8 @@ impl GetFsm {
             let Some(entry) = self.preflist.iter().find(|e| e.id.partition == *p) else {
                 continue;
             };
-            NodeCounters::bump(&node.counters.read_repairs);
-            NodeCounters::bump(&node.counters.vnode_puts);
+            node.metrics.read_repairs.increment();
+            node.metrics.vnode_puts.increment();
             let encoded = encoded.get_or_insert_with(|| Bytes::from(codec::encode(merged)));
             let req = VnodeRequest::Put(PutRequest {
                 key: self.key.clone(),

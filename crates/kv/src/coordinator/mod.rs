@@ -89,7 +89,14 @@ impl Node {
         Ok(())
     }
 
-    pub(crate) fn check_content(&self, content: &Content) -> Result<(), KvError> {
+    /// Checks a client's content for `key` in `bucket` against the
+    /// limits, and warns of an object over the size warning threshold.
+    pub(crate) fn check_content(
+        &self,
+        bucket: &BucketRef,
+        key: &[u8],
+        content: &Content,
+    ) -> Result<(), KvError> {
         self.config.meta_limits.check(&content.meta)?;
         let size = content_bytes(content);
         let max = self.config.object_size_max_bytes;
@@ -101,7 +108,8 @@ impl Node {
             });
         }
         if size > self.config.object_size_warn_bytes {
-            tracing::warn!(size, "large object written");
+            let object = bucket.object_name(key);
+            tracing::warn!(%object, size, "large object written");
         }
         Ok(())
     }

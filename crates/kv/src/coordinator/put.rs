@@ -25,7 +25,7 @@ use tokio::time::{Instant, timeout_at};
 use super::put_delta::Behind;
 use super::{PreflistEntry, quorum, storage_key};
 use crate::core::put::{NodeIndex, PutCore, PutReply};
-use crate::node::{Node, NodeCounters};
+use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::error::PutFailure;
 use eddy_model::error::Signal;
@@ -45,15 +45,24 @@ const PROPS_RESTARTS_MAX: u32 = 3;
 
 impl Node {
     /// Writes an object with the request's (or the bucket's) quorums.
+    /// Counted and timed in the node's figures, whoever asks.
     pub async fn put(self: &Arc<Self>, req: PutRequest) -> Result<PutResponse, KvError> {
-        NodeCounters::bump(&self.counters.puts);
+        self.metrics.puts.increment();
+        let start = std::time::Instant::now();
+        let result = self.coordinate_put(req).await;
+        self.metrics.put_fsm_time.record_since(start);
+        result
+    }
+
+    async fn coordinate_put(self: &Arc<Self>, req: PutRequest) -> Result<PutResponse, KvError> {
         let resolved = self.props_entries(&req.bucket)?;
         if !req.content.meta.deleted {
             refuse_plain_put(&req.bucket, &resolved.0)?;
         }
         let key = req.key.clone().unwrap_or_else(generate_key);
         self.check_key(&key)?;
-        let coordinate = self.client_write(req.context, req.content, &req.options)?;
+        let coordinate =
+            self.client_write((&req.bucket, &key), req.context, req.content, &req.options)?;
         let coordinated = self
             .put_client_write(&req.bucket, &key, &req.options, resolved, coordinate)
             .await?;
@@ -90,11 +99,12 @@ impl Node {
     /// this node's time and a fresh vtag, with the options' conditions.
     pub(super) fn client_write(
         &self,
+        (bucket, key): (&BucketRef, &[u8]),
         context: Option<VersionVector>,
         mut content: Content,
         options: &PutOptions,
     ) -> Result<Coordinate, KvError> {
-        self.check_content(&content)?;
+        self.check_content(bucket, key, &content)?;
         content.meta.last_modified_us = self.config.clock.now_us();
         content.meta.vtag = generate_vtag();
         content.normalise_indexes();
@@ -229,7 +239,7 @@ impl Node {
 
     fn warn_siblings(&self, siblings: usize) {
         if siblings > self.config.siblings_warn {
-            NodeCounters::bump(&self.counters.siblings_warnings);
+            self.metrics.siblings_warnings.increment();
             tracing::warn!(siblings, "object has many siblings");
         }
     }
@@ -324,7 +334,7 @@ impl PutFsm<'_> {
                 (tx, rx, coordinated)
             }
         };
-        NodeCounters::add(&node.counters.vnode_puts, self.preflist.len() as u64);
+        node.metrics.vnode_puts.add(self.preflist.len() as u64);
         drop(tx);
         let mut exhausted = None;
         let mut behind = Behind::default();
@@ -485,7 +495,7 @@ impl PutFsm<'_> {
         for (i, entry) in others {
             let kind = match &written.delta {
                 Some((delta, _)) => {
-                    NodeCounters::bump(&self.node.counters.datatype_deltas);
+                    self.node.metrics.datatype_deltas.increment();
                     PutKind::DtDelta(Box::new(delta.clone()))
                 }
                 None => PutKind::Replicate {

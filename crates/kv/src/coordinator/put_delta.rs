@@ -17,7 +17,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, timeout_at};
 
 use super::put::{PutFsm, Written};
-use crate::node::{Node, NodeCounters};
+use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::error::Signal;
 use eddy_vnode::msg::{PutKind, StorageKey, VnodeId, VnodeReply, VnodeRequest};
@@ -85,7 +85,7 @@ impl PutFsm<'_> {
         ) {
             return Some(reply);
         }
-        NodeCounters::bump(&self.node().counters.datatype_deltas_behind);
+        self.node().metrics.datatype_deltas_behind.increment();
         let at = self
             .preflist
             .iter()

@@ -15,7 +15,6 @@
 //! the order their deletes finished (one delay for all, so due times never
 //! go backwards); the drainer holds no strong reference to the node.
 
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -25,7 +24,7 @@ use tokio::sync::mpsc::{Receiver, Sender, channel, unbounded_channel};
 use tokio::time::{Instant, sleep_until, timeout_at};
 
 use super::PreflistEntry;
-use crate::node::{DeleteMode, Node, NodeCounters};
+use crate::node::{DeleteMode, Node};
 use eddy_vnode::msg::{StorageKey, VnodeReply, VnodeRequest};
 use eddy_vnode::reply::{LocalHint, ReplyTo};
 
@@ -40,13 +39,13 @@ const REAP_READ_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) struct Reaper {
     queue: OnceLock<Sender<ReapJob>>,
     /// Jobs dropped because the queue was full.
-    pub(crate) dropped: AtomicU64,
+    pub(crate) dropped: eddy_metrics::Counter,
     /// Tombstones reaped (on every replica).
-    pub(crate) reaped: AtomicU64,
+    pub(crate) reaped: eddy_metrics::Counter,
     /// Tombstones left because some replica did not hold exactly them.
-    pub(crate) kept: AtomicU64,
+    pub(crate) kept: eddy_metrics::Counter,
     /// Jobs put back because a handoff of their partition was pending.
-    pub(crate) deferred: AtomicU64,
+    pub(crate) deferred: eddy_metrics::Counter,
 }
 
 /// One tombstone to reap once `due`.
@@ -84,7 +83,7 @@ impl Node {
             preflist,
         };
         if queue.try_send(job).is_err() {
-            NodeCounters::bump(&self.reaper.dropped);
+            self.reaper.dropped.increment();
             tracing::debug!("reap queue full: a tombstone is kept");
         }
     }
@@ -98,11 +97,11 @@ impl Node {
             .iter()
             .any(|e| self.handoff_pending(e.id.partition))
         {
-            NodeCounters::bump(&self.reaper.deferred);
+            self.reaper.deferred.increment();
             return self.schedule_reap(job.key, job.tombstone, job.preflist);
         }
         if !self.every_replica_holds(&job).await {
-            NodeCounters::bump(&self.reaper.kept);
+            self.reaper.kept.increment();
             return;
         }
         for entry in job.preflist.iter() {
@@ -112,7 +111,7 @@ impl Node {
             };
             self.deliver(&entry.id, req, ReplyTo::Nobody, LocalHint::default());
         }
-        NodeCounters::bump(&self.reaper.reaped);
+        self.reaper.reaped.increment();
     }
 
     async fn every_replica_holds(&self, job: &ReapJob) -> bool {

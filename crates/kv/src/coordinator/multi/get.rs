@@ -20,7 +20,7 @@ use super::plan::{Admission, Outbox};
 use crate::coordinator::get::{GetFsm, Tally, answer};
 use crate::coordinator::{PreflistEntry, quorum};
 use crate::core::get::GetCore;
-use crate::node::{Node, NodeCounters};
+use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::props::BucketProps;
 use eddy_model::request::{BucketRef, GetOptions, GetResponse};
@@ -120,7 +120,7 @@ impl Node {
         let mut wave = Vec::new();
         while let Some(job) = jobs.peek() {
             if let Err(e) = self.check_key(&job.key) {
-                NodeCounters::bump(&self.counters.gets);
+                self.metrics.gets.increment();
                 run.place(job.index, Err(e));
                 jobs.next();
                 continue;
@@ -135,7 +135,7 @@ impl Node {
             if !admission.admit(&remote) {
                 break;
             }
-            NodeCounters::bump(&self.counters.gets);
+            self.metrics.gets.increment();
             if let Some(job) = jobs.next() {
                 wave.push((job, preflist));
             }
@@ -160,7 +160,7 @@ impl Node {
                 key: job.key.clone(),
             };
             for entry in preflist.iter().filter(|e| !e.local) {
-                NodeCounters::bump(&self.counters.vnode_gets);
+                self.metrics.vnode_gets.increment();
                 let item = BatchItem {
                     partition: entry.id.partition,
                     request: VnodeRequest::Get { key: key.clone() },

@@ -40,7 +40,7 @@ use tokio::time::Instant;
 
 use super::{content_bytes, quorum};
 use crate::coordinator::delete::DeleteOutcome;
-use crate::node::{Node, NodeCounters};
+use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::limits::MultiLimits;
 use eddy_model::props::BucketProps;
@@ -65,8 +65,8 @@ impl Node {
         let o = &req.options;
         quorum("r", o.r, props.r, props.n_val)?;
         quorum("pr", o.pr, props.pr, props.n_val)?;
-        NodeCounters::bump(&self.counters.multi_gets);
-        NodeCounters::add(&self.counters.multi_get_keys, req.keys.len() as u64);
+        self.metrics.multi_gets.increment();
+        self.metrics.multi_get_keys.add(req.keys.len() as u64);
         let mut run = self.multi_run(req.options.timeout_ms, req.keys.len());
         let jobs = req
             .keys
@@ -90,8 +90,8 @@ impl Node {
             quorum(name, value, bucket_value, props.n_val)?;
         }
         quorum("pw", o.pw, props.pw, props.n_val)?;
-        NodeCounters::bump(&self.counters.multi_puts);
-        NodeCounters::add(&self.counters.multi_put_keys, req.objects.len() as u64);
+        self.metrics.multi_puts.increment();
+        self.metrics.multi_put_keys.add(req.objects.len() as u64);
         let mut run = self.multi_run(req.options.timeout_ms, req.objects.len());
         let jobs = req
             .objects
@@ -120,9 +120,9 @@ impl Node {
         let props = self.multi_props(&req.bucket, req.keys.len())?;
         let o = &req.options;
         check_delete_quorums(o, &props)?;
-        NodeCounters::bump(&self.counters.multi_deletes);
-        NodeCounters::add(&self.counters.multi_delete_keys, req.keys.len() as u64);
-        NodeCounters::add(&self.counters.deletes, req.keys.len() as u64);
+        self.metrics.multi_deletes.increment();
+        self.metrics.multi_delete_keys.add(req.keys.len() as u64);
+        self.metrics.deletes.add(req.keys.len() as u64);
         let mut run = self.multi_run(o.timeout_ms, req.keys.len());
         let contexts = self.delete_contexts(&req, &props, &mut run).await?;
         let mut writes = self.multi_run(o.timeout_ms, req.keys.len());

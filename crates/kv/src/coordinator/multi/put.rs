@@ -28,7 +28,7 @@ use super::plan::{Admission, Outbox};
 use crate::coordinator::content_bytes;
 use crate::coordinator::put::{Coordinated, PutFsm, Target, Write, Written, moving};
 use crate::core::put::{PutCore, PutReply};
-use crate::node::{Node, NodeCounters};
+use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::error::Signal;
 use eddy_model::metadata::entries::PropsEntries;
@@ -140,10 +140,10 @@ impl Node {
                 break;
             }
             let Some(job) = jobs.next() else { break };
-            NodeCounters::bump(&self.counters.puts);
-            let write = self
-                .check_key(&job.key)
-                .and_then(|()| self.client_write(job.context, job.content, options));
+            self.metrics.puts.increment();
+            let write = self.check_key(&job.key).and_then(|()| {
+                self.client_write((bucket, &job.key), job.context, job.content, options)
+            });
             match write {
                 Ok(client) => wave.push(Ready {
                     index: job.index,
@@ -397,7 +397,7 @@ impl Node {
         send: &mut Sender<'_>,
     ) {
         let fsm = &slot.fsm;
-        NodeCounters::add(&self.counters.vnode_puts, fsm.preflist.len() as u64);
+        self.metrics.vnode_puts.add(fsm.preflist.len() as u64);
         for (i, entry) in fsm.preflist.iter().enumerate() {
             if i == fsm.first {
                 continue;

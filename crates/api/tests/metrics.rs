@@ -1,0 +1,145 @@
+//! `GET /metrics` and `/stats` from the node's one set of figures: gets
+//! over PB and over HTTP are both counted and timed by the node (issue 27,
+//! item 5's check), per API too, and two nodes in one process keep apart
+//! figures.
+
+mod http_support;
+
+use eddy_api::pb::PbConfig;
+use eddy_wire::{codes, proto};
+use http_support::Server;
+use prost::Message;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Serves PB on `server`'s node; a connection to it.
+async fn pb_connection(server: &Server) -> TcpStream {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let pending = std::future::pending::<()>();
+    let node = server.node.clone();
+    tokio::spawn(eddy_api::pb::serve(
+        listener,
+        node,
+        PbConfig::default(),
+        pending,
+    ));
+    TcpStream::connect(addr).await.unwrap()
+}
+
+/// Sends one PB request and returns the answer's code.
+async fn pb_call(stream: &mut TcpStream, code: u8, msg: &impl Message) -> u8 {
+    let body = msg.encode_to_vec();
+    let mut frame = ((body.len() + 1) as u32).to_be_bytes().to_vec();
+    frame.push(code);
+    frame.extend_from_slice(&body);
+    stream.write_all(&frame).await.unwrap();
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).await.unwrap();
+    let mut answer = vec![0u8; u32::from_be_bytes(len) as usize];
+    stream.read_exact(&mut answer).await.unwrap();
+    answer[0]
+}
+
+async fn metrics(server: &Server) -> String {
+    let r = server.get("/metrics").await;
+    assert_eq!(r.status(), 200);
+    let media = r.headers()["content-type"].to_str().unwrap().to_string();
+    assert!(media.starts_with("text/plain; version=0.0.4"), "{media}");
+    r.text().await.unwrap()
+}
+
+async fn stats(server: &Server) -> Value {
+    let text = server.get("/stats").await.text().await.unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The value of the series `series` (name and labels, as rendered).
+fn value(text: &str, series: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.strip_prefix(series).is_some_and(|v| v.starts_with(' ')))
+        .unwrap_or_else(|| panic!("no {series} in:\n{text}"));
+    line[series.len()..].trim().parse().unwrap()
+}
+
+#[tokio::test]
+async fn gets_over_pb_and_http_are_both_counted_and_timed() {
+    let server = http_support::start().await;
+    assert_eq!(server.put("/buckets/b/keys/k", "value").await.status(), 204);
+    let mut pb = pb_connection(&server).await;
+    let get = proto::RpbGetReq {
+        bucket: b"b".to_vec(),
+        key: b"k".to_vec(),
+        ..Default::default()
+    };
+    for _ in 0..100 {
+        assert_eq!(
+            pb_call(&mut pb, codes::GET_REQ, &get).await,
+            codes::GET_RESP
+        );
+        assert_eq!(server.get("/buckets/b/keys/k").await.status(), 200);
+    }
+    let text = metrics(&server).await;
+    assert!(
+        text.contains("# TYPE eddy_node_gets_total counter\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# HELP eddy_node_get_fsm_time_seconds "),
+        "{text}"
+    );
+    assert_eq!(value(&text, "eddy_node_gets_total"), 200.0);
+    assert_eq!(value(&text, "eddy_node_puts_total"), 1.0);
+    assert_eq!(value(&text, "eddy_node_get_fsm_time_seconds_count"), 200.0);
+    let all = "eddy_node_get_fsm_time_seconds_bucket{le=\"+Inf\"}";
+    assert_eq!(value(&text, all), 200.0);
+    let pb_gets = "eddy_api_requests_total{api=\"pb\",op=\"RpbGetReq\"}";
+    assert_eq!(value(&text, pb_gets), 100.0);
+    let http_gets = "eddy_api_requests_total{api=\"http\",op=\"get\"}";
+    assert_eq!(value(&text, http_gets), 100.0);
+    assert_eq!(value(&text, "eddy_http_connections"), 1.0);
+
+    let stats = stats(&server).await;
+    assert_eq!(stats["node_gets"], 200, "the last minute");
+    assert_eq!(stats["node_gets_total"], 200);
+    assert_eq!(stats["node_get_fsm_objsize_mean"], 5);
+    assert_eq!(stats["node_get_fsm_siblings_100"], 1);
+    let slowest = stats["node_get_fsm_time_100"].as_u64().unwrap();
+    assert!(slowest >= stats["node_get_fsm_time_median"].as_u64().unwrap());
+    assert!(slowest > 0, "{stats}");
+    assert!(stats["node_put_fsm_time_100"].as_u64().unwrap() > 0);
+}
+
+#[tokio::test]
+async fn failed_requests_are_counted_by_side() {
+    let server = http_support::start().await;
+    let r = server.get("/buckets/b/keys/k?r=7").await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        server.get("/no/such/resource/here/at/all").await.status(),
+        404
+    );
+    let text = metrics(&server).await;
+    let client = "eddy_api_errors_total{api=\"http\",side=\"client\"}";
+    assert_eq!(value(&text, client), 2.0);
+    let server_side = "eddy_api_errors_total{api=\"http\",side=\"server\"}";
+    assert_eq!(value(&text, server_side), 0.0);
+    assert_eq!(
+        value(&text, "eddy_api_requests_total{api=\"http\",op=\"other\"}"),
+        1.0
+    );
+}
+
+#[tokio::test]
+async fn two_nodes_in_one_process_keep_apart_figures() {
+    let (one, two) = (http_support::start().await, http_support::start().await);
+    for _ in 0..3 {
+        assert_eq!(one.get("/buckets/b/keys/k").await.status(), 404);
+    }
+    assert_eq!(value(&metrics(&one).await, "eddy_node_gets_total"), 3.0);
+    assert_eq!(value(&metrics(&two).await, "eddy_node_gets_total"), 0.0);
+    let stats = stats(&two).await;
+    assert_eq!(stats["node_gets_total"], 0);
+}

@@ -1,0 +1,113 @@
+//! The node's figures of the work its coordinators and vnodes do,
+//! registered once in the node's [`Registry`] (design note 025) and
+//! counted where the work is done, so that PB, HTTP and the node's own
+//! requests (MapReduce's gets, a delete's read) are counted alike.
+//!
+//! `/stats` shows each counter under Riak's name (over the last minute)
+//! and with `_total`; `/metrics` under its `eddy_` name.
+
+use std::time::Instant;
+
+use eddy_metrics::{Counter, Histogram, Registry, Unit};
+use eddy_model::request::GetResponse;
+
+/// Buckets of the FSM times, in microseconds: 100 µs to 60 s.
+const TIME_US_BOUNDS: &[u64] = &[
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 5_000_000, 10_000_000, 60_000_000,
+];
+/// Buckets of sibling counts.
+const SIBLINGS_BOUNDS: &[u64] = &[1, 2, 3, 5, 10, 25, 50, 100];
+/// Buckets of object sizes: 1 KiB to 64 MiB.
+const OBJSIZE_BOUNDS: &[u64] = &[
+    1 << 10,
+    4 << 10,
+    16 << 10,
+    64 << 10,
+    256 << 10,
+    1 << 20,
+    4 << 20,
+    16 << 20,
+    64 << 20,
+];
+
+/// The kv layer's handles into the node's registry.
+#[derive(Debug)]
+pub struct NodeMetrics {
+    /// Gets this node coordinated (each key of a multi-get too).
+    pub gets: Counter,
+    /// Puts this node coordinated (data type updates, each object of a
+    /// multi-put too).
+    pub puts: Counter,
+    /// Deletes this node coordinated.
+    pub deletes: Counter,
+    pub read_repairs: Counter,
+    /// Writes of an object over the siblings warning threshold.
+    pub siblings_warnings: Counter,
+    /// Requests sent to vnodes: gets (including a delete's read).
+    pub vnode_gets: Counter,
+    /// Requests sent to vnodes: puts (coordinated, replicated, repairs).
+    pub vnode_puts: Counter,
+    /// Multi-key requests taken, by operation (design note 016).
+    pub multi_gets: Counter,
+    pub multi_puts: Counter,
+    pub multi_deletes: Counter,
+    /// Keys (or objects) named by the multi-key requests taken.
+    pub multi_get_keys: Counter,
+    pub multi_put_keys: Counter,
+    pub multi_delete_keys: Counter,
+    /// Batched vnode messages sent to other nodes (each carrying the
+    /// gets or replicated puts of many keys for vnodes of one node).
+    pub vnode_batches: Counter,
+    /// Set and map operations' deltas sent to replicas instead of whole
+    /// objects (design note 020 §6), and replicas that answered them
+    /// `Behind` and were sent the whole object.
+    pub datatype_deltas: Counter,
+    pub datatype_deltas_behind: Counter,
+    /// Time of each single-key get and put this node coordinated, µs.
+    pub get_fsm_time: Histogram,
+    pub put_fsm_time: Histogram,
+    /// Siblings and bytes of the objects gets found.
+    pub get_fsm_siblings: Histogram,
+    pub get_fsm_objsize: Histogram,
+}
+
+impl NodeMetrics {
+    /// Registers the kv layer's figures in `r`.
+    pub fn register(r: &Registry) -> NodeMetrics {
+        let time = |name, help| r.histogram(name, help, Unit::Microseconds, TIME_US_BOUNDS);
+        NodeMetrics {
+            gets: r.counter("eddy_node_gets_total", "Gets this node coordinated, PB and HTTP alike (each key of a multi-get)."),
+            puts: r.counter("eddy_node_puts_total", "Puts this node coordinated (data type updates and each object of a multi-put included)."),
+            deletes: r.counter("eddy_node_deletes_total", "Deletes this node coordinated."),
+            read_repairs: r.counter("eddy_read_repairs_total", "Replicas a get found behind and sent the merged object."),
+            siblings_warnings: r.counter("eddy_siblings_warnings_total", "Writes of an object over object.siblings.warning_threshold."),
+            vnode_gets: r.counter("eddy_vnode_gets_total", "Reads sent to vnodes (replicas)."),
+            vnode_puts: r.counter("eddy_vnode_puts_total", "Writes sent to vnodes (replicas), read repairs included."),
+            multi_gets: r.counter("eddy_node_multi_gets_total", "Multi-get requests taken."),
+            multi_puts: r.counter("eddy_node_multi_puts_total", "Multi-put requests taken."),
+            multi_deletes: r.counter("eddy_node_multi_deletes_total", "Multi-delete requests taken."),
+            multi_get_keys: r.counter("eddy_node_multi_get_keys_total", "Keys named by multi-get requests."),
+            multi_put_keys: r.counter("eddy_node_multi_put_keys_total", "Objects named by multi-put requests."),
+            multi_delete_keys: r.counter("eddy_node_multi_delete_keys_total", "Keys named by multi-delete requests."),
+            vnode_batches: r.counter("eddy_vnode_batches_total", "Batched vnode messages sent to other nodes."),
+            datatype_deltas: r.counter("eddy_datatype_deltas_total", "Set and map operations sent to replicas as deltas."),
+            datatype_deltas_behind: r.counter("eddy_datatype_deltas_behind_total", "Replicas behind a delta, sent the whole value."),
+            get_fsm_time: time("eddy_node_get_fsm_time_seconds", "Time of the gets this node coordinated."),
+            put_fsm_time: time("eddy_node_put_fsm_time_seconds", "Time of the puts this node coordinated."),
+            get_fsm_siblings: r.histogram("eddy_node_get_fsm_siblings", "Siblings in the objects gets found.", Unit::Count, SIBLINGS_BOUNDS),
+            get_fsm_objsize: r.histogram("eddy_node_get_fsm_objsize_bytes", "Bytes of the values of the objects gets found.", Unit::Bytes, OBJSIZE_BOUNDS),
+        }
+    }
+
+    /// Records a coordinated get that began at `start`: its time and,
+    /// for an object found, its siblings and size.
+    pub(crate) fn record_get<E>(&self, start: Instant, result: &Result<GetResponse, E>) {
+        self.get_fsm_time.record_since(start);
+        if let Ok(GetResponse::Found(obj)) = result {
+            self.get_fsm_siblings.record(obj.siblings.len() as u64);
+            let size: usize = obj.contents().map(|c| c.value.len()).sum();
+            self.get_fsm_objsize.record(size as u64);
+        }
+    }
+}

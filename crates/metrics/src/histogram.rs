@@ -1,0 +1,158 @@
+//! A histogram: Prometheus' cumulative buckets, sum and count since the
+//! node started, and the values of the last minute for `/stats`'
+//! percentiles (Riak's `_mean`, `_median`, `_95`, `_99`, `_100`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::window::Windowed;
+
+/// What a histogram's values count; `/metrics` shows microseconds as
+/// seconds, Prometheus' unit of time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Times, recorded in microseconds.
+    Microseconds,
+    /// Sizes in bytes.
+    Bytes,
+    /// Plain counts (siblings, items).
+    Count,
+}
+
+impl Unit {
+    /// What one recorded unit is in the unit `/metrics` shows.
+    pub(crate) fn scale(self) -> f64 {
+        match self {
+            Unit::Microseconds => 1e-6,
+            Unit::Bytes | Unit::Count => 1.0,
+        }
+    }
+}
+
+/// Riak's one-minute figures of a histogram; all 0 when the minute had
+/// no value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Percentiles {
+    pub mean: u64,
+    pub median: u64,
+    pub p95: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+/// A distribution of values; clones record into the same figure.
+#[derive(Clone)]
+pub struct Histogram(Arc<Inner>);
+
+pub(crate) struct Inner {
+    pub(crate) unit: Unit,
+    /// Upper bounds of the buckets, ascending, in recorded units.
+    pub(crate) bounds: &'static [u64],
+    /// Values at or below each bound and above the one before; the last
+    /// slot holds those above every bound.
+    pub(crate) buckets: Box<[AtomicU64]>,
+    pub(crate) sum: AtomicU64,
+    pub(crate) count: AtomicU64,
+    window: Windowed,
+    started: Instant,
+}
+
+impl Histogram {
+    /// A histogram with the buckets `bounds` (ascending), registered
+    /// nowhere.
+    pub fn new(unit: Unit, bounds: &'static [u64]) -> Histogram {
+        debug_assert!(bounds.windows(2).all(|w| w[0] < w[1]), "ascending bounds");
+        let buckets = (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect();
+        Histogram(Arc::new(Inner {
+            unit,
+            bounds,
+            buckets,
+            sum: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+            window: Windowed::new(),
+            started: Instant::now(),
+        }))
+    }
+
+    /// Records one value.
+    pub fn record(&self, value: u64) {
+        let h = &self.0;
+        let slot = h.bounds.partition_point(|b| *b < value);
+        if let Some(bucket) = h.buckets.get(slot) {
+            bucket.fetch_add(1, Ordering::Relaxed);
+        }
+        h.sum.fetch_add(value, Ordering::Relaxed);
+        h.count.fetch_add(1, Ordering::Relaxed);
+        h.window.record(h.started.elapsed().as_secs(), value);
+    }
+
+    /// Records the time since `start`, in microseconds.
+    pub fn record_since(&self, start: Instant) {
+        self.record(u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX));
+    }
+
+    /// Values recorded since the node started.
+    pub fn count(&self) -> u64 {
+        self.0.count.load(Ordering::Relaxed)
+    }
+
+    /// The last minute's mean, median, 95th and 99th percentiles and
+    /// maximum.
+    pub fn last_minute(&self) -> Percentiles {
+        let h = self.0.window.snapshot(self.0.started.elapsed().as_secs());
+        if h.is_empty() {
+            return Percentiles::default();
+        }
+        Percentiles {
+            mean: h.mean().round() as u64,
+            median: h.value_at_quantile(0.5),
+            p95: h.value_at_quantile(0.95),
+            p99: h.value_at_quantile(0.99),
+            max: h.max(),
+        }
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Histogram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Histogram({} values)", self.count())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_fall_in_the_first_bucket_whose_bound_holds_them() {
+        let h = Histogram::new(Unit::Count, &[1, 5, 10]);
+        for v in [0, 1, 2, 5, 11, 500] {
+            h.record(v);
+        }
+        let counts: Vec<u64> = (h.inner().buckets.iter())
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(counts, [2, 2, 0, 2]);
+        assert_eq!(h.count(), 6);
+        assert_eq!(h.inner().sum.load(Ordering::Relaxed), 519);
+    }
+
+    #[test]
+    fn the_last_minute_gives_riaks_percentiles() {
+        let h = Histogram::new(Unit::Microseconds, &[100]);
+        assert_eq!(h.last_minute(), Percentiles::default());
+        for v in 1..=100 {
+            h.record(v);
+        }
+        let p = h.last_minute();
+        assert_eq!(
+            (p.mean, p.median, p.p95, p.p99, p.max),
+            (51, 50, 95, 99, 100)
+        );
+    }
+}
