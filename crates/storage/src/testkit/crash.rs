@@ -219,10 +219,15 @@ impl CrashHistory {
             let got = backend.get(BUCKET, key).expect("get after crash");
             assert!(
                 states.contains(&got),
-                "key {:?}: got {} bytes, acknowledged state was {:?}",
+                "key {:?}: got {}, allowed {} (the first the last acknowledged; {:?})",
                 String::from_utf8_lossy(key),
-                got.as_ref().map_or(0, Vec::len),
-                states.first().map(|s| s.as_ref().map(Vec::len)),
+                show(got.as_ref()),
+                states
+                    .iter()
+                    .map(|s| show(s.as_ref()))
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                backend.recovery_report(),
             );
             if let Some(v) = got {
                 live.insert(key.clone(), v);
@@ -265,14 +270,6 @@ fn verify_folds_and_index(backend: &dyn Backend, live: &BTreeMap<Vec<u8>, Vec<u8
 /// The keys whose values `folded` and `got` disagree on, each with both
 /// sides' lengths and first bytes (the values are too long to print).
 fn differences(folded: &BTreeMap<Vec<u8>, Vec<u8>>, got: &BTreeMap<Vec<u8>, Vec<u8>>) -> String {
-    let show = |v: Option<&Vec<u8>>| match v {
-        None => "absent".to_string(),
-        Some(v) => format!(
-            "{} bytes {:?}…",
-            v.len(),
-            String::from_utf8_lossy(&v[..v.len().min(24)])
-        ),
-    };
     let keys: std::collections::BTreeSet<_> = folded.keys().chain(got.keys()).collect();
     keys.into_iter()
         .filter(|k| folded.get(*k) != got.get(*k))
@@ -286,6 +283,19 @@ fn differences(folded: &BTreeMap<Vec<u8>, Vec<u8>>, got: &BTreeMap<Vec<u8>, Vec<
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// A value as its length and first bytes (which name the write that made
+/// it: `seed/thread/n/`); values are too long to print.
+fn show(v: Option<&Vec<u8>>) -> String {
+    match v {
+        None => "absent".to_string(),
+        Some(v) => format!(
+            "{} bytes {:?}…",
+            v.len(),
+            String::from_utf8_lossy(&v[..v.len().min(24)])
+        ),
+    }
 }
 
 /// Kills a child writer `cycles` times at random moments, verifying after
