@@ -106,6 +106,10 @@ impl OpChooser {
 
     /// One operation, drawn by weight.
     pub fn choose(&self, rng: &mut impl Rng) -> OpKind {
+        // A run of one operation (every storage phase) draws nothing.
+        if let [(only, _)] = self.cumulative[..] {
+            return only;
+        }
         let total = self.cumulative.last().map_or(1, |c| c.1);
         let x = rng.random_range(0..total);
         let at = self.cumulative.partition_point(|&(_, c)| c <= x);

@@ -2,7 +2,8 @@
 //!
 //! A [`ValueGen`] is built once per run from a seed and shared read-only.
 //! Binary values are slices of a pool made at start, so a put costs one
-//! copy, not a random-number call per byte.
+//! copy ([`ValueGen::generate`]) or none ([`ValueGen::value`]), not a
+//! random-number call per byte.
 //!
 //! - `fixed_bin`: `size` random (incompressible) bytes.
 //! - `random_bin`: random bytes, length uniform in `size_min..=size_max`.
@@ -94,21 +95,52 @@ impl ValueGen {
     /// `ints` receives each integer field's value in [`Self::int_field`]
     /// order.
     pub fn generate(&self, rng: &mut impl Rng, key: &[u8], out: &mut Vec<u8>, ints: &mut Vec<u64>) {
-        out.clear();
+        if let Some(slice) = self.draw(rng, key, out, ints) {
+            out.clear();
+            out.extend_from_slice(&self.pool[slice]);
+        }
+    }
+
+    /// The value [`Self::generate`] would write, without copying it: a
+    /// slice of the pool for the binary generators, or the JSON document
+    /// written into `out`.
+    pub fn value<'a>(
+        &'a self,
+        rng: &mut impl Rng,
+        key: &[u8],
+        out: &'a mut Vec<u8>,
+        ints: &mut Vec<u64>,
+    ) -> &'a [u8] {
+        match self.draw(rng, key, out, ints) {
+            Some(slice) => &self.pool[slice],
+            None => out,
+        }
+    }
+
+    /// Draws one value: the pool range of a binary value, or `None` once a
+    /// JSON document is written into `out`.
+    fn draw(
+        &self,
+        rng: &mut impl Rng,
+        key: &[u8],
+        out: &mut Vec<u8>,
+        ints: &mut Vec<u64>,
+    ) -> Option<std::ops::Range<usize>> {
         ints.clear();
         let len = rng.random_range(self.size_min..=self.size_max);
-        match self.generator {
-            ValueGenerator::Json => self.json(rng, key, len, out, ints),
+        let at = match self.generator {
+            ValueGenerator::Json => {
+                out.clear();
+                self.json(rng, key, len, out, ints);
+                return None;
+            }
             ValueGenerator::SemiCompressible => {
                 let chunks = (self.pool.len() - len) / CHUNK_BYTES;
-                let at = rng.random_range(0..=chunks) * CHUNK_BYTES;
-                out.extend_from_slice(&self.pool[at..at + len]);
+                rng.random_range(0..=chunks) * CHUNK_BYTES
             }
-            _ => {
-                let at = rng.random_range(0..=self.pool.len() - len);
-                out.extend_from_slice(&self.pool[at..at + len]);
-            }
-        }
+            _ => rng.random_range(0..=self.pool.len() - len),
+        };
+        Some(at..at + len)
     }
 
     fn json(
@@ -176,6 +208,26 @@ mod tests {
             size_max: Some(max),
             compression_ratio: None,
             int_fields: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_borrowed_value_is_the_one_generate_writes() {
+        for generator in [
+            ValueGenerator::FixedBin,
+            ValueGenerator::RandomBin,
+            ValueGenerator::SemiCompressible,
+            ValueGenerator::Json,
+        ] {
+            let g = ValueGen::new(&config(generator, 100, 300), 7);
+            let (mut a, mut b) = (SmallRng::seed_from_u64(3), SmallRng::seed_from_u64(3));
+            let (mut out, mut scratch, mut ints) = (Vec::new(), Vec::new(), Vec::new());
+            for i in 0..50 {
+                let key = format!("k{i}");
+                g.generate(&mut a, key.as_bytes(), &mut out, &mut ints);
+                let value = g.value(&mut b, key.as_bytes(), &mut scratch, &mut ints);
+                assert_eq!(value, &out[..], "{generator:?} value {i}");
+            }
         }
     }
 

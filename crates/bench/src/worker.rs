@@ -344,7 +344,7 @@ fn multi_objects<'p>(plan: &'p Plan, s: &mut WorkerState) -> Vec<MultiObject<'p>
         let key = plan.keys.key(n);
         plan.values
             .generate(&mut s.rng, &key, &mut s.value, &mut s.ints);
-        let index = index_entries(plan, s);
+        let index = index_entries(plan, &mut s.rng, &s.ints);
         objects.push(MultiObject {
             key,
             value: s.value.clone(),
@@ -354,11 +354,11 @@ fn multi_objects<'p>(plan: &'p Plan, s: &mut WorkerState) -> Vec<MultiObject<'p>
     objects
 }
 
-/// The index entries of the value just generated into `s` (none without
-/// `[index]`).
-fn index_entries<'p>(plan: &'p Plan, s: &mut WorkerState) -> Vec<IndexEntry<'p>> {
+/// The index entries of the value just generated, whose JSON integer
+/// fields are `ints` (none without `[index]`).
+fn index_entries<'p>(plan: &'p Plan, rng: &mut SmallRng, ints: &[u64]) -> Vec<IndexEntry<'p>> {
     match &plan.index {
-        Some(i) => i.entries(&mut s.rng, &s.ints),
+        Some(i) => i.entries(rng, ints),
         None => Vec::new(),
     }
 }
@@ -372,11 +372,13 @@ pub async fn put_number(
     vclock: Option<&[u8]>,
 ) -> Result<(), Failure> {
     plan.keys.encode(n, &mut s.key);
-    plan.values
-        .generate(&mut s.rng, &s.key, &mut s.value, &mut s.ints);
-    let index = index_entries(plan, s);
+    // Borrowed from the value pool: a binary value is not copied.
+    let value = plan
+        .values
+        .value(&mut s.rng, &s.key, &mut s.value, &mut s.ints);
+    let index = index_entries(plan, &mut s.rng, &s.ints);
     let body = PutBody {
-        value: &s.value,
+        value,
         index: &index,
         vclock,
     };

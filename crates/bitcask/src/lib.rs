@@ -159,8 +159,9 @@ impl Bitcask {
             let st = self.inner.state.read();
             let dir = &self.inner.dir;
             st.files
-                .keys()
-                .filter(|id| **id != active && !datafile::hint_path(dir, **id).exists())
+                .range(..active)
+                .map(|(id, _)| id)
+                .filter(|id| !datafile::hint_path(dir, **id).exists())
                 .copied()
                 .collect()
         };

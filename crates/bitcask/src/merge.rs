@@ -18,12 +18,13 @@
 //! of the inputs, in which every surviving value is still followed by the
 //! tombstone that hides it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eddy_storage::{StorageError, retire};
 
+use crate::config::BitcaskConfig;
 use crate::datafile::{ActiveFile, DataFile, ID_STRIDE, data_path, hint_path, sync_dir, temp_path};
 use crate::engine::{Inner, tstamp};
 use crate::format::{FLAG_TOMBSTONE, NewRecord, Record, TermSet};
@@ -65,13 +66,20 @@ fn frag_percent(f: &FileInfo) -> u64 {
         .unwrap_or(0)
 }
 
-/// Chooses inputs: every immutable file with `force`, otherwise Riak's
-/// triggers and thresholds.
+/// Chooses inputs among the files older than the active one.
 fn select(inner: &Inner, force: bool) -> Plan {
     let active = inner.writer.lock().active.id();
     let st = inner.state.read();
-    let c = &inner.config;
-    let closed = || st.files.iter().filter(|(id, _)| **id != active);
+    choose(&st.files, active, &inner.config, force)
+}
+
+/// Chooses inputs among `files` older than `active` (the active file's id
+/// when it was read): every one with `force`, otherwise Riak's triggers
+/// and thresholds. Files from `active` on are never taken: a rollover
+/// after `active` was read adds a newer file that is the writer's now,
+/// and a merge that took it would delete it under the writer.
+fn choose(files: &BTreeMap<u32, FileInfo>, active: u32, c: &BitcaskConfig, force: bool) -> Plan {
+    let closed = || files.range(..active);
     let triggered = force
         || closed().any(|(_, f)| {
             frag_percent(f) >= c.frag_merge_trigger as u64
@@ -512,5 +520,36 @@ impl Merger<'_> {
         ids.retain(|id| *id < oldest_used);
         ids.sort_unstable();
         ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file table of writer files `ids`, each holding one dead record.
+    fn table(dir: &std::path::Path, ids: &[u32]) -> BTreeMap<u32, FileInfo> {
+        let file = |id| ActiveFile::create(data_path(dir, id), id, 0).unwrap().file;
+        let info = |id| FileInfo {
+            file: file(id),
+            total_bytes: 100,
+            live_bytes: 0,
+        };
+        ids.iter().map(|&id| (id, info(id))).collect()
+    }
+
+    #[test]
+    fn a_file_newer_than_the_active_one_read_is_never_an_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = ID_STRIDE;
+        // The merge read the active id 2S; a rollover then added 3S, the
+        // writer's file now.
+        let files = table(dir.path(), &[s, 2 * s, 3 * s]);
+        let config = BitcaskConfig::default();
+        for force in [true, false] {
+            let plan = choose(&files, 2 * s, &config, force);
+            let inputs: Vec<u32> = plan.inputs.iter().map(|f| f.id).collect();
+            assert_eq!(inputs, vec![s], "force {force}");
+        }
     }
 }

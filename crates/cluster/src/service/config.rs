@@ -38,6 +38,13 @@ pub struct MembershipConfig {
     /// Wall-clock milliseconds since the Unix epoch, for bucket metadata
     /// stamps (injected so a simulation can drive it).
     pub wall_clock_ms: fn() -> u64,
+    /// Saves the state on the calling task instead of tokio's blocking
+    /// pool. A save on another thread finishes at a real instant, so the
+    /// order in which a current-thread runtime then runs its tasks would
+    /// depend on the machine's load; inline, a simulation on paused time
+    /// replays exactly. Off in a server, whose runtime must not stall on
+    /// an fsync.
+    pub blocking_inline: bool,
 }
 
 impl MembershipConfig {
@@ -59,6 +66,7 @@ impl MembershipConfig {
             push_timeout: Duration::from_secs(2),
             transfer_limit: TRANSFER_LIMIT_DEFAULT,
             wall_clock_ms: system_clock_ms,
+            blocking_inline: false,
         }
     }
 }

@@ -145,20 +145,10 @@ impl Inner {
             return Ok((value, false));
         }
         let next = Arc::new(next);
-        self.save(next.clone()).await?;
+        save(&self.config, next.clone()).await?;
         *self.current.write() = next.clone();
         self.publish(&old, &next);
         Ok((value, true))
-    }
-
-    /// Saves on a blocking thread: the save fsyncs.
-    async fn save(&self, state: Arc<ClusterState>) -> Result<(), MembershipError> {
-        let path = self.config.state_path.clone();
-        let saved = tokio::task::spawn_blocking(move || state.save(&path)).await;
-        match saved {
-            Ok(result) => Ok(result?),
-            Err(_) => Err(MembershipError::Shutdown),
-        }
     }
 
     /// Tells the node what changed from `old` to `new`.
@@ -227,5 +217,22 @@ impl Inner {
         let up: Vec<&NodeName> = others.iter().copied().filter(|n| self.is_up(n)).collect();
         let pool = if up.is_empty() { others } else { up };
         pool.choose(&mut *self.rng.lock()).map(|n| (*n).clone())
+    }
+}
+
+/// Saves `state` at the configured path: on tokio's blocking pool, since
+/// the save fsyncs, or on the calling task when the config says
+/// `blocking_inline`.
+pub(crate) async fn save(
+    config: &MembershipConfig,
+    state: Arc<ClusterState>,
+) -> Result<(), MembershipError> {
+    let path = config.state_path.clone();
+    if config.blocking_inline {
+        return Ok(state.save(&path)?);
+    }
+    match tokio::task::spawn_blocking(move || state.save(&path)).await {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(MembershipError::Shutdown),
     }
 }

@@ -25,7 +25,10 @@ use crate::state::ClusterState;
 /// Runs the duties until the service stops.
 pub(crate) async fn duties_loop(inner: Arc<Inner>) {
     loop {
+        // Biased: an unbiased select picks among ready branches at random
+        // (tokio's per-runtime seed), which a simulation cannot replay.
         tokio::select! {
+            biased;
             () = tokio::time::sleep(inner.config.gossip_interval) => {}
             () = inner.duties_soon.notified() => {}
         }

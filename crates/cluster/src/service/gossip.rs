@@ -23,7 +23,10 @@ use crate::state::ClusterState;
 /// Runs gossip rounds until the service stops.
 pub(crate) async fn gossip_loop(inner: Arc<Inner>) {
     loop {
+        // Biased: an unbiased select picks among ready branches at random
+        // (tokio's per-runtime seed), which a simulation cannot replay.
         tokio::select! {
+            biased;
             () = tokio::time::sleep(inner.config.gossip_interval) => {}
             () = inner.gossip_soon.notified() => {
                 tokio::time::sleep(inner.config.gossip_after_change).await;

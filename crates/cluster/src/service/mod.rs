@@ -70,11 +70,7 @@ impl Membership {
         transport: Transport,
         state: ClusterState,
     ) -> Result<Membership, MembershipError> {
-        let path = config.state_path.clone();
-        let saved = state.clone();
-        tokio::task::spawn_blocking(move || saved.save(&path))
-            .await
-            .map_err(|_| MembershipError::Shutdown)??;
+        self::core::save(&config, Arc::new(state.clone())).await?;
         let inner = Arc::new(Inner::new(config, transport, state));
         inner.learn_members(&inner.current());
         let tasks = [

@@ -60,8 +60,12 @@ impl SimCluster {
             .join("cluster.json")
     }
 
+    /// Node `i`'s settings: saves on the calling task, so that a seed
+    /// replays exactly.
     pub fn config(&self, i: usize) -> MembershipConfig {
-        MembershipConfig::new(self.state_path(i))
+        let mut config = MembershipConfig::new(self.state_path(i));
+        config.blocking_inline = true;
+        config
     }
 
     pub fn svc(&self, i: usize) -> &Membership {

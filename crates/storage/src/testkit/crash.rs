@@ -173,8 +173,14 @@ pub fn run_and_kill(dir: &Path, seed: u64, kill_after: Duration) -> KilledRun {
     KilledRun { seed, acked }
 }
 
+/// The `(thread, n)` of an acknowledgement line. The ack may follow other
+/// text on its line: the test harness prints `test crash_child ... `
+/// without a newline before the child's first output, and an ack lost
+/// there would let a later write of that thread look unacknowledged and
+/// its value unexplained.
 fn parse_ack(line: &str) -> Option<(u64, u64)> {
-    let mut words = line.strip_prefix("ack ")?.split(' ');
+    let at = line.rfind("ack ")?;
+    let mut words = line.get(at + 4..)?.split(' ');
     let thread = words.next()?.parse().ok()?;
     let n = words.next()?.parse().ok()?;
     Some((thread, n))
@@ -219,10 +225,15 @@ impl CrashHistory {
             let got = backend.get(BUCKET, key).expect("get after crash");
             assert!(
                 states.contains(&got),
-                "key {:?}: got {} bytes, acknowledged state was {:?}",
+                "key {:?}: got {}, allowed {} (the first the last acknowledged; {:?})",
                 String::from_utf8_lossy(key),
-                got.as_ref().map_or(0, Vec::len),
-                states.first().map(|s| s.as_ref().map(Vec::len)),
+                show(got.as_ref()),
+                states
+                    .iter()
+                    .map(|s| show(s.as_ref()))
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                backend.recovery_report(),
             );
             if let Some(v) = got {
                 live.insert(key.clone(), v);
@@ -265,14 +276,6 @@ fn verify_folds_and_index(backend: &dyn Backend, live: &BTreeMap<Vec<u8>, Vec<u8
 /// The keys whose values `folded` and `got` disagree on, each with both
 /// sides' lengths and first bytes (the values are too long to print).
 fn differences(folded: &BTreeMap<Vec<u8>, Vec<u8>>, got: &BTreeMap<Vec<u8>, Vec<u8>>) -> String {
-    let show = |v: Option<&Vec<u8>>| match v {
-        None => "absent".to_string(),
-        Some(v) => format!(
-            "{} bytes {:?}…",
-            v.len(),
-            String::from_utf8_lossy(&v[..v.len().min(24)])
-        ),
-    };
     let keys: std::collections::BTreeSet<_> = folded.keys().chain(got.keys()).collect();
     keys.into_iter()
         .filter(|k| folded.get(*k) != got.get(*k))
@@ -286,6 +289,19 @@ fn differences(folded: &BTreeMap<Vec<u8>, Vec<u8>>, got: &BTreeMap<Vec<u8>, Vec<
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// A value as its length and first bytes (which name the write that made
+/// it: `seed/thread/n/`); values are too long to print.
+fn show(v: Option<&Vec<u8>>) -> String {
+    match v {
+        None => "absent".to_string(),
+        Some(v) => format!(
+            "{} bytes {:?}…",
+            v.len(),
+            String::from_utf8_lossy(&v[..v.len().min(24)])
+        ),
+    }
 }
 
 /// Kills a child writer `cycles` times at random moments, verifying after
@@ -307,5 +323,18 @@ pub fn run_kill_cycles(factory: &dyn BackendFactory, cycles: u64, base_seed: u64
         history.verify(&*backend);
         history.settle(&*backend);
         backend.close().expect("close after verify");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ack_is_read_after_the_harness_prefix_too() {
+        assert_eq!(parse_ack("ack 3 17"), Some((3, 17)));
+        assert_eq!(parse_ack("test crash_child ... ack 1 0"), Some((1, 0)));
+        assert_eq!(parse_ack("running 1 test"), None);
+        assert_eq!(parse_ack("ack 1"), None);
     }
 }
