@@ -21,6 +21,7 @@
 //! - [`limits`]: per-object limits on usermeta, links and index entries;
 //! - [`mapphase`]: map phases run at the vnodes, by a runner the node is given;
 //! - [`metadata`]: the bucket registry as the cluster shares it;
+//! - [`metadata_push`]: how far this node's metadata changes were pushed;
 //! - [`node`]: the node that ties them together.
 //!
 //! # Threads: the one rule
@@ -45,6 +46,7 @@ pub mod coordinator;
 pub mod core;
 pub mod handoff;
 pub mod index_memory;
+pub mod metadata_push;
 pub mod node;
 pub mod refusal;
 pub mod remote;

@@ -168,6 +168,8 @@ pub struct Node {
     /// The vnodes' decoded data type states.
     states: Arc<eddy_vnode::states::StateCache>,
     pub(crate) registry: Arc<BucketRegistry>,
+    /// How far the registry's changes were pushed to the cluster.
+    pub(crate) metadata_pushes: crate::metadata_push::MetadataPushes,
     pub counters: NodeCounters,
     /// Partition repair's bookkeeping (design note 009).
     pub(crate) repair: crate::repair::RepairState,
@@ -288,6 +290,7 @@ impl Node {
             log,
             states,
             registry,
+            metadata_pushes: Default::default(),
             counters: NodeCounters::default(),
             repair: Default::default(),
             write_refusal: Default::default(),
@@ -321,6 +324,12 @@ impl Node {
     /// The bucket registry.
     pub fn registry(&self) -> &Arc<BucketRegistry> {
         &self.registry
+    }
+
+    /// How far the registry's changes were pushed to the cluster: the
+    /// cluster layer reports each push here.
+    pub fn metadata_pushes(&self) -> &crate::metadata_push::MetadataPushes {
+        &self.metadata_pushes
     }
 
     /// Why the last write was refused because a resource (disk space,
