@@ -18,7 +18,7 @@ use eddy_model::types::RegistryError;
 use prost::Message;
 
 use super::error::PbError;
-use super::props::{from_json, to_patch};
+use super::props::{to_patch, to_pb};
 use super::request::bucket_ref;
 use super::server::{Outbox, Session};
 
@@ -28,7 +28,7 @@ pub(crate) fn get(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<()
     let b = bucket_ref(req.r#type, req.bucket)?;
     let props = session.node.bucket_props(&b).map_err(props_error)?;
     let resp = RpbGetBucketResp {
-        props: from_json(&props.to_json()),
+        props: to_pb(&props),
     };
     out.push(codes::GET_BUCKET_RESP, &resp);
     Ok(())
