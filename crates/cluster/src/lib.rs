@@ -53,7 +53,9 @@ pub use persist::FORMAT_VERSION;
 pub use plan::Plan;
 pub use register::{Register, Registers, Stamp};
 pub use ring_state::RingState;
-pub use service::{BucketMetadata, Membership, MembershipConfig, MembershipError, PushReport};
+pub use service::{
+    BucketMetadata, Membership, MembershipConfig, MembershipError, MetadataApplier, PushReport,
+};
 pub use staging::Change;
 pub use state::{ClusterState, FACT_EPOCHS_KEPT};
 pub use transfers::TransferFact;

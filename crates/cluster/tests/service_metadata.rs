@@ -1,7 +1,8 @@
 //! Bucket metadata through the service: a write on any node is saved on
 //! every reachable member before it returns (the report names who has not
 //! acked), reaches a member that was down once it is back, and shows in
-//! every node's metadata watch.
+//! every node's metadata watch; a member's applier has it before the
+//! member acks.
 
 mod service_support;
 
@@ -74,4 +75,31 @@ async fn a_member_down_during_the_write_gets_it_when_back() {
         cluster.svc(2).state().bucket_types()["t"].props["active"],
         true
     );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn every_member_applied_a_write_when_it_returns() {
+    let cluster = SimCluster::new(43, 4).await;
+    cluster.join_all().await;
+    let applied: Vec<_> = (0..4)
+        .map(|i| {
+            let latest = std::sync::Arc::new(std::sync::Mutex::new(None));
+            let seen = latest.clone();
+            cluster.svc(i).on_metadata(std::sync::Arc::new(move |m| {
+                *seen.lock().unwrap() = Some(m.clone());
+            }));
+            latest
+        })
+        .collect();
+    let report = cluster
+        .svc(2)
+        .set_bucket_type("maps", json!({"status": "active"}))
+        .await
+        .unwrap();
+    assert!(report.is_complete(), "{report:?}");
+    for (i, latest) in applied.iter().enumerate() {
+        let latest = latest.lock().unwrap().clone().unwrap();
+        let props = &latest.bucket_types["maps"].props;
+        assert_eq!(props["status"], "active", "node {i}");
+    }
 }

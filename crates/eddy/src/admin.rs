@@ -158,22 +158,22 @@ fn bucket_type(settings: &Settings, action: &BucketTypeAction) -> Result<String,
         }
         BucketTypeAction::Create { name, props } => {
             let body = props.as_deref().unwrap_or(r#"{"props":{}}"#);
-            expect(call(settings, "POST", &path(name), body)?, 201)
+            let r = expect_shared(call(settings, "POST", &path(name), body)?, 201)
                 .map_err(|e| CommandError(format!("Error creating bucket type {name}:\n{e}")))?;
-            Ok(format!("{name} created"))
+            Ok(format!("{name} created{r}"))
         }
         BucketTypeAction::Activate { name } => {
             let r = call(settings, "POST", &format!("{}/activate", path(name)), "")?;
             if r.status == 404 {
                 return fail(format!("{name} has not been created"));
             }
-            expect(r, 204)?;
-            Ok(format!("{name} has been activated"))
+            let r = expect_shared(r, 204)?;
+            Ok(format!("{name} has been activated{r}"))
         }
         BucketTypeAction::Update { name, props } => {
-            expect(call(settings, "PUT", &path(name), props)?, 204)
+            let r = expect_shared(call(settings, "PUT", &path(name), props)?, 204)
                 .map_err(|e| CommandError(format!("Error updating bucket type {name}:\n{e}")))?;
-            Ok(format!("{name} updated"))
+            Ok(format!("{name} updated{r}"))
         }
     }
 }
@@ -248,6 +248,29 @@ fn expect(r: HttpResponse, status: u16) -> Result<HttpResponse, CommandError> {
     fail(r.text().trim().to_string())
 }
 
+/// A bucket type change's answer: nothing to add if it has `status`
+/// (every member has the change), a line naming the members that do
+/// not if it is 202, else its message as the error.
+fn expect_shared(r: HttpResponse, status: u16) -> Result<String, CommandError> {
+    if r.status != 202 {
+        return expect(r, status).map(|_| String::new());
+    }
+    let answer = json(r)?;
+    if let Some(error) = answer["error"].as_str() {
+        return Ok(format!(
+            " on this node only; it could not be shared: {error}"
+        ));
+    }
+    let missing: Vec<String> = answer["missing"]
+        .as_array()
+        .map(|names| names.iter().map(plain).collect())
+        .unwrap_or_default();
+    Ok(format!(
+        "; not yet on {} (gossip brings it to them)",
+        missing.join(", ")
+    ))
+}
+
 fn json(r: HttpResponse) -> Result<Value, CommandError> {
     serde_json::from_slice(&r.body)
         .map_err(|e| CommandError(format!("bad JSON from the node: {e}")))
@@ -272,4 +295,31 @@ fn encode(segment: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &str) -> HttpResponse {
+        HttpResponse {
+            status,
+            headers: Vec::new(),
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_bucket_type_change_names_the_members_without_it() {
+        assert_eq!(expect_shared(answer(204, ""), 204).unwrap(), "");
+        let partial = answer(202, r#"{"missing":["dev2@127.0.0.1","dev3@127.0.0.1"]}"#);
+        assert_eq!(
+            expect_shared(partial, 204).unwrap(),
+            "; not yet on dev2@127.0.0.1, dev3@127.0.0.1 (gossip brings it to them)"
+        );
+        let unshared = answer(202, r#"{"missing":[],"error":"disk full"}"#);
+        let said = expect_shared(unshared, 201).unwrap();
+        assert!(said.contains("could not be shared: disk full"), "{said}");
+        assert!(expect_shared(answer(400, "bad props"), 204).is_err());
+    }
 }

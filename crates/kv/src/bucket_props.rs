@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::node::Node;
 use eddy_model::error::KvError;
+use eddy_model::metadata::ChangeId;
 use eddy_model::props::{BucketProps, PropsError, PropsPatch};
 use eddy_model::request::BucketRef;
 use eddy_model::types::RegistryError;
@@ -28,20 +29,28 @@ impl Node {
     }
 
     /// Sets some of a bucket's props; a refused change changes nothing.
-    pub fn set_bucket_props(&self, bucket: &BucketRef, patch: &PropsPatch) -> Result<(), KvError> {
+    /// Returns the change's id, to wait for its push
+    /// ([`crate::metadata_push::MetadataPushes::shared`]).
+    pub fn set_bucket_props(
+        &self,
+        bucket: &BucketRef,
+        patch: &PropsPatch,
+    ) -> Result<ChangeId, KvError> {
         self.props(bucket)?;
         self.check_patch(patch).map_err(RegistryError::Props)?;
-        self.registry
+        let id = self
+            .registry
             .set_bucket_props(&bucket.bucket_type, &bucket.bucket, patch)?;
-        Ok(())
+        Ok(id)
     }
 
-    /// Returns a bucket to its type's props.
-    pub fn reset_bucket_props(&self, bucket: &BucketRef) -> Result<(), KvError> {
+    /// Returns a bucket to its type's props; returns the change's id.
+    pub fn reset_bucket_props(&self, bucket: &BucketRef) -> Result<ChangeId, KvError> {
         self.props(bucket)?;
-        self.registry
+        let id = self
+            .registry
             .reset_bucket_props(&bucket.bucket_type, &bucket.bucket)?;
-        Ok(())
+        Ok(id)
     }
 
     /// Bounds a props change (for buckets and bucket types alike).

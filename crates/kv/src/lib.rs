@@ -13,7 +13,9 @@
 //! - [`repair`]: damaged partitions: marks, reads around them, repair;
 //! - [`bucket_props`]: bucket props requests, with their names and changes checked;
 //! - [`refusal`]: the last write refused for lack of a resource;
-//! - [`index_memory`]: the backends' term-index memory, summed for `/stats`.
+//! - [`index_memory`]: the backends' term-index memory, summed for `/stats`;
+//! - [`metadata_push`]: how far this node's metadata changes were pushed;
+//! - [`metrics`]: the kv layer's figures (gets, puts, deletes and their FSM times).
 //!
 //! The request model (bucket types, props, quorum values, limits, key
 //! filters, 2i) is eddy-model's; the vnode, its commit log and folds are
@@ -42,6 +44,7 @@ pub mod bucket_props;
 pub mod coordinator;
 pub mod core;
 pub mod index_memory;
+pub mod metadata_push;
 pub mod metrics;
 pub mod node;
 pub mod refusal;

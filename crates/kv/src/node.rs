@@ -131,6 +131,8 @@ pub struct Node {
     pub metrics: crate::metrics::NodeMetrics,
     /// Every figure of the node; the front ends register theirs here too.
     figures: Arc<eddy_metrics::Registry>,
+    /// How far the registry's changes were pushed to the cluster.
+    pub(crate) metadata_pushes: crate::metadata_push::MetadataPushes,
     /// Partition repair's bookkeeping (design note 009).
     pub(crate) repair: crate::repair::RepairState,
     /// The last write refused for lack of a resource (design note 008).
@@ -261,6 +263,7 @@ impl Node {
             registry,
             metrics: crate::metrics::NodeMetrics::register(&figures),
             figures,
+            metadata_pushes: Default::default(),
             repair: Default::default(),
             write_refusal: Default::default(),
             reaper: Default::default(),
@@ -299,6 +302,12 @@ impl Node {
     /// The bucket registry.
     pub fn registry(&self) -> &Arc<BucketRegistry> {
         &self.registry
+    }
+
+    /// How far the registry's changes were pushed to the cluster: the
+    /// cluster layer reports each push here.
+    pub fn metadata_pushes(&self) -> &crate::metadata_push::MetadataPushes {
+        &self.metadata_pushes
     }
 
     /// Why the last write was refused because a resource (disk space,

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
+use crate::metadata::ChangeId;
 use crate::metadata::entries::{PropsEntries, Stamps, entries_in};
 use crate::props::{BucketProps, PropsError, PropsPatch};
 
@@ -128,6 +129,8 @@ pub struct BucketRegistry {
     /// Entries changed here that the cluster has not taken yet, with how
     /// many changes are outstanding.
     pub(crate) unconfirmed: parking_lot::Mutex<HashMap<crate::metadata::EntryName, u32>>,
+    /// The id of the last change handed to `hook` (0: none yet).
+    pub(crate) last_published: parking_lot::Mutex<u64>,
     /// Told of each bucket whose generation rose (it was dropped).
     pub(crate) on_generation: std::sync::OnceLock<crate::metadata::drop::GenerationHook>,
 }
@@ -143,6 +146,7 @@ impl BucketRegistry {
             backend_names: None,
             hook: std::sync::OnceLock::new(),
             unconfirmed: parking_lot::Mutex::new(HashMap::new()),
+            last_published: parking_lot::Mutex::new(0),
             on_generation: std::sync::OnceLock::new(),
         }
     }
@@ -168,6 +172,7 @@ impl BucketRegistry {
             backend_names: None,
             hook: std::sync::OnceLock::new(),
             unconfirmed: parking_lot::Mutex::new(HashMap::new()),
+            last_published: parking_lot::Mutex::new(0),
             on_generation: std::sync::OnceLock::new(),
         })
     }
@@ -234,7 +239,7 @@ impl BucketRegistry {
     }
 
     /// Creates a type with `patch` over the typed defaults.
-    pub fn create_type(&self, name: &str, patch: &PropsPatch) -> Result<(), RegistryError> {
+    pub fn create_type(&self, name: &str, patch: &PropsPatch) -> Result<ChangeId, RegistryError> {
         check_type_name(name)?;
         let props = BucketProps::typed_defaults(&self.defaults).patched(patch)?;
         props.check_supported(patch)?;
@@ -253,17 +258,16 @@ impl BucketRegistry {
                 Ok(())
             },
         )?;
-        self.publish_type(name);
-        Ok(())
+        Ok(self.publish_type(name))
     }
 
     /// Activates a created type (activating an active type is a no-op).
-    pub fn activate_type(&self, name: &str) -> Result<(), RegistryError> {
+    pub fn activate_type(&self, name: &str) -> Result<ChangeId, RegistryError> {
         self.change_type(name, |t| t.status = TypeStatus::Active)
     }
 
     /// Changes a type's props; immutable props must keep their values.
-    pub fn update_type(&self, name: &str, patch: &PropsPatch) -> Result<(), RegistryError> {
+    pub fn update_type(&self, name: &str, patch: &PropsPatch) -> Result<ChangeId, RegistryError> {
         if name == DEFAULT_TYPE {
             return Err(RegistryError::BadName(name.to_string()));
         }
@@ -280,7 +284,7 @@ impl BucketRegistry {
         &self,
         name: &str,
         f: impl FnOnce(&mut StoredType),
-    ) -> Result<(), RegistryError> {
+    ) -> Result<ChangeId, RegistryError> {
         let entry = crate::metadata::EntryName::Type(name.to_string());
         self.local_change(entry, |stored| {
             let t = stored
@@ -290,8 +294,7 @@ impl BucketRegistry {
             f(t);
             Ok(())
         })?;
-        self.publish_type(name);
-        Ok(())
+        Ok(self.publish_type(name))
     }
 
     /// The effective props of a bucket; its type must exist and be active.
@@ -389,7 +392,7 @@ impl BucketRegistry {
         bucket_type: &str,
         bucket: &[u8],
         patch: &PropsPatch,
-    ) -> Result<BucketProps, RegistryError> {
+    ) -> Result<ChangeId, RegistryError> {
         let current = self.bucket_props(bucket_type, bucket)?;
         let mut patch = patch.clone();
         patch.remove(crate::props::GENERATION);
@@ -405,8 +408,7 @@ impl BucketRegistry {
                 Ok(())
             },
         )?;
-        self.publish_bucket(bucket_type, bucket);
-        Ok(props)
+        Ok(self.publish_bucket(bucket_type, bucket))
     }
 
     /// Returns a bucket to its type's props.
@@ -414,7 +416,7 @@ impl BucketRegistry {
         &self,
         bucket_type: &str,
         bucket: &[u8],
-    ) -> Result<(), RegistryError> {
+    ) -> Result<ChangeId, RegistryError> {
         self.bucket_props(bucket_type, bucket)?;
         let hex = to_hex(bucket);
         self.local_change(
@@ -434,8 +436,7 @@ impl BucketRegistry {
                 Ok(())
             },
         )?;
-        self.publish_bucket(bucket_type, bucket);
-        Ok(())
+        Ok(self.publish_bucket(bucket_type, bucket))
     }
 
     /// Applies `f` to a copy, persists the copy, then makes it current.

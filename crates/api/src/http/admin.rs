@@ -9,11 +9,18 @@
 //! | `PUT /admin/bucket-types/T` with `{"props":{…}}` | update, 204 |
 //! | `POST /admin/bucket-types/T/activate` | activate, 204 |
 //!
+//! A change answers once every reachable member has it; if some member
+//! did not acknowledge it by the push's deadline, the answer is 202 with
+//! `{"missing":["node"…]}` (or `{"missing":[],"error":"…"}` when the
+//! change could not be shared), and gossip brings it to them.
+//!
 //! `/admin/repair` (partition repair) is in [`super::repair`].
 
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
+use eddy_kv::metadata_push::Sharing;
+use eddy_model::metadata::ChangeId;
 use eddy_model::types::{RegistryError, TypeInfo, TypeStatus};
 use serde_json::{Value, json};
 
@@ -53,22 +60,40 @@ pub async fn handle(app: &App, route: AdminRoute, req: Request) -> Result<Respon
                 .check_patch(&patch)
                 .map_err(|p| admin_error(RegistryError::Props(p)))?;
             if m == Method::POST {
-                registry.create_type(&name, &patch).map_err(admin_error)?;
-                let mut resp = no_content();
-                *resp.status_mut() = StatusCode::CREATED;
-                return Ok(resp);
+                let id = registry.create_type(&name, &patch).map_err(admin_error)?;
+                return Ok(shared(app, id, StatusCode::CREATED).await);
             }
-            registry.update_type(&name, &patch).map_err(admin_error)?;
-            Ok(no_content())
+            let id = registry.update_type(&name, &patch).map_err(admin_error)?;
+            Ok(shared(app, id, StatusCode::NO_CONTENT).await)
         }
         (AdminRoute::Activate(name), Method::POST) => {
-            registry.activate_type(&name).map_err(admin_error)?;
-            Ok(no_content())
+            let id = registry.activate_type(&name).map_err(admin_error)?;
+            Ok(shared(app, id, StatusCode::NO_CONTENT).await)
         }
         (AdminRoute::Types, _) => Err(ApiError::method_not_allowed("GET")),
         (AdminRoute::Type(_), _) => Err(ApiError::method_not_allowed("GET, POST, PUT")),
         (AdminRoute::Activate(_), _) => Err(ApiError::method_not_allowed("POST")),
     }
+}
+
+/// Answers change `id` once its push is done: `done` if every member has
+/// it, else 202 naming those that do not.
+async fn shared(app: &App, id: ChangeId, done: StatusCode) -> Response {
+    let body = match app.node.metadata_pushes().shared(id).await {
+        Sharing::Complete => {
+            let mut resp = no_content();
+            *resp.status_mut() = done;
+            return resp;
+        }
+        Sharing::Missing(names) => {
+            let names: Vec<&str> = names.iter().map(|n| n.0.as_str()).collect();
+            json!({ "missing": names })
+        }
+        Sharing::Failed(error) => json!({ "missing": [], "error": error }),
+    };
+    let mut resp = json_response(body.to_string().into());
+    *resp.status_mut() = StatusCode::ACCEPTED;
+    resp
 }
 
 fn describe(info: &TypeInfo) -> Value {

@@ -4,10 +4,16 @@
 //! type's (204); DELETE resets the bucket to its type's props (204).
 //! A body that is not such an object is 400 with Riak's message; props
 //! that fail validation are 400 with a JSON object naming each field.
+//!
+//! A change answers once every reachable member has it (design note
+//! 026); members it did not reach by the push's deadline are named in
+//! [`MISSING_MEMBERS`], and gossip brings the change to them.
 
 use axum::extract::Request;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
+use eddy_kv::metadata_push::Sharing;
+use eddy_model::metadata::ChangeId;
 use eddy_model::props::{PropsError, PropsPatch};
 use eddy_model::types::RegistryError;
 use eddy_model::{BucketRef, KvError};
@@ -41,16 +47,17 @@ pub async fn handle(app: &App, t: Target, req: Request) -> Result<Response, ApiE
             let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
             let patch = parse_props_body(&parts.headers, &body, "bucket")?;
             let b = &t.bucket;
-            app.node
+            let id = app
+                .node
                 .set_bucket_props(b, &patch)
                 .map_err(kv_props_error)?;
-            Ok(no_content())
+            Ok(changed(app, id).await)
         }
         Method::DELETE => {
             props_json(app, &t.bucket)?;
             let b = &t.bucket;
-            app.node.reset_bucket_props(b).map_err(kv_props_error)?;
-            Ok(no_content())
+            let id = app.node.reset_bucket_props(b).map_err(kv_props_error)?;
+            Ok(changed(app, id).await)
         }
         _ => Err(ApiError::method_not_allowed("GET, HEAD, PUT, DELETE")),
     }
@@ -111,6 +118,31 @@ pub fn registry_error(e: RegistryError) -> ApiError {
         }
         other => KvError::from(other).into(),
     }
+}
+
+/// The header naming, comma-separated, the members a change did not
+/// reach before its answer (absent when every member has it; `*` when
+/// the change could not be shared at all, which the node's log says why).
+pub const MISSING_MEMBERS: &str = "x-eddy-missing-members";
+
+/// A 204 answering change `id` once its push is done, naming in
+/// [`MISSING_MEMBERS`] the members it did not reach.
+pub async fn changed(app: &App, id: ChangeId) -> Response {
+    let mut resp = no_content();
+    let missing = match app.node.metadata_pushes().shared(id).await {
+        Sharing::Complete => return resp,
+        Sharing::Missing(names) => names
+            .iter()
+            .map(|n| n.0.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        // Not stamped for the cluster: no other member has it yet.
+        Sharing::Failed(_) => "*".to_string(),
+    };
+    if let Ok(value) = axum::http::HeaderValue::from_str(&missing) {
+        resp.headers_mut().insert(MISSING_MEMBERS, value);
+    }
+    resp
 }
 
 /// A 204 No Content.

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::error::ApiError;
 use super::keys::json_response;
-use super::props::{no_content, parse_props_body, registry_error};
+use super::props::{changed, parse_props_body, registry_error};
 use super::server::{App, read_body};
 
 /// Answers GET, HEAD and PUT of a type's props.
@@ -39,11 +39,12 @@ pub async fn handle(app: &App, name: &str, req: Request) -> Result<Response, Api
             app.node
                 .check_patch(&patch)
                 .map_err(|p| registry_error(eddy_model::types::RegistryError::Props(p)))?;
-            app.node
+            let id = app
+                .node
                 .registry()
                 .update_type(name, &patch)
                 .map_err(registry_error)?;
-            Ok(no_content())
+            Ok(changed(app, id).await)
         }
         _ => Err(ApiError::method_not_allowed("GET, HEAD, PUT")),
     }

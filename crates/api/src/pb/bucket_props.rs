@@ -3,7 +3,9 @@
 //! `RpbResetBucketReq` (29) → `RpbResetBucketResp` (30, bodiless).
 //!
 //! Changes are validated whole by the registry (a bad value changes
-//! nothing) and written to the metadata file on a blocking thread.
+//! nothing) and written to the metadata file on a blocking thread; each
+//! answers once its push to the cluster is done (the members it did not
+//! reach, which PB cannot name, are in the node's log).
 
 use eddy_wire::codes;
 use eddy_wire::proto::{RpbGetBucketReq, RpbGetBucketResp, RpbResetBucketReq, RpbSetBucketReq};
@@ -11,11 +13,12 @@ use std::sync::Arc;
 
 use eddy_kv::Node;
 use eddy_model::KvError;
+use eddy_model::metadata::ChangeId;
 use eddy_model::types::RegistryError;
 use prost::Message;
 
 use super::error::PbError;
-use super::props::{from_json, to_patch};
+use super::props::{to_patch, to_pb};
 use super::request::bucket_ref;
 use super::server::{Outbox, Session};
 
@@ -25,7 +28,7 @@ pub(crate) fn get(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<()
     let b = bucket_ref(req.r#type, req.bucket)?;
     let props = session.node.bucket_props(&b).map_err(props_error)?;
     let resp = RpbGetBucketResp {
-        props: from_json(&props.to_json()),
+        props: to_pb(&props),
     };
     out.push(codes::GET_BUCKET_RESP, &resp);
     Ok(())
@@ -37,10 +40,11 @@ pub(crate) async fn set(session: &Session, out: &mut Outbox, body: &[u8]) -> Res
     let b = bucket_ref(req.r#type, req.bucket)?;
     let patch = to_patch(req.props)?;
     let node = session.node.clone();
-    match tokio::task::spawn_blocking(move || node.set_bucket_props(&b, &patch)).await {
+    let id = match tokio::task::spawn_blocking(move || node.set_bucket_props(&b, &patch)).await {
         Ok(result) => result.map_err(props_error)?,
         Err(_) => return Err(PbError::WorkerFailed),
-    }
+    };
+    session.node.metadata_pushes().shared(id).await;
     out.push_empty(codes::SET_BUCKET_RESP);
     Ok(())
 }
@@ -50,10 +54,11 @@ pub(crate) async fn reset(session: &Session, out: &mut Outbox, body: &[u8]) -> R
     let req = RpbResetBucketReq::decode(body)?;
     let b = bucket_ref(req.r#type, req.bucket)?;
     let node = session.node.clone();
-    match tokio::task::spawn_blocking(move || node.reset_bucket_props(&b)).await {
+    let id = match tokio::task::spawn_blocking(move || node.reset_bucket_props(&b)).await {
         Ok(result) => result.map_err(props_error)?,
         Err(_) => return Err(PbError::WorkerFailed),
-    }
+    };
+    session.node.metadata_pushes().shared(id).await;
     out.push_empty(codes::RESET_BUCKET_RESP);
     Ok(())
 }
@@ -66,14 +71,19 @@ fn props_error(e: KvError) -> PbError {
     }
 }
 
-/// Runs a registry change on a blocking thread (it syncs a file).
+/// Runs a registry change on a blocking thread (it syncs a file), then
+/// waits for its push to the cluster.
 pub(crate) async fn blocking(
     node: &Arc<Node>,
-    change: impl FnOnce(&Node) -> Result<(), RegistryError> + Send + 'static,
+    change: impl FnOnce(&Node) -> Result<ChangeId, RegistryError> + Send + 'static,
 ) -> Result<(), PbError> {
-    let node = node.clone();
-    match tokio::task::spawn_blocking(move || change(&node)).await {
-        Ok(result) => result.map_err(PbError::Bucket),
-        Err(_) => Err(PbError::WorkerFailed),
-    }
+    let id = {
+        let node = node.clone();
+        match tokio::task::spawn_blocking(move || change(&node)).await {
+            Ok(result) => result.map_err(PbError::Bucket)?,
+            Err(_) => return Err(PbError::WorkerFailed),
+        }
+    };
+    node.metadata_pushes().shared(id).await;
+    Ok(())
 }

@@ -9,7 +9,7 @@ use prost::Message;
 
 use super::bucket_props::blocking;
 use super::error::PbError;
-use super::props::{from_json, to_patch};
+use super::props::{to_patch, to_pb};
 use super::request::type_name;
 use super::server::{Outbox, Session};
 
@@ -23,7 +23,7 @@ pub(crate) fn get(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<()
         .type_info(&name)
         .map_err(PbError::Bucket)?;
     let resp = RpbGetBucketResp {
-        props: from_json(&info.props.to_json()),
+        props: to_pb(&info.props),
     };
     out.push(codes::GET_BUCKET_RESP, &resp);
     Ok(())

@@ -1,13 +1,14 @@
-//! `RpbBucketProps` ↔ bucket properties in Riak's JSON names.
+//! `RpbBucketProps` ↔ bucket properties: one function each way.
 //!
 //! Incoming props become a [`PropsPatch`] holding only the fields the
-//! client set; the registry validates it whole. Outgoing props are read
-//! from the effective props' JSON, so properties Eddy keeps without
-//! interpreting (`search_index`, `repl`, `hll_precision`, …) round-trip.
+//! client set ([`to_patch`]); the registry validates it whole. Outgoing
+//! props are the effective [`BucketProps`] ([`to_pb`]): typed fields
+//! directly, and the properties Eddy keeps without interpreting
+//! (`search_index`, `repl`, …) from its `extra`, so they round-trip.
 //! Quorum fields use Riak's special `uint32` values.
 
 use eddy_model::Quorum;
-use eddy_model::props::{PropsError, PropsPatch};
+use eddy_model::props::{BucketProps, ModFun, PropsError, PropsPatch};
 use eddy_model::types::RegistryError;
 use eddy_wire::proto::rpb_bucket_props::{RpbReplMode, SyncOnWrite};
 use eddy_wire::proto::{RpbBucketProps, RpbCommitHook, RpbModFun};
@@ -70,51 +71,57 @@ pub fn to_patch(p: RpbBucketProps) -> Result<PropsPatch, PbError> {
     Ok(m)
 }
 
-/// Effective props (Riak's JSON shape) as `RpbBucketProps`.
-pub fn from_json(json: &Map<String, Value>) -> RpbBucketProps {
-    let count = |name: &str| json.get(name).and_then(Value::as_u64).map(|n| n as u32);
-    let flag = |name: &str| json.get(name).and_then(Value::as_bool);
-    let text = |name: &str| json.get(name).and_then(Value::as_str).map(bytes);
-    let q = |name: &str| {
-        let v = json.get(name)?.clone();
-        serde_json::from_value::<Quorum>(v).ok().map(quorum_value)
-    };
-    let precommit = hooks_from_json(json.get("precommit"));
-    let postcommit = hooks_from_json(json.get("postcommit"));
+/// Effective props as `RpbBucketProps`: each property Eddy interprets
+/// from its typed field, the ones it keeps uninterpreted (`search`,
+/// `search_index`, `repl`, `aae_tree_exclude`) from `extra`.
+pub fn to_pb(props: &BucketProps) -> RpbBucketProps {
+    let extra_flag = |name: &str| props.extra.get(name).and_then(Value::as_bool);
+    let q = |q: Quorum| Some(quorum_value(q));
     RpbBucketProps {
-        n_val: count("n_val"),
-        allow_mult: flag("allow_mult"),
-        last_write_wins: flag("last_write_wins"),
+        n_val: Some(props.n_val),
+        allow_mult: Some(props.allow_mult),
+        last_write_wins: Some(props.last_write_wins),
         // Riak flags hook lists whenever the property exists, even empty.
-        has_precommit: Some(json.contains_key("precommit")),
-        has_postcommit: Some(json.contains_key("postcommit")),
-        precommit,
-        postcommit,
-        chash_keyfun: json.get("chash_keyfun").and_then(modfun_from_json),
-        linkfun: json.get("linkfun").and_then(modfun_from_json),
-        old_vclock: count("old_vclock"),
-        young_vclock: count("young_vclock"),
-        big_vclock: count("big_vclock"),
-        small_vclock: count("small_vclock"),
-        pr: q("pr"),
-        r: q("r"),
-        w: q("w"),
-        pw: q("pw"),
-        dw: q("dw"),
-        rw: q("rw"),
-        basic_quorum: flag("basic_quorum"),
-        notfound_ok: flag("notfound_ok"),
-        backend: text("backend"),
-        search: flag("search"),
-        repl: json.get("repl").and_then(repl_from_json).map(i32::from),
-        search_index: text("search_index"),
-        datatype: text("datatype"),
-        consistent: flag("consistent"),
-        write_once: flag("write_once"),
-        hll_precision: count("hll_precision"),
-        node_confirms: count("node_confirms"),
-        sync_on_write: json.get("sync_on_write").and_then(sync_from_json),
-        aae_tree_exclude: flag("aae_tree_exclude"),
+        has_precommit: Some(true),
+        has_postcommit: Some(true),
+        precommit: hooks_from_json(&props.precommit),
+        postcommit: hooks_from_json(&props.postcommit),
+        chash_keyfun: Some(modfun_to_pb(&props.chash_keyfun)),
+        linkfun: Some(modfun_to_pb(&props.linkfun)),
+        old_vclock: Some(props.old_vclock),
+        young_vclock: Some(props.young_vclock),
+        big_vclock: Some(props.big_vclock),
+        small_vclock: Some(props.small_vclock),
+        pr: q(props.pr),
+        r: q(props.r),
+        w: q(props.w),
+        pw: q(props.pw),
+        dw: q(props.dw),
+        rw: q(props.rw),
+        basic_quorum: Some(props.basic_quorum),
+        notfound_ok: Some(props.notfound_ok),
+        backend: props.backend.as_deref().map(bytes),
+        search: extra_flag("search"),
+        repl: props
+            .extra
+            .get("repl")
+            .and_then(repl_from_json)
+            .map(i32::from),
+        search_index: props
+            .extra
+            .get("search_index")
+            .and_then(Value::as_str)
+            .map(bytes),
+        datatype: props.datatype.as_deref().map(bytes),
+        consistent: props.consistent.then_some(true),
+        write_once: Some(props.write_once),
+        hll_precision: props.hll_precision,
+        node_confirms: match props.node_confirms {
+            Quorum::Count(n) => Some(n),
+            _ => None,
+        },
+        sync_on_write: Some(sync_to_pb(props.sync_on_write)),
+        aae_tree_exclude: extra_flag("aae_tree_exclude"),
     }
 }
 
@@ -223,6 +230,13 @@ fn modfun(field: &str, mf: Option<RpbModFun>) -> Result<Option<Value>, PbError> 
     Ok(Some(json!({ "mod": module, "fun": function })))
 }
 
+fn modfun_to_pb(mf: &ModFun) -> RpbModFun {
+    RpbModFun {
+        module: bytes(&mf.module),
+        function: bytes(&mf.function),
+    }
+}
+
 fn modfun_from_json(v: &Value) -> Option<RpbModFun> {
     Some(RpbModFun {
         module: bytes(v.get("mod")?.as_str()?),
@@ -230,10 +244,8 @@ fn modfun_from_json(v: &Value) -> Option<RpbModFun> {
     })
 }
 
-fn hooks_from_json(v: Option<&Value>) -> Vec<RpbCommitHook> {
-    let Some(Value::Array(list)) = v else {
-        return Vec::new();
-    };
+/// Hooks as Riak's JSON names them (`{"mod","fun"}` or `{"name"}`).
+fn hooks_from_json(list: &[Value]) -> Vec<RpbCommitHook> {
     list.iter()
         .map(|h| RpbCommitHook {
             modfun: modfun_from_json(h),
@@ -271,14 +283,14 @@ fn sync_json(mode: i32) -> Result<Value, PbError> {
     }
 }
 
-fn sync_from_json(v: &Value) -> Option<i32> {
-    let mode = match v.as_str()? {
-        "backend" => SyncOnWrite::Backend,
-        "one" => SyncOnWrite::One,
-        "all" => SyncOnWrite::All,
-        _ => return None,
+fn sync_to_pb(mode: eddy_model::props::SyncOnWrite) -> i32 {
+    use eddy_model::props::SyncOnWrite as Mode;
+    let mode = match mode {
+        Mode::Backend => SyncOnWrite::Backend,
+        Mode::One => SyncOnWrite::One,
+        Mode::All => SyncOnWrite::All,
     };
-    Some(mode.into())
+    mode.into()
 }
 
 #[cfg(test)]
@@ -314,15 +326,24 @@ mod tests {
 
     #[test]
     fn effective_props_roundtrip_through_pb() {
+        let extra = [("search_index", json!("idx")), ("repl", json!("realtime"))];
         let props = BucketProps {
             precommit: vec![json!({"mod": "m", "fun": "f"}), json!({"name": "js"})],
+            node_confirms: Quorum::Count(2),
+            extra: extra.map(|(k, v)| (k.to_string(), v)).into(),
             ..BucketProps::default()
         };
-        let pb = from_json(&props.to_json());
+        let pb = to_pb(&props);
         assert_eq!(pb.n_val, Some(3));
         assert_eq!(pb.r, Some(special::QUORUM));
         assert_eq!(pb.pr, Some(0));
         assert_eq!(pb.has_precommit, Some(true));
+        assert_eq!(pb.search_index.as_deref(), Some(&b"idx"[..]));
+        assert_eq!(pb.repl, Some(RpbReplMode::Realtime.into()));
+        assert_eq!(
+            pb.consistent, None,
+            "false is left out, as Riak's JSON does"
+        );
         let patch = to_patch(pb).unwrap();
         assert_eq!(props.patched(&patch).unwrap(), props);
     }

@@ -38,13 +38,18 @@ pub struct BucketMetadata {
 }
 
 impl BucketMetadata {
-    fn of(state: &ClusterState) -> BucketMetadata {
+    pub(crate) fn of(state: &ClusterState) -> BucketMetadata {
         BucketMetadata {
             bucket_types: state.bucket_types.clone(),
             bucket_props: state.bucket_props.clone(),
         }
     }
 }
+
+/// Applies the bucket metadata of a state this node saved, before the
+/// change that brought it is acknowledged to anyone (may block: run on a
+/// blocking thread).
+pub type MetadataApplier = Arc<dyn Fn(&BucketMetadata) + Send + Sync>;
 
 /// A transfer this node reported finished: `(partition, from, to)`.
 pub(crate) type Finished = (Partition, NodeName, NodeName);
@@ -58,6 +63,8 @@ pub(crate) struct Inner {
     pub(crate) detector: Mutex<Detector>,
     ring_tx: watch::Sender<Arc<Ring>>,
     meta_tx: watch::Sender<Arc<BucketMetadata>>,
+    /// Told of each saved change to the bucket metadata, in order.
+    pub(crate) metadata_applier: std::sync::OnceLock<MetadataApplier>,
     pub(crate) up_tx: watch::Sender<Arc<BTreeSet<NodeName>>>,
     pub(crate) limit_tx: watch::Sender<u32>,
     /// Wakes the gossip loop early (the state changed).
@@ -88,6 +95,7 @@ impl Inner {
         Inner {
             ring_tx: watch::channel(Arc::new(state.ring().clone())).0,
             meta_tx: watch::channel(Arc::new(BucketMetadata::of(&state))).0,
+            metadata_applier: std::sync::OnceLock::new(),
             up_tx: watch::channel(Arc::new(up)).0,
             limit_tx: watch::channel(config.transfer_limit).0,
             current: RwLock::new(Arc::new(state)),
@@ -147,8 +155,30 @@ impl Inner {
         let next = Arc::new(next);
         save(&self.config, next.clone()).await?;
         *self.current.write() = next.clone();
+        self.apply_metadata(&old, &next).await;
         self.publish(&old, &next);
         Ok((value, true))
+    }
+
+    /// Hands `new`'s bucket metadata to the applier if it differs from
+    /// `old`'s, under the writer's lock (so in order) and before the
+    /// update returns (so before a push of it is acknowledged).
+    async fn apply_metadata(&self, old: &ClusterState, new: &ClusterState) {
+        let Some(applier) = self.metadata_applier.get().cloned() else {
+            return;
+        };
+        if old.bucket_types == new.bucket_types && old.bucket_props == new.bucket_props {
+            return;
+        }
+        let metadata = BucketMetadata::of(new);
+        if self.config.blocking_inline {
+            applier(&metadata);
+            return;
+        }
+        let applied = tokio::task::spawn_blocking(move || applier(&metadata)).await;
+        if applied.is_err() {
+            tracing::error!(node = %self.me, "applying the bucket metadata failed");
+        }
     }
 
     /// Tells the node what changed from `old` to `new`.

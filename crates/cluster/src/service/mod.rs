@@ -42,8 +42,8 @@ use eddy_ring::{NodeName, Ring};
 use tokio::sync::watch;
 
 pub use self::config::{MembershipConfig, TRANSFER_LIMIT_DEFAULT, system_clock_ms};
-pub use self::core::BucketMetadata;
 use self::core::Inner;
+pub use self::core::{BucketMetadata, MetadataApplier};
 pub use self::error::MembershipError;
 pub use self::metadata::PushReport;
 use crate::state::ClusterState;
@@ -141,6 +141,15 @@ impl Membership {
     /// The bucket types and props, updated on every change.
     pub fn metadata_watch(&self) -> watch::Receiver<Arc<BucketMetadata>> {
         self.inner.metadata_watch()
+    }
+
+    /// Sets the applier told of every saved change to the bucket
+    /// metadata (once), then hands it the current metadata. A change a
+    /// member acknowledges (a push, a sync) was applied on that member
+    /// first.
+    pub fn on_metadata(&self, applier: MetadataApplier) {
+        let _ = self.inner.metadata_applier.set(applier.clone());
+        applier(&BucketMetadata::of(&self.inner.current()));
     }
 
     /// The members up, this node included, updated on every change.

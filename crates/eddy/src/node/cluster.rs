@@ -165,7 +165,7 @@ pub async fn start(
         config,
     );
     node.set_handoffs(&handoffs);
-    super::metadata::share(node.registry(), &membership);
+    super::metadata::share(node, &membership);
     let _ = services.membership.set(membership.clone());
     let _ = services.handoffs.set(Arc::downgrade(&handoffs));
     tokio::spawn(remote.watch_peers());

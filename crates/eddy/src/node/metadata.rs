@@ -1,13 +1,17 @@
 //! Bucket types and props shared through the cluster (design note 010 §2):
 //! a change made on this node is stamped and pushed to every member by the
 //! membership service; what the service's metadata holds (every member's
-//! changes, merged by stamp) is applied to this node's registry as it
-//! changes, at start included.
+//! changes, merged by stamp) is applied to this node's registry at start
+//! and as each change is saved, before the change is acknowledged to the
+//! member that pushed it (design note 026), so a member that acked a
+//! change serves it.
 //!
 //! A change made here is pushed in order, and the cluster's version of its
 //! entry is not applied over it until the push is done (the registry's
 //! unconfirmed entries), so a client reading back what it just set never
-//! sees the cluster's older version.
+//! sees the cluster's older version. Each push's outcome (the members it
+//! did not reach) is reported to the node's `MetadataPushes`, which the
+//! request that made the change waits on before it answers.
 //!
 //! Each entry is applied with its stamp (as the kv layer's
 //! [`EntryStamp`]: time, counter and [`Stamp::writer_key`], ordered as
@@ -29,40 +33,38 @@
 use std::sync::Arc;
 
 use eddy_cluster::{BucketMetadata, Membership, Stamp};
+use eddy_kv::Node;
+use eddy_kv::metadata_push::Sharing;
 use eddy_model::metadata::entries::EntryStamp;
-use eddy_model::metadata::{MetadataChange, SharedBucket, SharedMetadata, SharedType};
+use eddy_model::metadata::{ChangeId, MetadataChange, SharedBucket, SharedMetadata, SharedType};
 use eddy_model::types::BucketRegistry;
 
-/// Shares `registry` through `membership`, both ways.
-pub fn share(registry: &Arc<BucketRegistry>, membership: &Membership) {
-    let mut changes = membership.metadata_watch();
-    apply(registry, &changes.borrow_and_update());
+/// Shares `node`'s registry through `membership`, both ways.
+pub fn share(node: &Arc<Node>, membership: &Membership) {
+    let registry = node.registry();
+    // Applied as the cluster saves each change, before this node
+    // acknowledges it to the member that pushed it.
     let weak = Arc::downgrade(registry);
-    tokio::spawn(async move {
-        while changes.changed().await.is_ok() {
-            let metadata = changes.borrow_and_update().clone();
-            match weak.upgrade() {
-                Some(registry) => apply(&registry, &metadata),
-                None => return,
-            }
+    membership.on_metadata(Arc::new(move |metadata| {
+        if let Some(registry) = weak.upgrade() {
+            apply(&registry, metadata);
         }
-    });
+    }));
     // One task pushes the changes in the order they were made, and
     // confirms each to the registry once the cluster took it: until then
     // the cluster's version of that entry is older than this node's.
-    let (tx, mut queue) = tokio::sync::mpsc::unbounded_channel::<MetadataChange>();
-    registry.on_change(Arc::new(move |change| {
-        let _ = tx.send(change);
+    let (tx, mut queue) = tokio::sync::mpsc::unbounded_channel::<(ChangeId, MetadataChange)>();
+    registry.on_change(Arc::new(move |id, change| {
+        let _ = tx.send((id, change));
     }));
-    let (membership, weak) = (membership.clone(), Arc::downgrade(registry));
+    let (membership, weak) = (membership.clone(), Arc::downgrade(node));
     tokio::spawn(async move {
-        while let Some(change) = queue.recv().await {
+        while let Some((id, change)) = queue.recv().await {
             let entry = change.entry();
-            push(&membership, change).await;
-            match weak.upgrade() {
-                Some(registry) => registry.confirmed(&entry),
-                None => return,
-            }
+            let outcome = push(&membership, change).await;
+            let Some(node) = weak.upgrade() else { return };
+            node.registry().confirmed(&entry);
+            node.metadata_pushes().pushed(id, outcome);
         }
     });
 }
@@ -103,8 +105,8 @@ fn entry_stamp(stamp: &Stamp) -> EntryStamp {
     }
 }
 
-/// Pushes one local change to the cluster.
-async fn push(membership: &Membership, change: MetadataChange) {
+/// Pushes one local change to the cluster; answers where it reached.
+async fn push(membership: &Membership, change: MetadataChange) -> Sharing {
     let pushed = match change {
         MetadataChange::Type { name, entry } => membership.set_bucket_type(&name, entry).await,
         MetadataChange::Bucket {
@@ -125,8 +127,12 @@ async fn push(membership: &Membership, change: MetadataChange) {
     match pushed {
         Ok(report) if !report.missing.is_empty() => {
             tracing::info!(missing = ?report.missing, "bucket metadata not yet on every member");
+            Sharing::Missing(report.missing)
         }
-        Ok(_) => {}
-        Err(e) => tracing::warn!("sharing a bucket metadata change: {e}"),
+        Ok(_) => Sharing::Complete,
+        Err(e) => {
+            tracing::warn!("sharing a bucket metadata change: {e}");
+            Sharing::Failed(e.to_string())
+        }
     }
 }

@@ -140,13 +140,13 @@ mod tests {
     fn clients_cannot_set_the_generation_and_a_reset_keeps_it() {
         let r = BucketRegistry::in_memory(BucketProps::default());
         r.drop_bucket("default", b"b").unwrap();
-        let set = r
-            .set_bucket_props(
-                "default",
-                b"b",
-                &patch(json!({"generation": 0, "n_val": 1})),
-            )
-            .unwrap();
+        r.set_bucket_props(
+            "default",
+            b"b",
+            &patch(json!({"generation": 0, "n_val": 1})),
+        )
+        .unwrap();
+        let set = r.bucket_props("default", b"b").unwrap();
         assert_eq!((set.generation, set.n_val), (1, 1));
         r.set_bucket_props("default", b"never", &patch(json!({"generation": 7})))
             .unwrap();

@@ -2,7 +2,10 @@
 //!
 //! Every change made on this node (a type created, activated or updated, a
 //! bucket's props set or reset) is handed to a hook, which the cluster
-//! layer uses to stamp the entry and push it to every member. What the
+//! layer uses to stamp the entry and push it to every member. Each change
+//! handed over has a [`ChangeId`], rising in the order the hook sees the
+//! changes, which the change's caller gets back to wait for its push
+//! (eddy-kv's `MetadataPushes`). What the
 //! cluster's metadata holds is applied back with
 //! [`BucketRegistry::apply_shared`], which replaces entries without calling
 //! the hook, so applying is idempotent and never echoes.
@@ -49,8 +52,18 @@ pub enum MetadataChange {
     },
 }
 
-/// Told of each local change.
-pub type MetadataHook = Arc<dyn Fn(MetadataChange) + Send + Sync>;
+/// Told of each local change, with its id.
+pub type MetadataHook = Arc<dyn Fn(ChangeId, MetadataChange) + Send + Sync>;
+
+/// Which local change this is, counted from 1 in the order the hook was
+/// told of them; `ChangeId::NONE` for a change nothing shares (no hook).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ChangeId(pub u64);
+
+impl ChangeId {
+    /// A change with nothing to wait for.
+    pub const NONE: ChangeId = ChangeId(0);
+}
 
 /// The shared metadata to apply.
 #[derive(Clone, Debug, Default)]
@@ -200,16 +213,28 @@ impl BucketRegistry {
     }
 
     /// Tells the hook of type `name`'s entry as stored now.
-    pub(crate) fn publish_type(&self, name: &str) {
-        let Some(hook) = self.hook.get() else { return };
+    pub(crate) fn publish_type(&self, name: &str) -> ChangeId {
         let entry = self.stored.read().types.get(name).cloned();
-        if let Some(entry) = entry.and_then(|e| serde_json::to_value(e).ok()) {
+        match entry.and_then(|e| serde_json::to_value(e).ok()) {
             // Its entry was marked unconfirmed by `local_change`.
-            hook(MetadataChange::Type {
+            Some(entry) => self.publish(MetadataChange::Type {
                 name: name.to_string(),
                 entry,
-            });
+            }),
+            None => ChangeId::NONE,
         }
+    }
+
+    /// Hands `change` to the hook with the next id; ids rise in the order
+    /// the hook is called, so a push in that order is a push in id order.
+    fn publish(&self, change: MetadataChange) -> ChangeId {
+        let Some(hook) = self.hook.get() else {
+            return ChangeId::NONE;
+        };
+        let mut last = self.last_published.lock();
+        *last += 1;
+        hook(ChangeId(*last), change);
+        ChangeId(*last)
     }
 
     /// Makes a local change to `entry`: marked unconfirmed before the
@@ -232,8 +257,7 @@ impl BucketRegistry {
     }
 
     /// Tells the hook of a bucket's patch as stored now.
-    pub(crate) fn publish_bucket(&self, bucket_type: &str, bucket: &[u8]) {
-        let Some(hook) = self.hook.get() else { return };
+    pub(crate) fn publish_bucket(&self, bucket_type: &str, bucket: &[u8]) -> ChangeId {
         let hex = to_hex(bucket);
         let patch = self
             .stored
@@ -247,7 +271,7 @@ impl BucketRegistry {
             bucket: hex,
             patch,
         };
-        hook(change);
+        self.publish(change)
     }
 }
 
