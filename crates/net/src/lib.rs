@@ -15,7 +15,9 @@
 //! - [`error`]: what sends, calls and replies can fail with;
 //! - `transport`, `responder`: the handle and the answer to a call;
 //! - `tcp`: listener, per-(peer, lane) links, connection reader and writer;
-//! - [`sim`]: the simulated network.
+//! - [`sim`]: the simulated network;
+//! - [`waiting`]: requests awaiting replies, by request id (the transport's
+//!   calls, and services that match their own replies by id, use it).
 //!
 //! Invariants: a call ends exactly once — with the reply, or with an error
 //! no later than its deadline; control and bulk traffic to a peer travel on
@@ -34,6 +36,7 @@ mod responder;
 pub mod sim;
 mod tcp;
 mod transport;
+pub mod waiting;
 
 use std::sync::Arc;
 
@@ -43,6 +46,7 @@ pub use eddy_ring::NodeName;
 pub use error::{CallError, HandlerAlreadySet, ReplyError, SendError};
 pub use responder::Responder;
 pub use transport::Transport;
+pub use waiting::Waiting;
 
 /// Which connection (TCP) or queue (simulation) a message travels on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -16,7 +16,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use eddy_net::{Lane, NodeName};
 use parking_lot::Mutex;
@@ -36,7 +35,7 @@ impl NetRemote {
         items: Vec<BatchItem>,
         mut slots: Vec<Slot>,
     ) {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = self.pending.next_id();
         let body = match wire::encode_batch(id, &items) {
             Ok(body) => body,
             Err(e) => {

@@ -15,7 +15,8 @@
 //!
 //! Every message is one-way ([`wire`] is its format). Sending a request
 //! allocates a request id and registers the request's [`ReplyTo`] in a
-//! table (`pending`); the vnode's replies come back as one-way messages
+//! table (`pending`, on eddy-net's [`Waiting`](eddy_net::Waiting), the one
+//! matcher of replies to requests, which gives the ids too); the vnode's replies come back as one-way messages
 //! naming that id and go to the registered channel. A request that cannot
 //! be sent (peer unreachable or refusing, queue full, transport shut
 //! down) is answered at once with [`KvError::Unreachable`]; one whose peer
@@ -75,7 +76,6 @@ pub mod wire;
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -153,7 +153,6 @@ impl Default for RemoteConfig {
 pub struct NetRemote {
     transport: Transport,
     runtime: Option<Handle>,
-    next_id: AtomicU64,
     pending: Pending,
     serving: OnceLock<Serving>,
     resend: resend::Resend,
@@ -177,8 +176,11 @@ impl NetRemote {
         Arc::new(NetRemote {
             transport,
             runtime: Handle::try_current().ok(),
-            next_id: AtomicU64::new(config.request_id_start.max(1)),
-            pending: Pending::new(config.pending_max.max(1), config.pending_age_max),
+            pending: Pending::new(
+                config.request_id_start,
+                config.pending_max.max(1),
+                config.pending_age_max,
+            ),
             serving: OnceLock::new(),
             resend: resend::Resend {
                 wait: config.reply_retry_wait,
@@ -374,7 +376,7 @@ impl RemoteVnodes for NetRemote {
     fn send(&self, to: &VnodeId, req: VnodeRequest, reply: ReplyTo) {
         let due = NetRemote::due(&req, &reply);
         let id = match due {
-            Some(_) => self.next_id.fetch_add(1, Ordering::Relaxed),
+            Some(_) => self.pending.next_id(),
             None => 0,
         };
         let body = match wire::encode_request(id, to.partition, &req) {

@@ -1,4 +1,5 @@
-//! Requests sent to other nodes that still expect replies, by request id.
+//! Requests sent to other nodes that still expect replies, by request id,
+//! in the transport's one matcher ([`Waiting`]), which also gives the ids.
 //!
 //! An entry holds where the request's replies go (the coordinator's
 //! channel) and which replies are still due: a get or a replicated put
@@ -16,10 +17,11 @@
 //! doubles with the table, so their cost is amortised.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use eddy_net::Waiting;
 use eddy_ring::{NodeName, Partition};
-use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use eddy_model::error::KvError;
@@ -47,13 +49,13 @@ pub(super) enum Due {
 #[derive(Debug)]
 pub(super) struct Entry {
     pub(super) peer: NodeName,
-    waiting: Waiting,
+    waiting: Awaiting,
     sent_at: Instant,
 }
 
 /// Who waits for an entry's replies.
 #[derive(Debug)]
-enum Waiting {
+enum Awaiting {
     /// A request to one vnode.
     One(Slot),
     /// A batch: each item's slot, emptied by its reply.
@@ -89,7 +91,7 @@ impl Entry {
         };
         Entry {
             peer,
-            waiting: Waiting::One(slot),
+            waiting: Awaiting::One(slot),
             sent_at: Instant::now(),
         }
     }
@@ -98,7 +100,7 @@ impl Entry {
     pub(super) fn batch(peer: NodeName, slots: Vec<Slot>) -> Entry {
         Entry {
             peer,
-            waiting: Waiting::Batch(slots.into_iter().map(Some).collect()),
+            waiting: Awaiting::Batch(slots.into_iter().map(Some).collect()),
             sent_at: Instant::now(),
         }
     }
@@ -107,8 +109,8 @@ impl Entry {
     /// have.
     pub(super) fn fail(self, e: KvError) {
         match self.waiting {
-            Waiting::One(slot) => slot.fail(e),
-            Waiting::Batch(slots) => {
+            Awaiting::One(slot) => slot.fail(e),
+            Awaiting::Batch(slots) => {
                 for slot in slots.into_iter().flatten() {
                     slot.fail(super::wire::copy_error(&e));
                 }
@@ -119,15 +121,15 @@ impl Entry {
     /// True once nobody listens for the replies.
     fn abandoned(&self) -> bool {
         match &self.waiting {
-            Waiting::One(slot) => slot.reply.abandoned(),
-            Waiting::Batch(slots) => slots.iter().flatten().all(|s| s.reply.abandoned()),
+            Awaiting::One(slot) => slot.reply.abandoned(),
+            Awaiting::Batch(slots) => slots.iter().flatten().all(|s| s.reply.abandoned()),
         }
     }
 
     /// Notes `reply` to a request to one vnode; true when it was the last
     /// one due (and always for a batch, which takes no such reply).
     fn note(&mut self, reply: &VnodeReply) -> bool {
-        let Waiting::One(slot) = &mut self.waiting else {
+        let Awaiting::One(slot) = &mut self.waiting else {
             return true;
         };
         match (&mut slot.due, reply) {
@@ -163,71 +165,82 @@ pub(super) struct Full(pub(super) Entry);
 
 /// The table of requests awaiting replies.
 pub(super) struct Pending {
-    table: Mutex<Table>,
+    waiting: Waiting<Entry>,
+    /// Entries at which the next insert sweeps first (changed under the
+    /// table's lock).
+    sweep_at: AtomicUsize,
     entries_max: usize,
     age_max: Duration,
 }
 
-struct Table {
-    entries: HashMap<u64, Entry>,
-    sweep_at: usize,
-}
+type Entries = HashMap<u64, Entry>;
 
 impl Pending {
-    pub(super) fn new(entries_max: usize, age_max: Duration) -> Pending {
-        let table = Table {
-            entries: HashMap::new(),
-            sweep_at: SWEEP_AT_MIN.min(entries_max),
-        };
+    /// A table of at most `entries_max` entries whose first request id is
+    /// `first_id`.
+    pub(super) fn new(first_id: u64, entries_max: usize, age_max: Duration) -> Pending {
         Pending {
-            table: Mutex::new(table),
+            waiting: Waiting::starting_at(first_id),
+            sweep_at: AtomicUsize::new(SWEEP_AT_MIN.min(entries_max)),
             entries_max,
             age_max,
         }
     }
 
+    /// A fresh request id.
+    pub(super) fn next_id(&self) -> u64 {
+        self.waiting.next_id()
+    }
+
     /// Registers request `id`; sweeps first when the table has grown past
     /// the threshold. Entries swept for age are returned to be answered.
     pub(super) fn insert(&self, id: u64, entry: Entry) -> Result<Vec<Entry>, Full> {
-        let mut table = self.table.lock();
-        let mut aged = Vec::new();
-        if table.entries.len() >= table.sweep_at {
-            aged = self.sweep_locked(&mut table);
-        }
-        if table.entries.len() >= self.entries_max {
-            drop(table);
-            for e in aged {
-                e.fail(KvError::Timeout);
+        let (aged, refused) = self.waiting.with(|entries| {
+            let mut aged = Vec::new();
+            if entries.len() >= self.sweep_at.load(Ordering::Relaxed) {
+                aged = self.sweep_locked(entries);
             }
-            return Err(Full(entry));
+            if entries.len() >= self.entries_max {
+                return (aged, Some(entry));
+            }
+            entries.insert(id, entry);
+            (aged, None)
+        });
+        match refused {
+            None => Ok(aged),
+            Some(entry) => {
+                for e in aged {
+                    e.fail(KvError::Timeout);
+                }
+                Err(Full(entry))
+            }
         }
-        table.entries.insert(id, entry);
-        Ok(aged)
     }
 
     /// Removes request `id`, if it is still waiting.
     pub(super) fn remove(&self, id: u64) -> Option<Entry> {
-        self.table.lock().entries.remove(&id)
+        self.waiting.take(id)
     }
 
     /// Where `reply` to request `id` from `from` goes, if it is expected;
     /// the entry leaves with its last reply.
     pub(super) fn route(&self, id: u64, from: &NodeName, reply: &VnodeReply) -> Option<ReplyTo> {
-        let mut table = self.table.lock();
-        let entry = table.entries.get_mut(&id)?;
-        if entry.peer != *from || matches!(entry.waiting, Waiting::Batch(_)) {
-            return None;
-        }
-        if entry.note(reply) {
-            return match table.entries.remove(&id)?.waiting {
-                Waiting::One(slot) => Some(slot.reply),
-                Waiting::Batch(_) => None,
-            };
-        }
-        match &entry.waiting {
-            Waiting::One(slot) => Some(slot.reply.clone()),
-            Waiting::Batch(_) => None,
-        }
+        self.waiting.with(|entries| {
+            let entry = entries.get_mut(&id)?;
+            if entry.peer != *from || matches!(entry.waiting, Awaiting::Batch(_)) {
+                return None;
+            }
+            if entry.note(reply) {
+                return match entries.remove(&id)?.waiting {
+                    Awaiting::One(slot) => Some(slot.reply),
+                    Awaiting::Batch(_) => None,
+                };
+            }
+            match &entry.waiting {
+                Awaiting::One(slot) => Some(slot.reply.clone()),
+                Awaiting::Batch(_) => None,
+            }
+        })
     }
 
     /// Where the replies to items `indexes` of batch `id` from `from` go:
@@ -239,74 +252,64 @@ impl Pending {
         from: &NodeName,
         indexes: impl Iterator<Item = u32>,
     ) -> Vec<Option<Slot>> {
-        let mut table = self.table.lock();
-        let Some(entry) = table.entries.get_mut(&id) else {
-            return indexes.map(|_| None).collect();
-        };
-        let Waiting::Batch(slots) = &mut entry.waiting else {
-            return indexes.map(|_| None).collect();
-        };
-        if entry.peer != *from {
-            return indexes.map(|_| None).collect();
-        }
-        let taken = indexes
-            .map(|i| slots.get_mut(i as usize).and_then(Option::take))
-            .collect();
-        if slots.iter().all(Option::is_none) {
-            table.entries.remove(&id);
-        }
-        taken
+        self.waiting.with(|entries| {
+            let Some(entry) = entries.get_mut(&id) else {
+                return indexes.map(|_| None).collect();
+            };
+            let Awaiting::Batch(slots) = &mut entry.waiting else {
+                return indexes.map(|_| None).collect();
+            };
+            if entry.peer != *from {
+                return indexes.map(|_| None).collect();
+            }
+            let taken = indexes
+                .map(|i| slots.get_mut(i as usize).and_then(Option::take))
+                .collect();
+            if slots.iter().all(Option::is_none) {
+                entries.remove(&id);
+            }
+            taken
+        })
     }
 
     /// Removes batch `id` from `from`, if it is still waiting.
     pub(super) fn remove_from(&self, id: u64, from: &NodeName) -> Option<Entry> {
-        let mut table = self.table.lock();
-        match table.entries.get(&id) {
-            Some(e) if e.peer == *from => table.entries.remove(&id),
+        self.waiting.with(|entries| match entries.get(&id) {
+            Some(e) if e.peer == *from => entries.remove(&id),
             _ => None,
-        }
+        })
     }
 
     /// Removes and returns every entry waiting on `peer`, in the order
-    /// they were sent (ids only grow), so a simulation replays the same.
+    /// they were sent, so a simulation replays the same.
     pub(super) fn take_peer(&self, peer: &NodeName) -> Vec<Entry> {
-        let mut table = self.table.lock();
-        let mut ids: Vec<u64> = table
-            .entries
-            .iter()
-            .filter(|(_, e)| e.peer == *peer)
-            .map(|(id, _)| *id)
-            .collect();
-        ids.sort_unstable();
-        ids.iter()
-            .filter_map(|id| table.entries.remove(id))
-            .collect()
+        self.waiting.take_where(|e| e.peer == *peer)
     }
 
     /// Drops abandoned entries and answers those past the age limit with
     /// [`KvError::Timeout`]; returns how many left.
     pub(super) fn sweep(&self) -> usize {
-        let mut table = self.table.lock();
-        let before = table.entries.len();
-        let aged = self.sweep_locked(&mut table);
-        let after = table.entries.len();
-        drop(table);
+        let (left, aged) = self.waiting.with(|entries| {
+            let before = entries.len();
+            let aged = self.sweep_locked(entries);
+            (before - entries.len(), aged)
+        });
         for e in aged {
             e.fail(KvError::Timeout);
         }
-        before - after
+        left
     }
 
     /// Requests awaiting replies.
     pub(super) fn len(&self) -> usize {
-        self.table.lock().entries.len()
+        self.waiting.len()
     }
 
-    fn sweep_locked(&self, table: &mut Table) -> Vec<Entry> {
+    fn sweep_locked(&self, entries: &mut Entries) -> Vec<Entry> {
         let now = Instant::now();
         let age_max = self.age_max;
         let mut aged_ids = Vec::new();
-        table.entries.retain(|id, e| {
+        entries.retain(|id, e| {
             if e.abandoned() {
                 return false;
             }
@@ -318,10 +321,11 @@ impl Pending {
         aged_ids.sort_unstable();
         let aged = aged_ids
             .iter()
-            .filter_map(|id| table.entries.remove(id))
+            .filter_map(|id| entries.remove(id))
             .collect();
-        let len = table.entries.len();
-        table.sweep_at = (len * 2).clamp(SWEEP_AT_MIN.min(self.entries_max), self.entries_max);
+        let sweep_at =
+            (entries.len() * 2).clamp(SWEEP_AT_MIN.min(self.entries_max), self.entries_max);
+        self.sweep_at.store(sweep_at, Ordering::Relaxed);
         aged
     }
 }
@@ -382,7 +386,7 @@ mod tests {
 
     #[test]
     fn replies_from_another_node_are_not_routed() {
-        let pending = Pending::new(8, Duration::from_secs(60));
+        let pending = Pending::new(1, 8, Duration::from_secs(60));
         let (e, _rx) = entry(Due::Get);
         pending.insert(1, e).unwrap();
         let get = VnodeReply::Get(Ok(None));
@@ -393,7 +397,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_full_table_sweeps_abandoned_entries_then_refuses() {
-        let pending = Pending::new(4, Duration::from_secs(60));
+        let pending = Pending::new(1, 4, Duration::from_secs(60));
         let mut keep = Vec::new();
         for id in 0..4 {
             let (e, rx) = entry(Due::Get);
@@ -410,7 +414,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn old_entries_are_answered_with_a_timeout() {
-        let pending = Pending::new(8, Duration::from_secs(60));
+        let pending = Pending::new(1, 8, Duration::from_secs(60));
         let (e, mut rx) = entry(Due::Put);
         pending.insert(1, e).unwrap();
         tokio::time::advance(Duration::from_secs(30)).await;

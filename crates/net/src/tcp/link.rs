@@ -13,9 +13,7 @@
 //! `Disconnected`, or removed by its own timeout); a frame that cannot be
 //! written fails its call instead of waiting for a later connection.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -27,6 +25,7 @@ use super::conn::{ConnError, FrameReader, Outbound, write_frames};
 use super::{TcpNode, dial};
 use crate::error::call_error;
 use crate::frame::{FrameKind, parse_error_body};
+use crate::waiting::Waiting;
 use crate::{CallError, Lane, NodeName, PeerState, SendError};
 
 type Waiter = oneshot::Sender<Result<Bytes, CallError>>;
@@ -37,8 +36,7 @@ pub(crate) struct Link {
     lane: Lane,
     queue: mpsc::Sender<Outbound>,
     state: Mutex<LinkState>,
-    waiting: Mutex<HashMap<u64, Waiter>>,
-    next_request_id: AtomicU64,
+    waiting: Waiting<Waiter>,
 }
 
 enum LinkState {
@@ -57,8 +55,7 @@ impl Link {
             lane,
             queue,
             state: Mutex::new(LinkState::Usable),
-            waiting: Mutex::new(HashMap::new()),
-            next_request_id: AtomicU64::new(1),
+            waiting: Waiting::new(),
         });
         node.spawn(run(node.clone(), link.clone(), rx));
         link
@@ -84,9 +81,8 @@ impl Link {
 
     pub(crate) async fn call(&self, body: Bytes, deadline: Instant) -> Result<Bytes, CallError> {
         self.admit()?;
-        let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.waiting.lock().insert(id, tx);
+        let id = self.waiting.register(tx);
         let _forget = ForgetOnDrop { link: self, id };
         let exchange = async {
             let frame = Outbound::new(FrameKind::Request, id, body);
@@ -103,8 +99,7 @@ impl Link {
 
     /// Fails every waiting call with `error` (shutdown).
     pub(crate) fn fail_all(&self, error: &CallError) {
-        let waiting = std::mem::take(&mut *self.waiting.lock());
-        for (_, tx) in waiting {
+        for tx in self.waiting.take_all() {
             let _ = tx.send(Err(error.clone()));
         }
     }
@@ -123,7 +118,7 @@ impl Link {
 
     fn complete(&self, id: u64, answer: Result<Bytes, CallError>) {
         // A missing id is a call that already timed out.
-        if let Some(tx) = self.waiting.lock().remove(&id) {
+        if let Some(tx) = self.waiting.take(id) {
             let _ = tx.send(answer);
         }
     }
@@ -149,7 +144,7 @@ struct ForgetOnDrop<'a> {
 
 impl Drop for ForgetOnDrop<'_> {
     fn drop(&mut self) {
-        self.link.waiting.lock().remove(&self.id);
+        self.link.waiting.take(self.id);
     }
 }
 
