@@ -49,6 +49,16 @@ impl TestNode {
         node
     }
 
+    /// Starts a node on a data directory `fill` writes first (a fixture
+    /// written by an earlier build), with loopback ports.
+    pub fn start_on_data(fill: impl FnOnce(&Path), extra: &[(&str, &str)]) -> TestNode {
+        let mut node = TestNode::new(extra);
+        (node.http_port, node.pb_port, node.cluster_port) = (free_port(), free_port(), free_port());
+        fill(&node.data_dir());
+        node.spawn();
+        node
+    }
+
     /// Starts a node in `host`'s network namespace, listening on its
     /// addresses with Riak's default ports.
     pub fn start_on(host: &netns::Host, extra: &[(&str, &str)]) -> TestNode {

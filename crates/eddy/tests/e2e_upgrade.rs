@@ -1,0 +1,105 @@
+//! A data directory written by an earlier build starts under this one
+//! with everything intact. The fixture `fixtures/datadir-ad9b9d1.tar.gz`
+//! was written by ad9b9d1 (the commit issue 27's reshape started from;
+//! `fixtures/datadir-ad9b9d1.sh` made it): two bucket types made with the
+//! CLI (`custom`: n_val 2, allow_mult; `maps`: datatype map), props set on
+//! a default bucket and on a typed one, 50 objects in each bucket with 2i
+//! entries on the first, and a map. A node started on a copy of it serves
+//! the same types, props, values, listings, 2i answers and map, and takes
+//! new writes.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use support::TestNode;
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/datadir-ad9b9d1.tar.gz"
+);
+
+fn unpack(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let out = Command::new("tar")
+        .arg("-xzf")
+        .arg(FIXTURE)
+        .arg("-C")
+        .arg(dir)
+        .output()
+        .expect("run tar");
+    assert!(
+        out.status.success(),
+        "tar: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn get(node: &TestNode, path: &str) -> (u16, Vec<u8>) {
+    let r = node.http("GET", path, &[], b"");
+    (r.status, r.body)
+}
+
+fn json(node: &TestNode, path: &str) -> Value {
+    let (status, body) = get(node, path);
+    assert_eq!(
+        status,
+        200,
+        "GET {path}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    serde_json::from_slice(&body).unwrap()
+}
+
+fn props(node: &TestNode, bucket: &str) -> Value {
+    json(node, &format!("/types/{bucket}/props"))["props"].clone()
+}
+
+#[test]
+fn a_data_directory_from_ad9b9d1_starts_with_its_types_props_and_data() {
+    let node = TestNode::start_on_data(unpack, &[]);
+
+    let b1 = props(&node, "default/buckets/b1");
+    assert_eq!((b1["n_val"].as_u64(), &b1["r"]), (Some(2), &Value::from(1)));
+    assert_eq!(b1["last_write_wins"], true);
+    let b2 = props(&node, "custom/buckets/b2");
+    assert_eq!(b2["n_val"], 2, "the type's n_val: {b2}");
+    assert_eq!(b2["allow_mult"], true);
+    assert_eq!(
+        (&b2["dw"], &b2["notfound_ok"]),
+        (&Value::from("all"), &Value::from(false))
+    );
+    let maps = props(&node, "maps/buckets/m");
+    assert_eq!(
+        (&maps["datatype"], &maps["active"]),
+        (&Value::from("map"), &Value::from(true))
+    );
+    let status = node
+        .command(&["admin", "bucket-type", "status", "custom"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&status.stdout).contains("custom is active"));
+
+    for i in [1, 7, 50] {
+        let (s, body) = get(&node, &format!("/types/default/buckets/b1/keys/k{i}"));
+        assert_eq!((s, body), (200, format!("value {i}").into_bytes()));
+        let (s, body) = get(&node, &format!("/types/custom/buckets/b2/keys/k{i}"));
+        assert_eq!((s, body), (200, format!("custom {i}").into_bytes()));
+    }
+    let keys = json(&node, "/types/default/buckets/b1/keys?keys=true");
+    assert_eq!(keys["keys"].as_array().unwrap().len(), 50);
+    let index = json(&node, "/types/default/buckets/b1/index/n_int/10/12");
+    assert_eq!(index["keys"], serde_json::json!(["k10", "k11", "k12"]));
+    let map = json(&node, "/types/maps/buckets/m/datatypes/doc");
+    assert_eq!(
+        map["value"],
+        serde_json::json!({"name_register": "eddy", "tags_set": ["a", "b"], "visits_counter": 3})
+    );
+
+    let text = [("Content-Type", "text/plain")];
+    let put = node.http("PUT", "/types/custom/buckets/b2/keys/new", &text, b"after");
+    assert_eq!(put.status, 204, "{}", put.text());
+    assert_eq!(get(&node, "/types/custom/buckets/b2/keys/new").1, b"after");
+}
