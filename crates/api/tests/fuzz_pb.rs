@@ -122,7 +122,10 @@ fn case() -> impl Strategy<Value = Case> {
         1 => Just(Case::Empty),
         1 => (any::<u32>(), prop::collection::vec(any::<u8>(), 0..32))
             .prop_map(|(extra, tail)| Case::TooLarge { extra, tail }),
-        1 => (served_code(), prop::collection::vec(any::<u8>(), 0..32), 1u16..)
+        // The prefix stays within the frame limit (body + code + missing
+        // at most 32 + 1 + 65,000): a larger one is refused at once, which
+        // is `TooLarge`'s case, not a cut frame's.
+        1 => (served_code(), prop::collection::vec(any::<u8>(), 0..32), 1u16..=65_000)
             .prop_map(|(code, body, missing)| Case::Cut { code, body, missing }),
     ]
 }
