@@ -584,6 +584,56 @@ async fn a_damaged_segment_fails_its_replica_never_reads_wrong() {
     );
 }
 
+/// A read without the key's lock (a get, a fold, handoff, a whole-object
+/// catch-up) that took a root just before an update replaced one of its
+/// segments reads the new root, not "a segment is missing"; a root whose
+/// segment is gone with the root unchanged still fails.
+#[tokio::test]
+async fn a_root_replaced_while_read_is_read_again() {
+    use eddy_vnode::segments;
+    let dir = tempfile::tempdir().unwrap();
+    let node = node_over(0, Some(dir.path()));
+    preload(&node).await;
+    let storage = bucket("sets").storage_bucket();
+    let key = StorageKey {
+        bucket: storage.clone(),
+        key: b"k".to_vec(),
+    };
+    let first = node.preflist(&bucket("sets"), b"k").unwrap()[0].0;
+    let backend = node.partition_backend(first).unwrap();
+    let stale = backend.get(&storage, b"k").unwrap().unwrap();
+    assert!(segments::is_root_record(&stale));
+    let op = set_op(vec![member("x", 1)], vec![]);
+    assert_eq!(update(&node, "sets", op, false).await, "ok");
+    let now = backend.get(&storage, b"k").unwrap().unwrap();
+    let old = segments::decode_root_record(&stale).unwrap().root;
+    let new = segments::decode_root_record(&now).unwrap().root;
+    assert!(
+        old.ids().iter().any(|id| !new.ids().contains(id)),
+        "the update replaced a segment: {:?} → {:?}",
+        old.ids(),
+        new.ids()
+    );
+    let want = segments::whole_bytes(&*backend, &key, now.clone()).unwrap();
+    assert_eq!(
+        segments::whole_bytes(&*backend, &key, stale.clone()).unwrap(),
+        want
+    );
+
+    // The stale root put back without its segments: nothing newer to read.
+    backend
+        .put(
+            &storage,
+            b"k",
+            &stale,
+            &[],
+            eddy_storage::WriteOptions::NO_SYNC,
+        )
+        .unwrap();
+    let read = segments::whole_bytes(&*backend, &key, stale);
+    assert!(matches!(read, Err(KvError::DatatypeCorrupt(_))), "{read:?}");
+}
+
 /// One step of a big map's history.
 #[derive(Clone, Debug)]
 enum MapStep {

@@ -30,7 +30,9 @@
 //!   evicts one (`Capabilities::expires`), where the records of one value
 //!   live and die together;
 //! - a segment that does not match its root's digest, or is missing, fails
-//!   the read ([`KvError::DatatypeCorrupt`]), it is never skipped.
+//!   the read ([`KvError::DatatypeCorrupt`]), it is never skipped; a read
+//!   without the key's lock whose root was replaced meanwhile reads the new
+//!   root instead ([`STALE_ROOT_TRIES`]).
 
 use eddy_dt::{DataType, DecodeError, Root, Segment, State};
 use eddy_object::{RiakObject, codec};
@@ -167,18 +169,18 @@ pub fn assemble(
 }
 
 /// Stored bytes as the rest of the node knows them: a root record's whole
-/// object's encoding, any other record as stored.
+/// object's encoding, any other record as stored. `bytes`, if read
+/// without the key's lock, may be a root a write has replaced since (see
+/// [`STALE_ROOT_TRIES`]).
 pub fn whole_bytes(
     backend: &dyn Backend,
     key: &StorageKey,
     bytes: Vec<u8>,
 ) -> Result<Vec<u8>, KvError> {
-    match is_root_record(&bytes) {
-        true => {
-            let stored = decode_root_record(&bytes)?;
-            Ok(codec::encode(&assemble(backend, key, &stored)?))
-        }
-        false => Ok(bytes),
+    match assemble_fresh(backend, key, bytes)? {
+        Fresh::Assembled(object) => Ok(codec::encode(&object)),
+        Fresh::Plain(bytes) => Ok(bytes),
+        Fresh::Gone(e) => Err(e),
     }
 }
 
@@ -188,9 +190,54 @@ pub fn read_object(backend: &dyn Backend, key: &StorageKey) -> Result<Option<Ria
     let Some(bytes) = backend.get(&key.bucket, &key.key)? else {
         return Ok(None);
     };
-    match is_root_record(&bytes) {
-        true => Ok(Some(assemble(backend, key, &decode_root_record(&bytes)?)?)),
-        false => Ok(Some(codec::decode(&bytes)?)),
+    match assemble_fresh(backend, key, bytes)? {
+        Fresh::Assembled(object) => Ok(Some(object)),
+        Fresh::Plain(bytes) => Ok(Some(codec::decode(&bytes)?)),
+        Fresh::Gone(_) => Ok(None),
+    }
+}
+
+/// Reads of a segmented value that run without the key's lock (gets,
+/// folds, handoff, a coordinator's whole-object catch-up) race with writes
+/// that replace its segments: a root read just before such a write names
+/// segments the write deletes once its new root is in place. A read whose
+/// segments fail reads the key again and, if the root changed, assembles
+/// the new one (whose segments were written before it), at most this many
+/// times; a failure with the root unchanged is the stored value's.
+pub const STALE_ROOT_TRIES: usize = 8;
+
+/// What [`assemble_fresh`] found.
+enum Fresh {
+    /// A root, assembled.
+    Assembled(RiakObject),
+    /// A record that is no root, as stored.
+    Plain(Vec<u8>),
+    /// The key was deleted while a stale root failed: that root's error.
+    Gone(KvError),
+}
+
+/// Assembles `bytes` if they are a root, reading the key again while a
+/// failure may come from a root replaced since it was read.
+fn assemble_fresh(
+    backend: &dyn Backend,
+    key: &StorageKey,
+    mut bytes: Vec<u8>,
+) -> Result<Fresh, KvError> {
+    let mut tries = 0;
+    loop {
+        if !is_root_record(&bytes) {
+            return Ok(Fresh::Plain(bytes));
+        }
+        let failed = match assemble(backend, key, &decode_root_record(&bytes)?) {
+            Ok(object) => return Ok(Fresh::Assembled(object)),
+            Err(e) => e,
+        };
+        tries += 1;
+        match backend.get(&key.bucket, &key.key)? {
+            Some(now) if now != bytes && tries < STALE_ROOT_TRIES => bytes = now,
+            None => return Ok(Fresh::Gone(failed)),
+            _ => return Err(failed),
+        }
     }
 }
 
