@@ -38,7 +38,6 @@ pub mod error;
 mod member;
 mod persist;
 mod plan;
-mod register;
 mod ring_state;
 pub mod service;
 mod staging;
@@ -46,16 +45,14 @@ pub mod state;
 mod transfers;
 mod views;
 
+pub use eddy_model::metadata::register::{BucketMetadata, Register, Registers, Stamp};
 pub use eddy_ring::{ClaimParams, NodeName, Partition, Ring, Transfer};
 pub use error::{CommitError, PersistError, StageError, TransferError};
 pub use member::{Member, MemberStatus};
 pub use persist::FORMAT_VERSION;
 pub use plan::Plan;
-pub use register::{Register, Registers, Stamp};
 pub use ring_state::RingState;
-pub use service::{
-    BucketMetadata, Membership, MembershipConfig, MembershipError, MetadataApplier, PushReport,
-};
+pub use service::{Membership, MembershipConfig, MembershipError, MetadataApplier, PushReport};
 pub use staging::Change;
 pub use state::{ClusterState, FACT_EPOCHS_KEPT};
 pub use transfers::TransferFact;

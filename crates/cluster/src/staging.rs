@@ -144,7 +144,7 @@ impl ClusterState {
             return Err(StageError::NotMember(me.clone()));
         }
         let mine = std::mem::replace(self, cluster.clone());
-        self.merge_metadata(&mine);
+        self.metadata.merge(&mine.metadata);
         Ok(())
     }
 

@@ -19,9 +19,9 @@ use eddy_ring::{NodeName, Ring, RingError};
 use serde::{Deserialize, Serialize};
 
 use crate::member::{Member, MemberStatus};
-use crate::register::{Register, Registers, Stamp, merge_registers, newest_stamp, put_register};
 use crate::ring_state::RingState;
 use crate::transfers::{TransferFact, prune_facts};
+use eddy_model::metadata::register::BucketMetadata;
 
 /// How many epochs a completed-transfer fact outlives the epoch it was
 /// recorded in. The claimant applies facts at once, so they are needed
@@ -35,9 +35,10 @@ pub struct ClusterState {
     pub(crate) cluster_name: String,
     pub(crate) ring: RingState,
     pub(crate) transfers_done: BTreeSet<TransferFact>,
-    pub(crate) bucket_types: Registers,
-    /// Bucket type → bucket name → props.
-    pub(crate) bucket_props: BTreeMap<String, Registers>,
+    /// Bucket types and bucket props (their JSON fields `bucket_types`
+    /// and `bucket_props` sit beside the others).
+    #[serde(flatten)]
+    pub(crate) metadata: BucketMetadata,
 }
 
 impl ClusterState {
@@ -56,8 +57,7 @@ impl ClusterState {
             cluster_name: cluster_name.into(),
             ring: RingState::single(node, member, ring),
             transfers_done: BTreeSet::new(),
-            bucket_types: Registers::new(),
-            bucket_props: BTreeMap::new(),
+            metadata: BucketMetadata::default(),
         })
     }
 
@@ -91,61 +91,14 @@ impl ClusterState {
         &self.transfers_done
     }
 
-    /// The bucket type registers, by type name.
-    pub fn bucket_types(&self) -> &Registers {
-        &self.bucket_types
+    /// The bucket type and bucket props registers.
+    pub fn metadata(&self) -> &BucketMetadata {
+        &self.metadata
     }
 
-    /// The bucket props registers of `bucket_type`, by bucket name.
-    pub fn bucket_props(&self, bucket_type: &str) -> Option<&Registers> {
-        self.bucket_props.get(bucket_type)
-    }
-
-    /// A stamp for a write by `node` at `now_ms`, newer than every stamp
-    /// this state holds.
-    pub fn next_stamp(&self, node: &NodeName, now_ms: u64) -> Stamp {
-        let maps = std::iter::once(&self.bucket_types).chain(self.bucket_props.values());
-        Stamp::after(newest_stamp(maps), now_ms, node)
-    }
-
-    /// Writes the props of a bucket type. Returns whether the state
-    /// changed (an older stamp than the entry's changes nothing).
-    pub fn set_bucket_type(&mut self, name: &str, props: serde_json::Value, stamp: Stamp) -> bool {
-        let entry = Register {
-            props,
-            deleted: false,
-            stamp,
-        };
-        put_register(&mut self.bucket_types, name, entry)
-    }
-
-    /// Writes a bucket's own props. Returns whether the state changed.
-    pub fn set_bucket_props(
-        &mut self,
-        bucket_type: &str,
-        bucket: &str,
-        props: serde_json::Value,
-        stamp: Stamp,
-    ) -> bool {
-        let entry = Register {
-            props,
-            deleted: false,
-            stamp,
-        };
-        let map = self.bucket_props.entry(bucket_type.to_owned()).or_default();
-        put_register(map, bucket, entry)
-    }
-
-    /// Resets a bucket's props to its type's (a tombstone entry). Returns
-    /// whether the state changed.
-    pub fn reset_bucket_props(&mut self, bucket_type: &str, bucket: &str, stamp: Stamp) -> bool {
-        let entry = Register {
-            props: serde_json::Value::Null,
-            deleted: true,
-            stamp,
-        };
-        let map = self.bucket_props.entry(bucket_type.to_owned()).or_default();
-        put_register(map, bucket, entry)
+    /// The bucket type and bucket props registers, to write.
+    pub fn metadata_mut(&mut self) -> &mut BucketMetadata {
+        &mut self.metadata
     }
 
     /// Merges `other` into `self`. Returns whether `self` changed. A state
@@ -169,18 +122,7 @@ impl ClusterState {
             .extend(other.transfers_done.iter().cloned());
         changed |= self.transfers_done.len() != before;
         changed |= self.prune_facts();
-        changed | self.merge_metadata(other)
-    }
-
-    /// Merges `other`'s bucket types and props into `self`'s. Returns
-    /// whether `self` changed.
-    pub(crate) fn merge_metadata(&mut self, other: &ClusterState) -> bool {
-        let mut changed = merge_registers(&mut self.bucket_types, &other.bucket_types);
-        for (bucket_type, props) in &other.bucket_props {
-            let ours = self.bucket_props.entry(bucket_type.clone()).or_default();
-            changed |= merge_registers(ours, props);
-        }
-        changed
+        changed | self.metadata.merge(&other.metadata)
     }
 
     /// A hash of the whole state: equal digests mean (but for a 2^-128

@@ -60,8 +60,12 @@ fn gossip_carries_a_props_change_to_every_member() {
     .unwrap();
     sim.sync();
     for s in &sim.states {
-        let b1 = &s.bucket_props("default").unwrap()["b1"];
-        assert_eq!(b1.props["n_val"], 1, "the later write wins everywhere");
+        let b1 = &s.metadata().bucket_props["default"]["b1"];
+        assert_eq!(
+            common::json_of(&b1.props)["n_val"],
+            1,
+            "the later write wins everywhere"
+        );
         assert_eq!(b1.stamp.node, name(3));
     }
 }

@@ -77,8 +77,9 @@ proptest! {
         let m = merged(&a, &b);
         let winner = if b.ring_state().wins_over(a.ring_state()) { &b } else { &a };
         prop_assert_eq!(m.ring_state(), winner.ring_state());
-        for (name, reg) in a.bucket_types().iter().chain(b.bucket_types()) {
-            let kept = &m.bucket_types()[name];
+        let types = |s: &ClusterState| s.metadata().bucket_types.clone();
+        for (name, reg) in types(&a).iter().chain(&types(&b)) {
+            let kept = &m.metadata().bucket_types[name];
             prop_assert!(kept == reg || kept.wins_over(reg));
         }
         for f in a.transfers_done().iter().chain(b.transfers_done()) {

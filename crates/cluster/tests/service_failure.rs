@@ -12,7 +12,7 @@ use std::time::Duration;
 use eddy_cluster::{MemberStatus, MembershipError, StageError};
 use eddy_net::sim::LinkFaults;
 use serde_json::json;
-use service_support::{SimCluster, name};
+use service_support::{SimCluster, active_type, json_of, name, patch};
 use tokio::time::Instant;
 
 const DETECTION_LIMIT: Duration = Duration::from_secs(2);
@@ -131,24 +131,24 @@ async fn writes_on_both_sides_of_a_partition_converge_after_the_heal() {
     assert!(split);
     let left = cluster
         .svc(1)
-        .set_bucket_props("default", "left", json!({"n_val": 2}))
+        .set_bucket_props("default", "left", patch(json!({"n_val": 2})))
         .await
         .unwrap();
     assert_eq!(left.acked, vec![name(0)]);
     assert_eq!(left.missing, b.to_vec());
     let right = cluster
         .svc(3)
-        .set_bucket_type("maps", json!({"datatype": "map"}));
+        .set_bucket_type("maps", active_type(json!({"datatype": "map"})));
     let right = right.await.unwrap();
     assert_eq!(right.missing, a.to_vec());
     cluster.net.heal();
     cluster.settle(Duration::from_secs(10)).await;
     for i in 0..5 {
         let state = cluster.svc(i).state();
-        let props = &state.bucket_props("default").unwrap()["left"].props;
-        assert_eq!(*props, json!({"n_val": 2}));
+        let props = &state.metadata().bucket_props["default"]["left"].props;
+        assert_eq!(json_of(props), json!({"n_val": 2}));
         assert_eq!(
-            state.bucket_types()["maps"].props,
+            json_of(&state.metadata().bucket_types["maps"].props.patch),
             json!({"datatype": "map"})
         );
     }
@@ -170,15 +170,16 @@ async fn gossip_converges_over_lossy_reordering_links() {
             // Pushes may miss members here; gossip must make up for it.
             cluster
                 .svc(i)
-                .set_bucket_props("default", &bucket, props)
+                .set_bucket_props("default", &bucket, patch(props))
                 .await
                 .unwrap();
         }
         cluster.settle(Duration::from_secs(30)).await;
         let state = cluster.svc(0).state();
-        let props = state.bucket_props("default").unwrap();
+        let props = &state.metadata().bucket_props["default"];
         for i in 0..4 {
-            assert_eq!(props[&format!("b{i}")].props["n_val"], i + 1, "seed {seed}");
+            let n_val = json_of(&props[&format!("b{i}")].props)["n_val"].clone();
+            assert_eq!(n_val, i + 1, "seed {seed}");
         }
     }
 }

@@ -9,8 +9,9 @@ mod service_support;
 use std::time::Duration;
 
 use eddy_cluster::ClusterState;
+use eddy_model::types::TypeStatus;
 use serde_json::json;
-use service_support::{SimCluster, name};
+use service_support::{SimCluster, active_type, json_of, name, patch};
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn props_set_on_one_node_are_on_every_node_when_it_returns() {
@@ -19,23 +20,30 @@ async fn props_set_on_one_node_are_on_every_node_when_it_returns() {
     let mut watch = cluster.svc(0).metadata_watch();
     let report = cluster
         .svc(3)
-        .set_bucket_props("default", "b", json!({"n_val": 5, "allow_mult": true}))
+        .set_bucket_props(
+            "default",
+            "b",
+            patch(json!({"n_val": 5, "allow_mult": true})),
+        )
         .await
         .unwrap();
     assert!(report.is_complete(), "{report:?}");
     assert_eq!(report.acked, [0, 1, 2, 4].map(name).to_vec());
     for i in 0..5 {
         let saved = ClusterState::load(&cluster.state_path(i)).unwrap().unwrap();
-        let props = &saved.bucket_props("default").unwrap()["b"];
+        let props = &saved.metadata().bucket_props["default"]["b"];
         assert_eq!(
-            props.props,
+            json_of(&props.props),
             json!({"n_val": 5, "allow_mult": true}),
             "node {i}"
         );
     }
     assert!(watch.has_changed().unwrap());
     let seen = watch.borrow_and_update().clone();
-    assert_eq!(seen.bucket_props["default"]["b"].props["n_val"], 5);
+    assert_eq!(
+        json_of(&seen.bucket_props["default"]["b"].props)["n_val"],
+        5
+    );
 
     let report = cluster
         .svc(1)
@@ -45,12 +53,13 @@ async fn props_set_on_one_node_are_on_every_node_when_it_returns() {
     assert!(report.is_complete());
     let report = cluster
         .svc(4)
-        .set_bucket_type("sets", json!({"datatype": "set"}));
+        .set_bucket_type("sets", active_type(json!({"datatype": "set"})));
     assert!(report.await.unwrap().is_complete());
     for i in 0..5 {
         let state = cluster.svc(i).state();
-        assert!(state.bucket_props("default").unwrap()["b"].deleted);
-        assert_eq!(state.bucket_types()["sets"].props["datatype"], "set");
+        assert!(state.metadata().bucket_props["default"]["b"].deleted);
+        let sets = &state.metadata().bucket_types["sets"].props;
+        assert_eq!(json_of(&sets.patch)["datatype"], "set");
     }
 }
 
@@ -63,7 +72,7 @@ async fn a_member_down_during_the_write_gets_it_when_back() {
         .wait_until(Duration::from_secs(2), || !cluster.svc(0).is_up(&name(2)))
         .await;
     assert!(down);
-    let report = cluster.svc(0).set_bucket_type("t", json!({"active": true}));
+    let report = cluster.svc(0).set_bucket_type("t", active_type(json!({})));
     let report = report.await.unwrap();
     assert_eq!(
         (report.acked, report.missing),
@@ -72,8 +81,10 @@ async fn a_member_down_during_the_write_gets_it_when_back() {
     cluster.restart(2).await;
     cluster.settle(Duration::from_secs(5)).await;
     assert_eq!(
-        cluster.svc(2).state().bucket_types()["t"].props["active"],
-        true
+        cluster.svc(2).state().metadata().bucket_types["t"]
+            .props
+            .status,
+        TypeStatus::Active
     );
 }
 
@@ -93,13 +104,13 @@ async fn every_member_applied_a_write_when_it_returns() {
         .collect();
     let report = cluster
         .svc(2)
-        .set_bucket_type("maps", json!({"status": "active"}))
+        .set_bucket_type("maps", active_type(json!({})))
         .await
         .unwrap();
     assert!(report.is_complete(), "{report:?}");
     for (i, latest) in applied.iter().enumerate() {
         let latest = latest.lock().unwrap().clone().unwrap();
         let props = &latest.bucket_types["maps"].props;
-        assert_eq!(props["status"], "active", "node {i}");
+        assert_eq!(props.status, TypeStatus::Active, "node {i}");
     }
 }

@@ -6,7 +6,9 @@
 //! a default bucket and on a typed one, 50 objects in each bucket with 2i
 //! entries on the first, and a map. A node started on a copy of it serves
 //! the same types, props, values, listings, 2i answers and map, and takes
-//! new writes.
+//! new writes. The bucket registry's own file (`meta/buckets.json`) is
+//! moved into the cluster state at that start (design note 026), also
+//! when the cluster state lacks its entries, and renamed.
 
 mod support;
 
@@ -57,21 +59,57 @@ fn props(node: &TestNode, bucket: &str) -> Value {
     json(node, &format!("/types/{bucket}/props"))["props"].clone()
 }
 
+/// [`unpack`], with the bucket types and props taken out of the cluster
+/// state, so only `meta/buckets.json` has them (a node whose changes
+/// never reached its cluster state).
+fn unpack_without_registers(dir: &Path) {
+    unpack(dir);
+    let path = dir.join("meta/cluster.json");
+    let mut saved: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let state = saved["state"].as_object_mut().unwrap();
+    assert!(state.remove("bucket_types").is_some());
+    assert!(state.remove("bucket_props").is_some());
+    state.insert("bucket_types".into(), serde_json::json!({}));
+    state.insert("bucket_props".into(), serde_json::json!({}));
+    std::fs::write(&path, serde_json::to_vec(&saved).unwrap()).unwrap();
+}
+
 #[test]
 fn a_data_directory_from_ad9b9d1_starts_with_its_types_props_and_data() {
     let node = TestNode::start_on_data(unpack, &[]);
+    serves_the_fixture(&node);
+}
 
-    let b1 = props(&node, "default/buckets/b1");
+#[test]
+fn bucket_metadata_only_in_the_registry_file_is_migrated_and_kept_over_a_restart() {
+    let mut node = TestNode::start_on_data(unpack_without_registers, &[]);
+    let meta = node.data_dir().join("meta");
+    assert!(!meta.join("buckets.json").exists());
+    assert!(meta.join("buckets.json.migrated").exists());
+    serves_the_fixture(&node);
+    node.stop();
+    node.restart();
+    let b2 = props(&node, "custom/buckets/b2");
+    assert_eq!(
+        (&b2["n_val"], &b2["dw"]),
+        (&Value::from(2), &Value::from("all"))
+    );
+}
+
+/// What the fixture holds, as `node` serves it.
+fn serves_the_fixture(node: &TestNode) {
+
+    let b1 = props(node, "default/buckets/b1");
     assert_eq!((b1["n_val"].as_u64(), &b1["r"]), (Some(2), &Value::from(1)));
     assert_eq!(b1["last_write_wins"], true);
-    let b2 = props(&node, "custom/buckets/b2");
+    let b2 = props(node, "custom/buckets/b2");
     assert_eq!(b2["n_val"], 2, "the type's n_val: {b2}");
     assert_eq!(b2["allow_mult"], true);
     assert_eq!(
         (&b2["dw"], &b2["notfound_ok"]),
         (&Value::from("all"), &Value::from(false))
     );
-    let maps = props(&node, "maps/buckets/m");
+    let maps = props(node, "maps/buckets/m");
     assert_eq!(
         (&maps["datatype"], &maps["active"]),
         (&Value::from("map"), &Value::from(true))
@@ -83,16 +121,16 @@ fn a_data_directory_from_ad9b9d1_starts_with_its_types_props_and_data() {
     assert!(String::from_utf8_lossy(&status.stdout).contains("custom is active"));
 
     for i in [1, 7, 50] {
-        let (s, body) = get(&node, &format!("/types/default/buckets/b1/keys/k{i}"));
+        let (s, body) = get(node, &format!("/types/default/buckets/b1/keys/k{i}"));
         assert_eq!((s, body), (200, format!("value {i}").into_bytes()));
-        let (s, body) = get(&node, &format!("/types/custom/buckets/b2/keys/k{i}"));
+        let (s, body) = get(node, &format!("/types/custom/buckets/b2/keys/k{i}"));
         assert_eq!((s, body), (200, format!("custom {i}").into_bytes()));
     }
-    let keys = json(&node, "/types/default/buckets/b1/keys?keys=true");
+    let keys = json(node, "/types/default/buckets/b1/keys?keys=true");
     assert_eq!(keys["keys"].as_array().unwrap().len(), 50);
-    let index = json(&node, "/types/default/buckets/b1/index/n_int/10/12");
+    let index = json(node, "/types/default/buckets/b1/index/n_int/10/12");
     assert_eq!(index["keys"], serde_json::json!(["k10", "k11", "k12"]));
-    let map = json(&node, "/types/maps/buckets/m/datatypes/doc");
+    let map = json(node, "/types/maps/buckets/m/datatypes/doc");
     assert_eq!(
         map["value"],
         serde_json::json!({"name_register": "eddy", "tags_set": ["a", "b"], "visits_counter": 3})
@@ -101,5 +139,5 @@ fn a_data_directory_from_ad9b9d1_starts_with_its_types_props_and_data() {
     let text = [("Content-Type", "text/plain")];
     let put = node.http("PUT", "/types/custom/buckets/b2/keys/new", &text, b"after");
     assert_eq!(put.status, 204, "{}", put.text());
-    assert_eq!(get(&node, "/types/custom/buckets/b2/keys/new").1, b"after");
+    assert_eq!(get(node, "/types/custom/buckets/b2/keys/new").1, b"after");
 }

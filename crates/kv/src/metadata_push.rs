@@ -56,6 +56,11 @@ impl MetadataPushes {
         });
     }
 
+    /// Whether change `id` was pushed (whatever it reached).
+    pub fn has_pushed(&self, id: ChangeId) -> bool {
+        id == ChangeId::NONE || self.last.borrow().0 >= id
+    }
+
     /// Waits until change `id` was pushed; answers where it reached.
     /// [`ChangeId::NONE`] (a change nothing shares) answers at once.
     pub async fn shared(&self, id: ChangeId) -> Sharing {

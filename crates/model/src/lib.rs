@@ -1,12 +1,13 @@
 //! Eddy's request model: what a request to the key-value layer says and
-//! what it may be answered, with no I/O and no knowledge of rings, vnodes
+//! what it may be answered, with no I/O and no knowledge of rings (beyond a node's name), vnodes
 //! or sockets. The API front ends build these values; the coordinators
 //! and vnodes (eddy-kv, eddy-vnode) act on them.
 //!
 //! - [`request`]: the requests and their answers (`PutRequest`,
 //!   `GetRequest`, `BucketRef`, …);
 //! - [`types`], [`props`], [`metadata`]: bucket types, typed bucket
-//!   props and the bucket registry as the cluster shares it;
+//!   props, the cluster's registers that keep them and the bucket
+//!   registry that serves them;
 //! - [`quorum`]: quorum values and their resolution against n_val;
 //! - [`limits`]: per-object limits on usermeta, links and index entries,
 //!   and the bounds on multi-key requests;

@@ -5,22 +5,28 @@
 //! activated (`active`) before use. A bucket's effective props are its
 //! type's props overridden by the bucket's own patch. Every change is
 //! validated whole (a property Eddy does not implement may be set only to
-//! Riak's default: [`crate::props::unsupported`]), then written to the
-//! metadata file atomically (temp file, fsync, rename) before it takes
-//! effect. Props stored before a property was refused still resolve.
-//! Entries the cluster shares also keep the cluster's stamps, which a put
-//! to another node carries ([`crate::metadata::entries`]).
+//! Riak's default: [`crate::props::unsupported`]) before it is written.
+//! Props stored before a property was refused still resolve.
+//!
+//! The registry keeps nothing of its own on disk: its entries are the
+//! cluster's registers ([`crate::metadata::register`]), which a node saves
+//! in its cluster state. A change made here is written to them through the
+//! registry's [`MetadataStore`] (stamped, saved and applied back here
+//! before the change returns, then shared with every member); what the
+//! registers hold is applied here as each change is saved
+//! ([`BucketRegistry::apply_registers`]). A registry without a store (a
+//! test's) applies its changes in memory. The entries a put carries
+//! ([`crate::metadata::entries`]) are applied here too, until the
+//! registers bring the same or newer ones.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-use crate::metadata::ChangeId;
 use crate::metadata::entries::{PropsEntries, Stamps, entries_in};
+use crate::metadata::{ChangeId, MetadataChange, MetadataStore};
 use crate::props::{BucketProps, PropsError, PropsPatch};
 
 /// The type every untyped bucket belongs to.
@@ -30,9 +36,10 @@ pub const DEFAULT_TYPE: &str = "default";
 pub const TYPE_NAME_BYTES_MAX: usize = 255;
 
 /// A bucket type's life stage (`riak-admin bucket-type status`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TypeStatus {
+    #[default]
     Created,
     Active,
 }
@@ -56,25 +63,22 @@ pub enum RegistryError {
     /// The props were refused.
     #[error(transparent)]
     Props(#[from] PropsError),
-    /// The metadata file could not be read or written.
-    #[error("bucket metadata at {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The metadata file does not parse.
-    #[error("bucket metadata at {path} is corrupt: {reason}")]
-    Corrupt { path: PathBuf, reason: String },
+    /// The change could not be written to the cluster's registers (the
+    /// node is stopping, or its state could not be saved).
+    #[error("bucket metadata could not be saved: {0}")]
+    Store(String),
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct StoredType {
-    pub(crate) status: TypeStatus,
-    pub(crate) patch: PropsPatch,
+/// A bucket type's entry, as its register holds it: its status and its
+/// patch over the typed defaults. (Fields in this order, so its JSON has
+/// sorted keys: see [`crate::metadata::register`].)
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypeEntry {
+    pub patch: PropsPatch,
+    pub status: TypeStatus,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 pub(crate) struct StoredBucket {
     pub(crate) bucket_type: String,
     /// Hex, since bucket names are arbitrary bytes.
@@ -82,12 +86,12 @@ pub(crate) struct StoredBucket {
     pub(crate) patch: PropsPatch,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// What the registry serves: the entries and the keys of their stamps.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Stored {
-    pub(crate) types: BTreeMap<String, StoredType>,
+    pub(crate) types: BTreeMap<String, TypeEntry>,
     pub(crate) buckets: Vec<StoredBucket>,
-    /// The cluster's stamps of the shared entries.
-    #[serde(default)]
+    /// The stamps of the shared entries.
     pub(crate) stamps: Stamps,
 }
 
@@ -118,63 +122,38 @@ struct Resolved {
 /// props older than the last change.
 pub struct BucketRegistry {
     defaults: BucketProps,
-    path: Option<PathBuf>,
     pub(crate) stored: RwLock<Stored>,
     cache: RwLock<PropsCache>,
     /// The sub-backends a `backend` property may name (a multi node);
     /// `None` when the node has one backend and the property is inert.
     backend_names: Option<Vec<String>>,
-    /// Told of every local change, to share it with the cluster.
-    pub(crate) hook: std::sync::OnceLock<crate::metadata::MetadataHook>,
-    /// Entries changed here that the cluster has not taken yet, with how
-    /// many changes are outstanding.
-    pub(crate) unconfirmed: parking_lot::Mutex<HashMap<crate::metadata::EntryName, u32>>,
-    /// The id of the last change handed to `hook` (0: none yet).
-    pub(crate) last_published: parking_lot::Mutex<u64>,
+    /// Where local changes are written (the cluster's registers).
+    pub(crate) store: std::sync::OnceLock<Arc<dyn MetadataStore>>,
+    /// Held while a local change is made, so changes made here apply in
+    /// turn, each over the one before.
+    pub(crate) local: parking_lot::Mutex<()>,
     /// Told of each bucket whose generation rose (it was dropped).
     pub(crate) on_generation: std::sync::OnceLock<crate::metadata::drop::GenerationHook>,
 }
 
 impl BucketRegistry {
-    /// A registry kept only in memory (tests).
-    pub fn in_memory(defaults: BucketProps) -> Self {
+    /// An empty registry: the `default` type with `defaults`, until the
+    /// cluster's registers are applied.
+    pub fn new(defaults: BucketProps) -> Self {
         BucketRegistry {
             defaults,
-            path: None,
             stored: RwLock::new(Stored::default()),
             cache: RwLock::new(PropsCache::new()),
             backend_names: None,
-            hook: std::sync::OnceLock::new(),
-            unconfirmed: parking_lot::Mutex::new(HashMap::new()),
-            last_published: parking_lot::Mutex::new(0),
+            store: std::sync::OnceLock::new(),
+            local: parking_lot::Mutex::new(()),
             on_generation: std::sync::OnceLock::new(),
         }
     }
 
-    /// Loads the registry from `path`, or starts empty if it does not exist.
-    pub fn open(path: &Path, defaults: BucketProps) -> Result<Self, RegistryError> {
-        let stored = match std::fs::read(path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| RegistryError::Corrupt {
-                path: path.to_path_buf(),
-                reason: e.to_string(),
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Stored::default(),
-            Err(source) => {
-                let path = path.to_path_buf();
-                return Err(RegistryError::Io { path, source });
-            }
-        };
-        Ok(BucketRegistry {
-            defaults,
-            path: Some(path.to_path_buf()),
-            stored: RwLock::new(stored),
-            cache: RwLock::new(PropsCache::new()),
-            backend_names: None,
-            hook: std::sync::OnceLock::new(),
-            unconfirmed: parking_lot::Mutex::new(HashMap::new()),
-            last_published: parking_lot::Mutex::new(0),
-            on_generation: std::sync::OnceLock::new(),
-        })
+    /// A registry whose changes stay in memory (tests).
+    pub fn in_memory(defaults: BucketProps) -> Self {
+        Self::new(defaults)
     }
 
     /// Restricts the `backend` property to these sub-backend names.
@@ -244,26 +223,27 @@ impl BucketRegistry {
         let props = BucketProps::typed_defaults(&self.defaults).patched(patch)?;
         props.check_supported(patch)?;
         self.check_backend(&props)?;
-        self.local_change(
-            crate::metadata::EntryName::Type(name.to_string()),
-            |stored| {
-                if stored.types.contains_key(name) {
-                    return Err(RegistryError::AlreadyExists(name.to_string()));
-                }
-                let t = StoredType {
-                    status: TypeStatus::Created,
-                    patch: patch.clone(),
-                };
-                stored.types.insert(name.to_string(), t);
-                Ok(())
-            },
-        )?;
-        Ok(self.publish_type(name))
+        self.local_change(|stored| {
+            if stored.types.contains_key(name) {
+                return Err(RegistryError::AlreadyExists(name.to_string()));
+            }
+            let entry = TypeEntry {
+                status: TypeStatus::Created,
+                patch: patch.clone(),
+            };
+            Ok(MetadataChange::Type {
+                name: name.to_string(),
+                entry,
+            })
+        })
     }
 
     /// Activates a created type (activating an active type is a no-op).
     pub fn activate_type(&self, name: &str) -> Result<ChangeId, RegistryError> {
-        self.change_type(name, |t| t.status = TypeStatus::Active)
+        self.change_type(name, |_, t| {
+            t.status = TypeStatus::Active;
+            Ok(())
+        })
     }
 
     /// Changes a type's props; immutable props must keep their values.
@@ -271,30 +251,36 @@ impl BucketRegistry {
         if name == DEFAULT_TYPE {
             return Err(RegistryError::BadName(name.to_string()));
         }
-        let current = self.type_info(name)?.props;
-        let props = current.patched(patch)?;
-        props.check_supported(patch)?;
-        current.check_immutable(patch)?;
-        self.check_backend(&props)?;
-        self.change_type(name, |t| t.patch.extend(patch.clone()))
+        self.change_type(name, |current, t| {
+            let props = current.patched(patch)?;
+            props.check_supported(patch)?;
+            current.check_immutable(patch)?;
+            self.check_backend(&props)?;
+            t.patch.extend(patch.clone());
+            Ok(())
+        })
     }
 
-    /// Changes existing type `name`'s stored entry with `f`, then shares it.
+    /// Changes existing type `name`'s entry with `f` (given its props as
+    /// served now), then writes it.
     fn change_type(
         &self,
         name: &str,
-        f: impl FnOnce(&mut StoredType),
+        f: impl FnOnce(&BucketProps, &mut TypeEntry) -> Result<(), RegistryError>,
     ) -> Result<ChangeId, RegistryError> {
-        let entry = crate::metadata::EntryName::Type(name.to_string());
-        self.local_change(entry, |stored| {
-            let t = stored
+        self.local_change(|stored| {
+            let current = self.type_info_in(stored, name)?.props;
+            let mut entry = stored
                 .types
-                .get_mut(name)
+                .get(name)
+                .cloned()
                 .ok_or_else(|| RegistryError::NoSuchType(name.to_string()))?;
-            f(t);
-            Ok(())
-        })?;
-        Ok(self.publish_type(name))
+            f(&current, &mut entry)?;
+            Ok(MetadataChange::Type {
+                name: name.to_string(),
+                entry,
+            })
+        })
     }
 
     /// The effective props of a bucket; its type must exist and be active.
@@ -366,7 +352,7 @@ impl BucketRegistry {
         Ok(resolved)
     }
 
-    fn resolve(
+    pub(crate) fn resolve(
         &self,
         stored: &Stored,
         bucket_type: &str,
@@ -393,22 +379,19 @@ impl BucketRegistry {
         bucket: &[u8],
         patch: &PropsPatch,
     ) -> Result<ChangeId, RegistryError> {
-        let current = self.bucket_props(bucket_type, bucket)?;
         let mut patch = patch.clone();
         patch.remove(crate::props::GENERATION);
         let patch = &patch;
-        let props = current.patched(patch)?;
-        props.check_supported(patch)?;
-        current.check_immutable(patch)?;
-        self.check_backend(&props)?;
-        self.local_change(
-            crate::metadata::EntryName::Bucket(bucket_type.to_string(), to_hex(bucket)),
-            |stored| {
-                bucket_patch_mut(stored, bucket_type, &to_hex(bucket)).extend(patch.clone());
-                Ok(())
-            },
-        )?;
-        Ok(self.publish_bucket(bucket_type, bucket))
+        self.local_change(|stored| {
+            let current = self.resolve(stored, bucket_type, bucket)?;
+            let props = current.patched(patch)?;
+            props.check_supported(patch)?;
+            current.check_immutable(patch)?;
+            self.check_backend(&props)?;
+            let mut own = bucket_patch_of(stored, bucket_type, bucket);
+            own.extend(patch.clone());
+            Ok(bucket_change(bucket_type, bucket, Some(own)))
+        })
     }
 
     /// Returns a bucket to its type's props.
@@ -417,29 +400,48 @@ impl BucketRegistry {
         bucket_type: &str,
         bucket: &[u8],
     ) -> Result<ChangeId, RegistryError> {
-        self.bucket_props(bucket_type, bucket)?;
-        let hex = to_hex(bucket);
-        self.local_change(
-            crate::metadata::EntryName::Bucket(bucket_type.to_string(), to_hex(bucket)),
-            |stored| {
-                let generation = find_bucket(stored, bucket_type, bucket)
-                    .map_or(0, |b| crate::props::generation_of(&b.patch));
-                stored
-                    .buckets
-                    .retain(|b| !(b.bucket_type == bucket_type && b.bucket == hex));
-                // A dropped bucket's generation outlives its props: the
-                // objects of the earlier ones must stay gone.
-                if generation > 0 {
-                    bucket_patch_mut(stored, bucket_type, &hex)
-                        .insert(crate::props::GENERATION.into(), generation.into());
-                }
-                Ok(())
-            },
-        )?;
-        Ok(self.publish_bucket(bucket_type, bucket))
+        self.local_change(|stored| {
+            self.resolve(stored, bucket_type, bucket)?;
+            let generation =
+                crate::props::generation_of(&bucket_patch_of(stored, bucket_type, bucket));
+            // A dropped bucket's generation outlives its props: the
+            // objects of the earlier ones must stay gone.
+            let kept = (generation > 0).then(|| {
+                let mut patch = PropsPatch::new();
+                patch.insert(crate::props::GENERATION.into(), generation.into());
+                patch
+            });
+            Ok(bucket_change(bucket_type, bucket, kept))
+        })
     }
 
-    /// Applies `f` to a copy, persists the copy, then makes it current.
+    /// Sets the store local changes are written to (once).
+    pub fn set_store(&self, store: Arc<dyn MetadataStore>) {
+        let _ = self.store.set(store);
+    }
+
+    /// Makes a local change: `make` builds it from what is served now (or
+    /// refuses it), then it is written to the store, which applies it
+    /// here before it returns; without a store it is applied here, with
+    /// no stamp. Local changes are made one at a time, so each is built
+    /// over the one before.
+    pub(crate) fn local_change(
+        &self,
+        make: impl FnOnce(&Stored) -> Result<MetadataChange, RegistryError>,
+    ) -> Result<ChangeId, RegistryError> {
+        let _one_at_a_time = self.local.lock();
+        let change = make(&self.stored.read())?;
+        if let Some(store) = self.store.get() {
+            return store.write(change);
+        }
+        self.change(|stored| {
+            crate::metadata::apply_change(stored, change);
+            Ok(())
+        })?;
+        Ok(ChangeId::NONE)
+    }
+
+    /// Applies `f` to a copy, then makes the copy current.
     pub(crate) fn change(
         &self,
         f: impl FnOnce(&mut Stored) -> Result<(), RegistryError>,
@@ -447,9 +449,6 @@ impl BucketRegistry {
         let mut stored = self.stored.write();
         let mut next = stored.clone();
         f(&mut next)?;
-        if let Some(path) = &self.path {
-            write_atomically(path, &next)?;
-        }
         let raised = crate::metadata::drop::raised_generations(&stored, &next);
         *stored = next;
         self.cache.write().clear();
@@ -457,6 +456,28 @@ impl BucketRegistry {
         self.tell_raised(raised);
         Ok(())
     }
+}
+
+/// A change to bucket `bucket` of `bucket_type`: its new patch, or a
+/// reset.
+pub(crate) fn bucket_change(
+    bucket_type: &str,
+    bucket: &[u8],
+    patch: Option<PropsPatch>,
+) -> MetadataChange {
+    MetadataChange::Bucket {
+        bucket_type: bucket_type.to_string(),
+        bucket: to_hex(bucket),
+        patch,
+    }
+}
+
+/// Bucket `bucket` of `bucket_type`'s own patch in `stored` (empty if it
+/// has none).
+pub(crate) fn bucket_patch_of(stored: &Stored, bucket_type: &str, bucket: &[u8]) -> PropsPatch {
+    find_bucket(stored, bucket_type, bucket)
+        .map(|b| b.patch.clone())
+        .unwrap_or_default()
 }
 
 fn find_bucket<'a>(
@@ -471,28 +492,6 @@ fn find_bucket<'a>(
         .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
 }
 
-/// Bucket `hex` of `bucket_type`'s patch in `stored`, an empty one added
-/// first if it has none.
-pub(crate) fn bucket_patch_mut<'a>(
-    stored: &'a mut Stored,
-    bucket_type: &str,
-    hex: &str,
-) -> &'a mut PropsPatch {
-    let at = stored
-        .buckets
-        .iter()
-        .position(|b| b.bucket_type == bucket_type && b.bucket == hex);
-    let at = at.unwrap_or_else(|| {
-        stored.buckets.push(StoredBucket {
-            bucket_type: bucket_type.to_string(),
-            bucket: hex.to_string(),
-            patch: PropsPatch::new(),
-        });
-        stored.buckets.len() - 1
-    });
-    &mut stored.buckets[at].patch
-}
-
 fn check_type_name(name: &str) -> Result<(), RegistryError> {
     let bad = name.is_empty() || name.len() > TYPE_NAME_BYTES_MAX || name == DEFAULT_TYPE;
     match bad {
@@ -505,31 +504,11 @@ pub(crate) fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn write_atomically(path: &Path, stored: &Stored) -> Result<(), RegistryError> {
-    let io = |source| RegistryError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let bytes = serde_json::to_vec_pretty(stored).map_err(|e| io(std::io::Error::other(e)))?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    let tmp = path.with_extension("tmp");
-    let mut file = std::fs::File::create(&tmp).map_err(io)?;
-    file.write_all(&bytes).map_err(io)?;
-    file.sync_data().map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io)?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metadata::memory::MemoryStore;
+    use eddy_ring::NodeName;
     use serde_json::json;
 
     fn patch(v: serde_json::Value) -> PropsPatch {
@@ -538,9 +517,8 @@ mod tests {
 
     #[test]
     fn type_lifecycle_and_inheritance() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("meta/buckets.json");
-        let reg = BucketRegistry::open(&path, BucketProps::default()).unwrap();
+        let reg = Arc::new(BucketRegistry::new(BucketProps::default()));
+        let store = MemoryStore::attach(&reg, NodeName("n1@h".into()));
         assert!(!reg.bucket_props(DEFAULT_TYPE, b"b").unwrap().allow_mult);
         reg.create_type("maps", &patch(json!({"datatype": "map"})))
             .unwrap();
@@ -573,7 +551,9 @@ mod tests {
             Err(RegistryError::NoSuchType(_))
         ));
 
-        let reopened = BucketRegistry::open(&path, BucketProps::default()).unwrap();
+        // Another node's registry, served from the same registers.
+        let reopened = BucketRegistry::new(BucketProps::default());
+        reopened.apply_registers(&store.registers()).unwrap();
         let p = reopened.bucket_props("maps", b"b").unwrap();
         assert_eq!((p.n_val, p.r), (2, crate::quorum::Quorum::Count(1)));
         reopened.reset_bucket_props("maps", b"b").unwrap();
@@ -635,16 +615,5 @@ mod tests {
         single
             .set_bucket_props(DEFAULT_TYPE, b"b", &patch(json!({"backend": "anything"})))
             .unwrap();
-    }
-
-    #[test]
-    fn corrupt_metadata_is_a_clear_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("buckets.json");
-        std::fs::write(&path, b"{not json").unwrap();
-        let err = BucketRegistry::open(&path, BucketProps::default())
-            .err()
-            .unwrap();
-        assert!(matches!(err, RegistryError::Corrupt { .. }), "{err}");
     }
 }

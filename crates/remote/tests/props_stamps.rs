@@ -15,10 +15,13 @@ use eddy_model::error::Signal;
 use std::sync::Arc;
 
 use eddy_kv::*;
-use eddy_model::metadata::entries::{EntryStamp, PropsVersion};
+use eddy_model::metadata::entries::PropsVersion;
+use eddy_model::metadata::memory::MemoryStore;
+use eddy_model::metadata::register::StampKey;
 use eddy_model::metadata::{SharedBucket, SharedMetadata, SharedType};
 use eddy_model::props::BucketProps;
 use eddy_model::types::BucketRegistry;
+use eddy_model::types::{TypeEntry, TypeStatus};
 use eddy_model::*;
 use eddy_net::sim::SimNetwork;
 use eddy_object::{Actor, Content, codec};
@@ -32,8 +35,8 @@ const RING_SIZE: u32 = 8;
 const TYPE: &str = "t";
 const BUCKET: &[u8] = b"b";
 
-fn stamp(time_ms: u64) -> EntryStamp {
-    EntryStamp {
+fn stamp(time_ms: u64) -> StampKey {
+    StampKey {
         time_ms,
         counter: 0,
         writer: 1,
@@ -45,13 +48,16 @@ fn shared(bucket_patch: serde_json::Value, time_ms: u64) -> SharedMetadata {
     SharedMetadata {
         types: vec![SharedType {
             name: TYPE.into(),
-            entry: json!({"status": "active", "patch": {}}),
+            entry: TypeEntry {
+                status: TypeStatus::Active,
+                ..TypeEntry::default()
+            },
             stamp: Some(stamp(1)),
         }],
         buckets: vec![SharedBucket {
             bucket_type: TYPE.into(),
             bucket: hex(BUCKET),
-            patch: Some(bucket_patch),
+            patch: serde_json::from_value(bucket_patch).unwrap(),
             stamp: Some(stamp(time_ms)),
         }],
     }
@@ -242,31 +248,68 @@ async fn an_older_entry_a_put_carries_never_replaces_a_newer_one() {
     assert!(newer.bucket_props(&bucket()).unwrap().allow_mult);
 }
 
+/// `node`'s registry given a stamped entry for the `default` type: no
+/// registry writes one and a coordinator never takes one from a replica
+/// (the default type's props are each node's configuration), so a
+/// replica holding it stays newer than any coordinator, as a replica
+/// whose entries a coordinator cannot take would.
+fn newer_than_any_coordinator(node: &Node) {
+    let shared = SharedMetadata {
+        types: vec![SharedType {
+            name: "default".into(),
+            entry: TypeEntry::default(),
+            stamp: Some(stamp(50)),
+        }],
+        buckets: Vec::new(),
+    };
+    node.registry().apply_shared(&shared).unwrap();
+}
+
+/// A put of `key` to bucket `b` of the `default` type, with w = all.
+fn default_put(key: &str) -> PutRequest {
+    PutRequest {
+        bucket: BucketRef::default_type(BUCKET.to_vec()),
+        ..put(key, "x")
+    }
+}
+
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_coordinator_that_cannot_take_the_newer_props_fails_after_a_few_tries() {
     let p = pair();
     let (behind, ahead) = (&p.nodes[0], &p.nodes[1]);
-    ahead
-        .registry()
-        .apply_shared(&shared(json!({"allow_mult": true}), 50))
-        .unwrap();
-    // A local change the cluster has not stamped yet: the shared entry is
-    // not applied over it, so this node stays behind.
-    behind.registry().on_change(Arc::new(|_, _| {}));
-    let patch = json!({"last_write_wins": false})
-        .as_object()
-        .cloned()
-        .unwrap();
-    behind
-        .registry()
-        .set_bucket_props(TYPE, BUCKET, &patch)
-        .unwrap();
-    let err = behind.put(put("k", "x")).await.unwrap_err();
+    newer_than_any_coordinator(ahead);
+    let err = behind.put(default_put("k")).await.unwrap_err();
     assert!(
         matches!(err, KvError::Signal(Signal::PropsNewer(_))),
         "{err:?}"
     );
-    assert_eq!(version(behind).bucket, Some(stamp(10)));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_local_change_older_than_a_replicas_entry_gives_way_to_it() {
+    let p = pair();
+    let (writer, replica) = (&p.nodes[0], &p.nodes[1]);
+    replica
+        .registry()
+        .apply_shared(&shared(json!({"allow_mult": true}), 50))
+        .unwrap();
+    // The writer's store stamps its change at once, newer than the
+    // writer's entry but older than the replica's (its clock is behind):
+    // the replica's wins, as it does in the cluster's registers.
+    MemoryStore::attach_at(writer.registry(), NodeName("dev1@sim".into()), 20);
+    let patch = serde_json::from_value(json!({"last_write_wins": false})).unwrap();
+    writer
+        .registry()
+        .set_bucket_props(TYPE, BUCKET, &patch)
+        .unwrap();
+    let stamped = version(writer).bucket;
+    assert!(
+        stamped > Some(stamp(10)) && stamped < Some(stamp(50)),
+        "{stamped:?}"
+    );
+    writer.put(put("k", "x")).await.unwrap();
+    assert_eq!(version(writer).bucket, Some(stamp(50)));
+    assert!(writer.bucket_props(&bucket()).unwrap().allow_mult);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -289,25 +332,22 @@ async fn a_newer_reset_reaches_the_coordinator_and_the_type_props_apply() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn a_local_change_takes_the_stamp_a_replica_already_has_for_it() {
+async fn a_local_change_is_stamped_before_it_returns_and_reaches_a_replica_with_a_put() {
     let p = pair();
     let (writer, replica) = (&p.nodes[0], &p.nodes[1]);
-    // The change is made on `writer`, whose push reached `replica` (with
-    // the cluster's stamp) before `writer` heard it was taken.
-    writer.registry().on_change(Arc::new(|_, _| {}));
-    let patch = json!({"allow_mult": true}).as_object().cloned().unwrap();
+    // Stamps from a clock ahead of the pair's entries.
+    MemoryStore::attach_at(writer.registry(), NodeName("dev1@sim".into()), 100);
+    let patch = serde_json::from_value(json!({"allow_mult": true})).unwrap();
     writer
         .registry()
         .set_bucket_props(TYPE, BUCKET, &patch)
         .unwrap();
-    replica
-        .registry()
-        .apply_shared(&shared(json!({"allow_mult": true}), 70))
-        .unwrap();
-    assert_eq!(version(writer).bucket, Some(stamp(10)));
+    let stamped = version(writer).bucket;
+    assert!(stamped > Some(stamp(10)), "{stamped:?}");
 
     writer.put(put("k", "x")).await.unwrap();
-    assert_eq!(version(writer).bucket, Some(stamp(70)));
+    assert_eq!(version(replica).bucket, stamped);
+    assert!(replica.bucket_props(&bucket()).unwrap().allow_mult);
     writer.put(put("k", "y")).await.unwrap();
     for values in copies(&p, "k") {
         assert_eq!(values, ["x", "y"]);
@@ -402,20 +442,10 @@ async fn a_multi_put_on_a_stale_node_runs_its_keys_again_under_the_newest_props(
 
     let p = pair();
     let (behind, ahead) = (&p.nodes[0], &p.nodes[1]);
-    ahead
-        .registry()
-        .apply_shared(&shared(json!({"allow_mult": true}), 50))
-        .unwrap();
-    behind.registry().on_change(Arc::new(|_, _| {}));
-    let patch = json!({"last_write_wins": false})
-        .as_object()
-        .cloned()
-        .unwrap();
-    behind
-        .registry()
-        .set_bucket_props(TYPE, BUCKET, &patch)
-        .unwrap();
-    let written = behind.multi_put(multi_put(&keys, "x")).await.unwrap();
+    newer_than_any_coordinator(ahead);
+    let mut request = multi_put(&keys, "x");
+    request.bucket = BucketRef::default_type(BUCKET.to_vec());
+    let written = behind.multi_put(request).await.unwrap();
     for result in written {
         assert!(
             matches!(result, Err(KvError::Signal(Signal::PropsNewer(_)))),

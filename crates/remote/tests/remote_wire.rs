@@ -10,7 +10,8 @@ use std::sync::Arc;
 use eddy_model::KvError;
 use eddy_model::error::Signal;
 use eddy_model::keyfilter::KeyFilter;
-use eddy_model::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
+use eddy_model::metadata::entries::{PropsEntries, StampedEntry};
+use eddy_model::metadata::register::StampKey;
 use eddy_object::{Actor, Content, DecodeError, Link, Metadata, VersionVector};
 use eddy_remote::wire::{
     self, BatchAnswer, BatchEnvelope, BatchReply, Message, OTHER_ENGINE, RequestEnvelope,
@@ -202,15 +203,15 @@ fn dt_coordinate() -> VnodeRequest {
     })
 }
 
-fn stamp(time_ms: u64, counter: u32, writer: u64) -> EntryStamp {
-    EntryStamp {
+fn stamp(time_ms: u64, counter: u32, writer: u64) -> StampKey {
+    StampKey {
         time_ms,
         counter,
         writer,
     }
 }
 
-fn entry(stamp: EntryStamp, json: &str) -> StampedEntry {
+fn entry(stamp: StampKey, json: &str) -> StampedEntry {
     StampedEntry {
         stamp,
         json: Bytes::copy_from_slice(json.as_bytes()),

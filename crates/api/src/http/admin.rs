@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 
 use super::error::ApiError;
 use super::keys::json_response;
-use super::props::{no_content, parse_props_body, registry_error};
+use super::props::{no_content, on_blocking, parse_props_body, registry_error};
 use super::server::{App, read_body};
 
 /// What an admin path names.
@@ -59,16 +59,21 @@ pub async fn handle(app: &App, route: AdminRoute, req: Request) -> Result<Respon
             app.node
                 .check_patch(&patch)
                 .map_err(|p| admin_error(RegistryError::Props(p)))?;
-            if m == Method::POST {
-                let id = registry.create_type(&name, &patch).map_err(admin_error)?;
-                return Ok(shared(app, id, StatusCode::CREATED).await);
-            }
-            let id = registry.update_type(&name, &patch).map_err(admin_error)?;
-            Ok(shared(app, id, StatusCode::NO_CONTENT).await)
+            let create = m == Method::POST;
+            let id = on_blocking(app, move |node| match create {
+                true => node.registry().create_type(&name, &patch),
+                false => node.registry().update_type(&name, &patch),
+            });
+            let id = id.await?.map_err(admin_error)?;
+            let done = match create {
+                true => StatusCode::CREATED,
+                false => StatusCode::NO_CONTENT,
+            };
+            Ok(shared(app, id, done).await)
         }
         (AdminRoute::Activate(name), Method::POST) => {
-            let id = registry.activate_type(&name).map_err(admin_error)?;
-            Ok(shared(app, id, StatusCode::NO_CONTENT).await)
+            let id = on_blocking(app, move |node| node.registry().activate_type(&name));
+            Ok(shared(app, id.await?.map_err(admin_error)?, StatusCode::NO_CONTENT).await)
         }
         (AdminRoute::Types, _) => Err(ApiError::method_not_allowed("GET")),
         (AdminRoute::Type(_), _) => Err(ApiError::method_not_allowed("GET, POST, PUT")),

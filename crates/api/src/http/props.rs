@@ -46,18 +46,15 @@ pub async fn handle(app: &App, t: Target, req: Request) -> Result<Response, ApiE
             let (parts, body) = req.into_parts();
             let body = read_body(&parts.headers, body, app.config.body_bytes_max).await?;
             let patch = parse_props_body(&parts.headers, &body, "bucket")?;
-            let b = &t.bucket;
-            let id = app
-                .node
-                .set_bucket_props(b, &patch)
-                .map_err(kv_props_error)?;
-            Ok(changed(app, id).await)
+            let b = t.bucket.clone();
+            let id = on_blocking(app, move |node| node.set_bucket_props(&b, &patch)).await?;
+            Ok(changed(app, id.map_err(kv_props_error)?).await)
         }
         Method::DELETE => {
             props_json(app, &t.bucket)?;
-            let b = &t.bucket;
-            let id = app.node.reset_bucket_props(b).map_err(kv_props_error)?;
-            Ok(changed(app, id).await)
+            let b = t.bucket.clone();
+            let id = on_blocking(app, move |node| node.reset_bucket_props(&b)).await?;
+            Ok(changed(app, id.map_err(kv_props_error)?).await)
         }
         _ => Err(ApiError::method_not_allowed("GET, HEAD, PUT, DELETE")),
     }
@@ -127,6 +124,28 @@ pub const MISSING_MEMBERS: &str = "x-eddy-missing-members";
 
 /// A 204 answering change `id` once its push is done, naming in
 /// [`MISSING_MEMBERS`] the members it did not reach.
+/// Runs `change` (a bucket metadata change) on a blocking thread: the
+/// change is saved before it returns, which must not hold up a runtime
+/// worker.
+pub async fn on_blocking<T, E>(
+    app: &App,
+    change: impl FnOnce(&eddy_kv::Node) -> Result<T, E> + Send + 'static,
+) -> Result<Result<T, E>, ApiError>
+where
+    T: Send + 'static,
+    E: Send + 'static,
+{
+    let node = app.node.clone();
+    tokio::task::spawn_blocking(move || change(&node))
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("a bucket metadata change stopped: {e}\n"),
+            )
+        })
+}
+
 pub async fn changed(app: &App, id: ChangeId) -> Response {
     let mut resp = no_content();
     let missing = match app.node.metadata_pushes().shared(id).await {

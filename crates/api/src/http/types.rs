@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::error::ApiError;
 use super::keys::json_response;
-use super::props::{changed, parse_props_body, registry_error};
+use super::props::{changed, on_blocking, parse_props_body, registry_error};
 use super::server::{App, read_body};
 
 /// Answers GET, HEAD and PUT of a type's props.
@@ -39,12 +39,9 @@ pub async fn handle(app: &App, name: &str, req: Request) -> Result<Response, Api
             app.node
                 .check_patch(&patch)
                 .map_err(|p| registry_error(eddy_model::types::RegistryError::Props(p)))?;
-            let id = app
-                .node
-                .registry()
-                .update_type(name, &patch)
-                .map_err(registry_error)?;
-            Ok(changed(app, id).await)
+            let name = name.to_string();
+            let id = on_blocking(app, move |node| node.registry().update_type(&name, &patch));
+            Ok(changed(app, id.await?.map_err(registry_error)?).await)
         }
         _ => Err(ApiError::method_not_allowed("GET, HEAD, PUT")),
     }

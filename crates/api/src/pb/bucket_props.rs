@@ -71,7 +71,8 @@ fn props_error(e: KvError) -> PbError {
     }
 }
 
-/// Runs a registry change on a blocking thread (it syncs a file), then
+/// Runs a registry change on a blocking thread (it is saved before it
+/// returns), then
 /// waits for its push to the cluster.
 pub(crate) async fn blocking(
     node: &Arc<Node>,

@@ -8,7 +8,7 @@
 //! names has its address given to the transport and is tracked by the
 //! failure detector.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,27 +24,8 @@ use tokio::task::AbortHandle;
 use super::config::MembershipConfig;
 use super::detector::Detector;
 use super::error::MembershipError;
-use crate::register::Registers;
 use crate::state::ClusterState;
-
-/// The cluster's bucket types and bucket props, as the kv layer reads
-/// them (published whenever either changes).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BucketMetadata {
-    /// Bucket type registers, by type name.
-    pub bucket_types: Registers,
-    /// Bucket type → bucket name → props registers.
-    pub bucket_props: BTreeMap<String, Registers>,
-}
-
-impl BucketMetadata {
-    pub(crate) fn of(state: &ClusterState) -> BucketMetadata {
-        BucketMetadata {
-            bucket_types: state.bucket_types.clone(),
-            bucket_props: state.bucket_props.clone(),
-        }
-    }
-}
+use eddy_model::metadata::register::BucketMetadata;
 
 /// Applies the bucket metadata of a state this node saved, before the
 /// change that brought it is acknowledged to anyone (may block: run on a
@@ -94,7 +75,7 @@ impl Inner {
         let up = detector.up_set();
         Inner {
             ring_tx: watch::channel(Arc::new(state.ring().clone())).0,
-            meta_tx: watch::channel(Arc::new(BucketMetadata::of(&state))).0,
+            meta_tx: watch::channel(Arc::new(state.metadata().clone())).0,
             metadata_applier: std::sync::OnceLock::new(),
             up_tx: watch::channel(Arc::new(up)).0,
             limit_tx: watch::channel(config.transfer_limit).0,
@@ -167,10 +148,10 @@ impl Inner {
         let Some(applier) = self.metadata_applier.get().cloned() else {
             return;
         };
-        if old.bucket_types == new.bucket_types && old.bucket_props == new.bucket_props {
+        if old.metadata() == new.metadata() {
             return;
         }
-        let metadata = BucketMetadata::of(new);
+        let metadata = new.metadata().clone();
         if self.config.blocking_inline {
             applier(&metadata);
             return;
@@ -186,10 +167,8 @@ impl Inner {
         if old.ring() != new.ring() {
             self.ring_tx.send_replace(Arc::new(new.ring().clone()));
         }
-        let metadata_changed =
-            old.bucket_types != new.bucket_types || old.bucket_props != new.bucket_props;
-        if metadata_changed {
-            self.meta_tx.send_replace(Arc::new(BucketMetadata::of(new)));
+        if old.metadata() != new.metadata() {
+            self.meta_tx.send_replace(Arc::new(new.metadata().clone()));
         }
         self.learn_members(new);
         if old.epoch() != new.epoch() || old.members() != new.members() {

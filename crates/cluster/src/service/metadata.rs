@@ -1,14 +1,19 @@
 //! Bucket metadata writes: any node stamps the entry, applies it to its
-//! own state, saves it, and pushes its state to every reachable member,
-//! returning once each acked (merged and saved) or `push_timeout` passed.
-//! The report names who has not acked; gossip brings the entry to them.
+//! own state and saves it (`record_metadata`: the node's registry has it
+//! when that returns), then pushes its state to every reachable member
+//! (`push_metadata`), returning once each acked (merged and saved) or
+//! `push_timeout` passed. The report names who has not acked; gossip
+//! brings the entry to them.
 
+use eddy_model::metadata::MetadataChange;
+use eddy_model::metadata::register::{BucketMetadata, Stamp};
+use eddy_model::props::PropsPatch;
+use eddy_model::types::TypeEntry;
 use eddy_ring::NodeName;
 
 use super::Membership;
 use super::error::MembershipError;
 use super::exec::{push_state, reachable_members};
-use crate::state::ClusterState;
 
 /// Which members a push reached.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -27,17 +32,17 @@ impl PushReport {
 }
 
 impl Membership {
-    /// Writes the props of bucket type `name` (what the kv layer stores
-    /// for a type: its status and props).
+    /// Writes the entry of bucket type `name`.
     pub async fn set_bucket_type(
         &self,
         name: &str,
-        props: serde_json::Value,
+        entry: TypeEntry,
     ) -> Result<PushReport, MembershipError> {
-        self.write_metadata(|s, stamp| {
-            s.set_bucket_type(name, props, stamp);
-        })
-        .await
+        let change = MetadataChange::Type {
+            name: name.to_owned(),
+            entry,
+        };
+        self.write_metadata(change).await
     }
 
     /// Writes a bucket's own props.
@@ -45,12 +50,10 @@ impl Membership {
         &self,
         bucket_type: &str,
         bucket: &str,
-        props: serde_json::Value,
+        patch: PropsPatch,
     ) -> Result<PushReport, MembershipError> {
-        self.write_metadata(|s, stamp| {
-            s.set_bucket_props(bucket_type, bucket, props, stamp);
-        })
-        .await
+        self.write_metadata(bucket_change(bucket_type, bucket, Some(patch)))
+            .await
     }
 
     /// Resets a bucket's props to its type's.
@@ -59,32 +62,69 @@ impl Membership {
         bucket_type: &str,
         bucket: &str,
     ) -> Result<PushReport, MembershipError> {
-        self.write_metadata(|s, stamp| {
-            s.reset_bucket_props(bucket_type, bucket, stamp);
-        })
-        .await
+        self.write_metadata(bucket_change(bucket_type, bucket, None))
+            .await
     }
 
-    /// Stamps and applies one write, saves, and pushes to every member.
-    async fn write_metadata(
+    /// Records one change and pushes it to every member.
+    pub async fn write_metadata(
         &self,
-        write: impl FnOnce(&mut ClusterState, crate::Stamp),
+        change: MetadataChange,
     ) -> Result<PushReport, MembershipError> {
+        self.record_metadata(change).await?;
+        Ok(self.push_metadata().await)
+    }
+
+    /// Stamps one change to the bucket metadata, applies it to this
+    /// node's state and saves it; the metadata applier has it before this
+    /// returns.
+    pub async fn record_metadata(&self, change: MetadataChange) -> Result<(), MembershipError> {
         let inner = &self.inner;
         let now_ms = (inner.config.wall_clock_ms)();
         let me = inner.me.clone();
         inner
             .update(|s| {
-                let stamp = s.next_stamp(&me, now_ms);
-                write(s, stamp);
+                let stamp = s.metadata().next_stamp(&me, now_ms);
+                write(s.metadata_mut(), change, stamp);
                 Ok(())
             })
             .await?;
+        Ok(())
+    }
+
+    /// Pushes this node's state to every reachable member; returns once
+    /// each acked (merged and saved) or `push_timeout` passed.
+    pub async fn push_metadata(&self) -> PushReport {
+        let inner = &self.inner;
         let state = inner.current();
         let targets = reachable_members(inner, &state);
         let acked = push_state(inner, &state, targets).await;
-        let others = state.members().keys().filter(|n| **n != me);
+        let others = state.members().keys().filter(|n| **n != inner.me);
         let (acked, missing) = others.cloned().partition(|n| acked.contains_key(n));
-        Ok(PushReport { acked, missing })
+        PushReport { acked, missing }
+    }
+}
+
+fn bucket_change(bucket_type: &str, bucket: &str, patch: Option<PropsPatch>) -> MetadataChange {
+    MetadataChange::Bucket {
+        bucket_type: bucket_type.to_owned(),
+        bucket: bucket.to_owned(),
+        patch,
+    }
+}
+
+/// Writes `change` to the registers with `stamp`.
+fn write(registers: &mut BucketMetadata, change: MetadataChange, stamp: Stamp) {
+    match change {
+        MetadataChange::Type { name, entry } => {
+            registers.set_bucket_type(&name, entry, stamp);
+        }
+        MetadataChange::Bucket {
+            bucket_type,
+            bucket,
+            patch,
+        } => {
+            registers.set_bucket_props(&bucket_type, &bucket, patch, stamp);
+        }
     }
 }

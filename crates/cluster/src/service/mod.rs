@@ -43,10 +43,11 @@ use tokio::sync::watch;
 
 pub use self::config::{MembershipConfig, TRANSFER_LIMIT_DEFAULT, system_clock_ms};
 use self::core::Inner;
-pub use self::core::{BucketMetadata, MetadataApplier};
+pub use self::core::MetadataApplier;
 pub use self::error::MembershipError;
 pub use self::metadata::PushReport;
 use crate::state::ClusterState;
+use eddy_model::metadata::register::BucketMetadata;
 
 /// A node's membership service; cheap to clone, usable from any thread.
 #[derive(Clone)]
@@ -149,7 +150,7 @@ impl Membership {
     /// first.
     pub fn on_metadata(&self, applier: MetadataApplier) {
         let _ = self.inner.metadata_applier.set(applier.clone());
-        applier(&BucketMetadata::of(&self.inner.current()));
+        applier(self.inner.current().metadata());
     }
 
     /// The members up, this node included, updated on every change.

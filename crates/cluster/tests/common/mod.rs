@@ -11,7 +11,11 @@ use eddy_cluster::{ClaimParams, ClusterState, Member, MemberStatus, NodeName, Pa
 
 pub const CLUSTER: &str = "test";
 
+#[path = "metadata.rs"]
+mod metadata;
 mod ops;
+#[allow(unused_imports)]
+pub use metadata::{active_type, json_of, patch};
 
 #[allow(unused_imports)]
 pub use ops::{Op, op};

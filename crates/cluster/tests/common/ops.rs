@@ -158,18 +158,21 @@ impl Sim {
                     .map_err(|e| err(&e))
             }),
             Op::SetProps { by, bucket, value } => self.write(by, |s, stamp| {
-                s.set_bucket_props(
+                s.metadata_mut().set_bucket_props(
                     "default",
                     &format!("b{bucket}"),
-                    json!({"n_val": value}),
+                    Some(super::patch(json!({"n_val": value}))),
                     stamp,
                 );
             }),
             Op::ResetProps { by, bucket } => self.write(by, |s, stamp| {
-                s.reset_bucket_props("default", &format!("b{bucket}"), stamp);
+                let b = format!("b{bucket}");
+                s.metadata_mut()
+                    .set_bucket_props("default", &b, None, stamp);
             }),
             Op::SetType { by, value } => self.write(by, |s, stamp| {
-                s.set_bucket_type("maps", json!({"active": true, "n_val": value}), stamp);
+                let entry = super::active_type(json!({"n_val": value}));
+                s.metadata_mut().set_bucket_type("maps", entry, stamp);
             }),
             Op::Gossip { from, to } => self.gossip(from, to),
             Op::Crash { node } => {
@@ -290,7 +293,9 @@ impl Sim {
         if !self.up[by] {
             return Err("down".into());
         }
-        let stamp = self.states[by].next_stamp(&name(by), self.now_ms);
+        let stamp = self.states[by]
+            .metadata()
+            .next_stamp(&name(by), self.now_ms);
         f(&mut self.states[by], stamp);
         Ok(())
     }

@@ -6,6 +6,11 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/metadata.rs"]
+mod metadata;
+#[allow(unused_imports)]
+pub use metadata::{active_type, json_of, patch};
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod datadir;
 pub mod handoff;
 pub mod metadata;
+pub mod migrate;
 pub mod storage;
 pub mod vnodes;
 
@@ -46,6 +47,8 @@ pub enum StartError {
     DataDir(#[from] datadir::DataDirError),
     #[error("bucket metadata: {0}")]
     Registry(#[from] eddy_model::types::RegistryError),
+    #[error(transparent)]
+    Migrate(#[from] migrate::MigrateError),
     #[error("storage: {0}")]
     Storage(#[from] eddy_storage::StorageError),
     #[error("node: {0}")]
@@ -80,10 +83,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     let root = settings.node.platform_data_dir.clone();
     let datadir = DataDir::lock(&root)?;
     tracing::info!(data = %root.display(), "starting: data directory locked");
-    let mut registry = BucketRegistry::open(
-        &root.join("meta").join("buckets.json"),
-        settings.bucket_defaults.clone(),
-    )?;
+    let mut registry = BucketRegistry::new(settings.bucket_defaults.clone());
     if settings.storage.backend == StorageBackend::Multi {
         let names = storage::MULTI_BACKENDS
             .iter()
@@ -91,7 +91,10 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
             .collect();
         registry = registry.with_backend_names(names);
     }
-    let state = cluster::load_state(settings, &root)?;
+    let mut state = cluster::load_state(settings, &root)?;
+    let state_path = cluster::state_path(&root);
+    migrate::migrate(&root, &mut state, &state_path, &settings.node.nodename)?;
+    registry.apply_registers(state.metadata())?;
     let watch = eddy_remote::handoff::Watch::new();
     let jobs = eddy_query::Jobs::new(settings.javascript);
     let (node, storage) = open_node(

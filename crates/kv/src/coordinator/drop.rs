@@ -48,7 +48,7 @@ impl Node {
     /// the cluster has taken the change. Blocking.
     pub fn drop_bucket_blocking(&self, bucket: &BucketRef) -> Result<DropOutcome, KvError> {
         self.props(bucket)?;
-        let generation = self
+        let (generation, change) = self
             .registry
             .drop_bucket(&bucket.bucket_type, &bucket.bucket)?;
         // The registry's hook may have started this sweep already; either
@@ -57,9 +57,7 @@ impl Node {
         self.sweep_dropped(bucket, generation)?;
         let deadline = Instant::now() + SHARE_WAIT;
         let shared = loop {
-            let shared = self
-                .registry
-                .bucket_shared(&bucket.bucket_type, &bucket.bucket);
+            let shared = self.metadata_pushes().has_pushed(change);
             if shared || Instant::now() >= deadline {
                 break shared;
             }

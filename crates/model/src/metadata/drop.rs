@@ -13,37 +13,32 @@
 
 use std::sync::Arc;
 
-use super::{EntryName, bucket_patch};
+use super::{ChangeId, bucket_patch};
 use crate::props::{GENERATION, generation_of};
 use crate::request::BucketRef;
-use crate::types::{BucketRegistry, RegistryError, Stored, bucket_patch_mut, to_hex};
+use crate::types::{BucketRegistry, RegistryError, Stored, bucket_change, bucket_patch_of};
 
 /// Told of a bucket whose generation rose, with the new generation.
 pub type GenerationHook = Arc<dyn Fn(&BucketRef, u64) + Send + Sync>;
 
 impl BucketRegistry {
     /// Drops bucket `bucket` of `bucket_type`: raises its generation by
-    /// one and shares the change. Returns the new generation.
-    pub fn drop_bucket(&self, bucket_type: &str, bucket: &[u8]) -> Result<u64, RegistryError> {
-        // The type must exist and be active, as for any bucket request.
-        let current = self.bucket_props(bucket_type, bucket)?;
-        let generation = current.generation + 1;
-        let hex = to_hex(bucket);
-        let entry = EntryName::Bucket(bucket_type.to_string(), hex.clone());
-        self.local_change(entry, |stored| {
-            bucket_patch_mut(stored, bucket_type, &hex)
-                .insert(GENERATION.into(), generation.into());
-            Ok(())
+    /// one and writes the change. Returns the new generation and the
+    /// change's id.
+    pub fn drop_bucket(
+        &self,
+        bucket_type: &str,
+        bucket: &[u8],
+    ) -> Result<(u64, ChangeId), RegistryError> {
+        let mut generation = 0;
+        let id = self.local_change(|stored| {
+            // The type must exist and be active, as for any bucket request.
+            generation = self.resolve(stored, bucket_type, bucket)?.generation + 1;
+            let mut patch = bucket_patch_of(stored, bucket_type, bucket);
+            patch.insert(GENERATION.into(), generation.into());
+            Ok(bucket_change(bucket_type, bucket, Some(patch)))
         })?;
-        self.publish_bucket(bucket_type, bucket);
-        Ok(generation)
-    }
-
-    /// True once the cluster has taken every change made here to bucket
-    /// `bucket` of `bucket_type` (at once on a node that shares nothing).
-    pub fn bucket_shared(&self, bucket_type: &str, bucket: &[u8]) -> bool {
-        let entry = EntryName::Bucket(bucket_type.to_string(), to_hex(bucket));
-        !self.unconfirmed.lock().contains_key(&entry)
+        Ok((generation, id))
     }
 
     /// Sets the hook told of every bucket whose generation rose (once).
@@ -109,6 +104,7 @@ mod tests {
 
     use super::*;
     use crate::props::{BucketProps, PropsPatch};
+    use crate::types::to_hex;
     use serde_json::json;
 
     fn patch(v: serde_json::Value) -> PropsPatch {
@@ -124,8 +120,8 @@ mod tests {
         r.set_bucket_props("default", b"b", &patch(json!({"n_val": 2})))
             .unwrap();
         assert_eq!(r.bucket_props("default", b"b").unwrap().generation, 0);
-        assert_eq!(r.drop_bucket("default", b"b").unwrap(), 1);
-        assert_eq!(r.drop_bucket("default", b"b").unwrap(), 2);
+        assert_eq!(r.drop_bucket("default", b"b").unwrap().0, 1);
+        assert_eq!(r.drop_bucket("default", b"b").unwrap().0, 2);
         let props = r.bucket_props("default", b"b").unwrap();
         assert_eq!((props.generation, props.n_val), (2, 2));
         assert_eq!(props.to_json()["generation"], json!(2));

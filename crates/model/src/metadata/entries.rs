@@ -2,49 +2,35 @@
 //! carry them (design note 010 §2, "bucket props never lag a write").
 //!
 //! A bucket's props come from two entries: its type's and its own. Each
-//! entry the cluster shared has the stamp of its write ([`EntryStamp`]); a
+//! entry the cluster shared has the stamp of its write (its [`StampKey`]); a
 //! put's coordinator sends the stamps and the entries' JSON
 //! ([`PropsEntries`]) with every put to another node. A replica applies
 //! the entries that are newer than its own (through
-//! [`BucketRegistry::apply_shared`], the path the cluster's metadata takes,
+//! [`BucketRegistry::apply_shared`], the path the cluster's registers take,
 //! so an entry is never replaced by an older one) and refuses the put with
 //! its own entries when one of them is newer than the coordinator's.
 //!
 //! Invariants: an entry is present in [`PropsEntries`] exactly when it has
 //! a stamp; a type entry's JSON is what the registry shares for a type
 //! (`{"status", "patch"}`), a bucket entry's is its patch or `null` (a
-//! reset). An entry changed on this node and not yet stamped by the
-//! cluster keeps the stamp of the version before it.
+//! reset). An entry changed by a registry without a store (a test's) keeps
+//! the stamp of the version before it.
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::de::DeserializeOwned;
 
+use super::register::StampKey;
 use super::{SharedBucket, SharedMetadata, SharedType};
+use crate::props::PropsPatch;
 use crate::types::{BucketRegistry, DEFAULT_TYPE, RegistryError, Stored, to_hex};
-
-/// When and by whom a shared entry was written, as the cluster stamps it:
-/// ordered by time, then counter, then the writer's key (the cluster
-/// orders its stamps the same way, so both agree on which entry is newer).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-pub struct EntryStamp {
-    /// Wall-clock milliseconds of the write (or the newest seen).
-    pub time_ms: u64,
-    /// Orders writes within one millisecond.
-    pub counter: u32,
-    /// A fixed 64-bit key of the writing node's name.
-    pub writer: u64,
-}
 
 /// The stamps of a bucket's two entries; `None`: the entry has none (the
 /// `default` type, a bucket without props of its own, or an entry never
 /// shared). `None` is older than any stamp.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PropsVersion {
-    pub bucket_type: Option<EntryStamp>,
-    pub bucket: Option<EntryStamp>,
+    pub bucket_type: Option<StampKey>,
+    pub bucket: Option<StampKey>,
 }
 
 impl PropsVersion {
@@ -58,7 +44,7 @@ impl PropsVersion {
 /// One entry as a put carries it: its stamp and its JSON text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StampedEntry {
-    pub stamp: EntryStamp,
+    pub stamp: StampKey,
     pub json: Bytes,
 }
 
@@ -81,25 +67,25 @@ impl PropsEntries {
 }
 
 /// The stamps of shared entries, by entry (a reset bucket's included).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Stamps {
     /// Type name → stamp.
-    pub(crate) types: std::collections::BTreeMap<String, EntryStamp>,
+    pub(crate) types: std::collections::BTreeMap<String, StampKey>,
     /// Type name → bucket name in hex → stamp.
     pub(crate) buckets:
-        std::collections::BTreeMap<String, std::collections::BTreeMap<String, EntryStamp>>,
+        std::collections::BTreeMap<String, std::collections::BTreeMap<String, StampKey>>,
 }
 
 impl Stamps {
-    pub(crate) fn of_type(&self, name: &str) -> Option<EntryStamp> {
+    pub(crate) fn of_type(&self, name: &str) -> Option<StampKey> {
         self.types.get(name).copied()
     }
 
-    pub(crate) fn of_bucket(&self, bucket_type: &str, hex: &str) -> Option<EntryStamp> {
+    pub(crate) fn of_bucket(&self, bucket_type: &str, hex: &str) -> Option<StampKey> {
         self.buckets.get(bucket_type)?.get(hex).copied()
     }
 
-    pub(crate) fn set_bucket(&mut self, bucket_type: &str, hex: &str, stamp: EntryStamp) {
+    pub(crate) fn set_bucket(&mut self, bucket_type: &str, hex: &str, stamp: StampKey) {
         self.buckets
             .entry(bucket_type.to_string())
             .or_default()
@@ -143,11 +129,11 @@ impl BucketRegistry {
             });
         }
         if let Some(e) = &entries.bucket {
-            let patch = parsed_json(&e.json)?;
+            let patch: Option<PropsPatch> = parsed_json(&e.json)?;
             shared.buckets.push(SharedBucket {
                 bucket_type: bucket_type.to_string(),
                 bucket: to_hex(bucket),
-                patch: (!patch.is_null()).then_some(patch),
+                patch,
                 stamp: Some(e.stamp),
             });
         }
@@ -165,17 +151,13 @@ pub(crate) fn entries_in(stored: &Stored, bucket_type: &str, hex: &str) -> Props
             json: json.into(),
         })
     });
-    let bucket = stored.stamps.of_bucket(bucket_type, hex).map(|stamp| {
-        let patch = stored
-            .buckets
-            .iter()
-            .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
-            .map(|b| Value::Object(b.patch.clone()))
-            .unwrap_or(Value::Null);
-        StampedEntry {
+    let bucket = stored.stamps.of_bucket(bucket_type, hex).and_then(|stamp| {
+        let patch = super::bucket_patch(stored, bucket_type, hex);
+        let json = serde_json::to_vec(&patch).ok()?;
+        Some(StampedEntry {
             stamp,
-            json: patch.to_string().into_bytes().into(),
-        }
+            json: json.into(),
+        })
     });
     PropsEntries {
         bucket_type: bucket_type_entry,
@@ -183,7 +165,7 @@ pub(crate) fn entries_in(stored: &Stored, bucket_type: &str, hex: &str) -> Props
     }
 }
 
-fn parsed_json(json: &[u8]) -> Result<Value, RegistryError> {
+fn parsed_json<T: DeserializeOwned>(json: &[u8]) -> Result<T, RegistryError> {
     serde_json::from_slice(json).map_err(|e| {
         RegistryError::Props(crate::props::PropsError(vec![(
             "entry".into(),

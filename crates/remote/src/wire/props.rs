@@ -5,7 +5,8 @@ use bytes::Bytes;
 
 use super::WireError;
 use crate::codec::{Reader, Writer};
-use eddy_model::metadata::entries::{EntryStamp, PropsEntries, StampedEntry};
+use eddy_model::metadata::entries::{PropsEntries, StampedEntry};
+use eddy_model::metadata::register::StampKey;
 
 const HAS_TYPE: u8 = 1;
 const HAS_BUCKET: u8 = 2;
@@ -77,7 +78,7 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<PropsEntries, WireError> {
 }
 
 fn entry(r: &mut Reader<'_>) -> Result<StampedEntry, WireError> {
-    let stamp = EntryStamp {
+    let stamp = StampKey {
         time_ms: r.u64()?,
         counter: r.u32()?,
         writer: r.u64()?,
