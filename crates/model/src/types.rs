@@ -276,7 +276,7 @@ impl BucketRegistry {
         props.check_supported(patch)?;
         current.check_immutable(patch)?;
         self.check_backend(&props)?;
-        self.change_type(name, |t| t.patch.extend(patch.clone()))
+        self.change_type(name, |t| t.patch.merge(patch))
     }
 
     /// Changes existing type `name`'s stored entry with `f`, then shares it.
@@ -379,7 +379,7 @@ impl BucketRegistry {
         match find_bucket(stored, bucket_type, bucket) {
             Some(b) => {
                 let mut props = info.props.patched(&b.patch)?;
-                props.generation = crate::props::generation_of(&b.patch);
+                props.generation = b.patch.generation.unwrap_or(0);
                 Ok(props)
             }
             None => Ok(info.props),
@@ -395,7 +395,7 @@ impl BucketRegistry {
     ) -> Result<ChangeId, RegistryError> {
         let current = self.bucket_props(bucket_type, bucket)?;
         let mut patch = patch.clone();
-        patch.remove(crate::props::GENERATION);
+        patch.generation = None;
         let patch = &patch;
         let props = current.patched(patch)?;
         props.check_supported(patch)?;
@@ -404,7 +404,7 @@ impl BucketRegistry {
         self.local_change(
             crate::metadata::EntryName::Bucket(bucket_type.to_string(), to_hex(bucket)),
             |stored| {
-                bucket_patch_mut(stored, bucket_type, &to_hex(bucket)).extend(patch.clone());
+                bucket_patch_mut(stored, bucket_type, &to_hex(bucket)).merge(patch);
                 Ok(())
             },
         )?;
@@ -423,15 +423,15 @@ impl BucketRegistry {
             crate::metadata::EntryName::Bucket(bucket_type.to_string(), to_hex(bucket)),
             |stored| {
                 let generation = find_bucket(stored, bucket_type, bucket)
-                    .map_or(0, |b| crate::props::generation_of(&b.patch));
+                    .and_then(|b| b.patch.generation)
+                    .unwrap_or(0);
                 stored
                     .buckets
                     .retain(|b| !(b.bucket_type == bucket_type && b.bucket == hex));
                 // A dropped bucket's generation outlives its props: the
                 // objects of the earlier ones must stay gone.
                 if generation > 0 {
-                    bucket_patch_mut(stored, bucket_type, &hex)
-                        .insert(crate::props::GENERATION.into(), generation.into());
+                    bucket_patch_mut(stored, bucket_type, &hex).generation = Some(generation);
                 }
                 Ok(())
             },
@@ -533,7 +533,7 @@ mod tests {
     use serde_json::json;
 
     fn patch(v: serde_json::Value) -> PropsPatch {
-        v.as_object().cloned().unwrap()
+        serde_json::from_value(v).unwrap()
     }
 
     #[test]

@@ -253,10 +253,10 @@ async fn a_coordinator_that_cannot_take_the_newer_props_fails_after_a_few_tries(
     // A local change the cluster has not stamped yet: the shared entry is
     // not applied over it, so this node stays behind.
     behind.registry().on_change(Arc::new(|_, _| {}));
-    let patch = json!({"last_write_wins": false})
-        .as_object()
-        .cloned()
-        .unwrap();
+    let patch = eddy_model::props::PropsPatch::from_json(
+        json!({"last_write_wins": false}).as_object().unwrap(),
+    )
+    .unwrap();
     behind
         .registry()
         .set_bucket_props(TYPE, BUCKET, &patch)
@@ -295,7 +295,9 @@ async fn a_local_change_takes_the_stamp_a_replica_already_has_for_it() {
     // The change is made on `writer`, whose push reached `replica` (with
     // the cluster's stamp) before `writer` heard it was taken.
     writer.registry().on_change(Arc::new(|_, _| {}));
-    let patch = json!({"allow_mult": true}).as_object().cloned().unwrap();
+    let patch =
+        eddy_model::props::PropsPatch::from_json(json!({"allow_mult": true}).as_object().unwrap())
+            .unwrap();
     writer
         .registry()
         .set_bucket_props(TYPE, BUCKET, &patch)
@@ -407,10 +409,10 @@ async fn a_multi_put_on_a_stale_node_runs_its_keys_again_under_the_newest_props(
         .apply_shared(&shared(json!({"allow_mult": true}), 50))
         .unwrap();
     behind.registry().on_change(Arc::new(|_, _| {}));
-    let patch = json!({"last_write_wins": false})
-        .as_object()
-        .cloned()
-        .unwrap();
+    let patch = eddy_model::props::PropsPatch::from_json(
+        json!({"last_write_wins": false}).as_object().unwrap(),
+    )
+    .unwrap();
     behind
         .registry()
         .set_bucket_props(TYPE, BUCKET, &patch)

@@ -14,7 +14,6 @@
 use std::sync::Arc;
 
 use super::{EntryName, bucket_patch};
-use crate::props::{GENERATION, generation_of};
 use crate::request::BucketRef;
 use crate::types::{BucketRegistry, RegistryError, Stored, bucket_patch_mut, to_hex};
 
@@ -31,8 +30,7 @@ impl BucketRegistry {
         let hex = to_hex(bucket);
         let entry = EntryName::Bucket(bucket_type.to_string(), hex.clone());
         self.local_change(entry, |stored| {
-            bucket_patch_mut(stored, bucket_type, &hex)
-                .insert(GENERATION.into(), generation.into());
+            bucket_patch_mut(stored, bucket_type, &hex).generation = Some(generation);
             Ok(())
         })?;
         self.publish_bucket(bucket_type, bucket);
@@ -58,7 +56,7 @@ impl BucketRegistry {
             .buckets
             .iter()
             .filter_map(|b| {
-                let generation = generation_of(&b.patch);
+                let generation = b.patch.generation.unwrap_or(0);
                 let name = from_hex(&b.bucket)?;
                 (generation > 0).then(|| (BucketRef::typed(&b.bucket_type, name), generation))
             })
@@ -78,12 +76,15 @@ impl BucketRegistry {
 
 /// The buckets whose generation is higher in `next` than in `before`.
 pub(crate) fn raised_generations(before: &Stored, next: &Stored) -> Vec<(BucketRef, u64)> {
-    let of =
-        |stored: &Stored, t: &str, hex: &str| bucket_patch(stored, t, hex).map_or(0, generation_of);
+    let of = |stored: &Stored, t: &str, hex: &str| {
+        bucket_patch(stored, t, hex)
+            .and_then(|p| p.generation)
+            .unwrap_or(0)
+    };
     next.buckets
         .iter()
         .filter_map(|b| {
-            let generation = generation_of(&b.patch);
+            let generation = b.patch.generation.unwrap_or(0);
             if generation <= of(before, &b.bucket_type, &b.bucket) {
                 return None;
             }
@@ -112,7 +113,7 @@ mod tests {
     use serde_json::json;
 
     fn patch(v: serde_json::Value) -> PropsPatch {
-        v.as_object().cloned().unwrap()
+        serde_json::from_value(v).unwrap()
     }
 
     #[test]

@@ -170,7 +170,7 @@ pub(crate) fn entries_in(stored: &Stored, bucket_type: &str, hex: &str) -> Props
             .buckets
             .iter()
             .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
-            .map(|b| Value::Object(b.patch.clone()))
+            .map(|b| Value::Object(b.patch.to_json()))
             .unwrap_or(Value::Null);
         StampedEntry {
             stamp,

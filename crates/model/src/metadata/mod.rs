@@ -265,7 +265,7 @@ impl BucketRegistry {
             .buckets
             .iter()
             .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
-            .map(|b| Value::Object(b.patch.clone()));
+            .map(|b| Value::Object(b.patch.to_json()));
         let change = MetadataChange::Bucket {
             bucket_type: bucket_type.to_string(),
             bucket: hex,
