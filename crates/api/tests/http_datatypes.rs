@@ -18,8 +18,10 @@ async fn setup() -> Server {
         ("hlls", "hll"),
         ("gsets", "gset"),
     ] {
-        let mut props = serde_json::Map::new();
-        props.insert("datatype".into(), dt.into());
+        let props = eddy_model::props::PropsPatch {
+            datatype: Some(Some(dt.into())),
+            ..Default::default()
+        };
         registry.create_type(name, &props).unwrap();
         registry.activate_type(name).unwrap();
     }
@@ -278,8 +280,10 @@ async fn bodies_over_the_limit_are_refused() {
         ..Default::default()
     };
     let s = http_support::start_with(http_support::node_config(), http).await;
-    let mut props = serde_json::Map::new();
-    props.insert("datatype".into(), "set".into());
+    let props = eddy_model::props::PropsPatch {
+        datatype: Some(Some("set".into())),
+        ..Default::default()
+    };
     s.node.registry().create_type("sets", &props).unwrap();
     s.node.registry().activate_type("sets").unwrap();
     let big = json!({"add": "x".repeat(100)}).to_string();

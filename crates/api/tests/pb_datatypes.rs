@@ -15,8 +15,10 @@ use pb_support::{Client, Server, start};
 
 fn datatype_type(server: &Server, name: &str, datatype: &str) {
     let registry = server.node.registry();
-    let mut props = serde_json::Map::new();
-    props.insert("datatype".into(), datatype.into());
+    let props = eddy_model::props::PropsPatch {
+        datatype: Some(Some(datatype.into())),
+        ..Default::default()
+    };
     registry.create_type(name, &props).expect("create type");
     registry.activate_type(name).expect("activate type");
 }

@@ -98,7 +98,6 @@ fn bucket_metadata_only_in_the_registry_file_is_migrated_and_kept_over_a_restart
 
 /// What the fixture holds, as `node` serves it.
 fn serves_the_fixture(node: &TestNode) {
-
     let b1 = props(node, "default/buckets/b1");
     assert_eq!((b1["n_val"].as_u64(), &b1["r"]), (Some(2), &Value::from(1)));
     assert_eq!(b1["last_write_wins"], true);

@@ -62,16 +62,15 @@ impl Node {
                 format!("{size} bytes of props exceed the limit of {PROPS_BYTES_MAX}"),
             ));
         }
-        let known = BucketProps::default().to_json();
-        let unknown = patch.keys().filter(|k| !known.contains_key(*k)).count();
+        let unknown = patch.extra.len();
         if unknown > UNKNOWN_PROPS_MAX {
             return Err(PropsError::one(
                 "props",
                 format!("{unknown} unknown props exceed the limit of {UNKNOWN_PROPS_MAX}"),
             ));
         }
-        let ring = u64::from(self.config.ring_size);
-        match patch.get("n_val").and_then(|v| v.as_u64()) {
+        let ring = self.config.ring_size;
+        match patch.n_val {
             Some(n) if n > ring => Err(PropsError::one(
                 "n_val",
                 format!("must be at most the ring size, {ring}"),

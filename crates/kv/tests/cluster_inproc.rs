@@ -278,7 +278,11 @@ async fn node_confirms_counts_distinct_nodes() {
     let registry = c.nodes[0].registry().clone();
     let patch = serde_json::json!({"node_confirms": 3});
     registry
-        .set_bucket_props("default", b"b", patch.as_object().unwrap())
+        .set_bucket_props(
+            "default",
+            b"b",
+            &eddy_model::props::PropsPatch::from_json(patch.as_object().unwrap()).unwrap(),
+        )
         .unwrap();
     c.nodes[0]
         .put(put("k", "v", PutOptions::default()))
@@ -329,7 +333,11 @@ async fn two_of_three_nodes_meet_w_all_but_not_three_node_confirms() {
     let registry = c.nodes[0].registry().clone();
     let patch = serde_json::json!({"node_confirms": 3});
     registry
-        .set_bucket_props("default", b"b", patch.as_object().unwrap())
+        .set_bucket_props(
+            "default",
+            b"b",
+            &eddy_model::props::PropsPatch::from_json(patch.as_object().unwrap()).unwrap(),
+        )
         .unwrap();
     let err = c.nodes[0].put(put(key, "v2", w_all())).await.unwrap_err();
     assert!(
@@ -766,7 +774,10 @@ fn siblings_bucket(c: &Cluster) -> BucketRef {
     if registry.bucket_props("sibs", b"b").is_err() {
         let patch = serde_json::json!({"allow_mult": true});
         registry
-            .create_type("sibs", patch.as_object().unwrap())
+            .create_type(
+                "sibs",
+                &eddy_model::props::PropsPatch::from_json(patch.as_object().unwrap()).unwrap(),
+            )
             .unwrap();
         registry.activate_type("sibs").unwrap();
     }

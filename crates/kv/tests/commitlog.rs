@@ -546,7 +546,10 @@ fn start_with_sets(backends: &[Arc<Lossy>], log_dir: &Path) -> Arc<Node> {
     let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
     let props = serde_json::json!({ "datatype": "set" });
     registry
-        .create_type("sets", props.as_object().unwrap())
+        .create_type(
+            "sets",
+            &eddy_model::props::PropsPatch::from_json(props.as_object().unwrap()).unwrap(),
+        )
         .unwrap();
     registry.activate_type("sets").unwrap();
     let config = NodeConfig {

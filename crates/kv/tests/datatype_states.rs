@@ -42,7 +42,10 @@ fn node_over(cache_bytes: usize, dir: Option<&std::path::Path>) -> Arc<Node> {
     for (name, datatype) in [("sets", "set"), ("maps", "map")] {
         let props = json!({ "datatype": datatype });
         registry
-            .create_type(name, props.as_object().unwrap())
+            .create_type(
+                name,
+                &eddy_model::props::PropsPatch::from_json(props.as_object().unwrap()).unwrap(),
+            )
             .unwrap();
         registry.activate_type(name).unwrap();
     }

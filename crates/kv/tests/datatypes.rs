@@ -27,7 +27,10 @@ fn node() -> Arc<Node> {
         ("plain", json!({})),
     ] {
         registry
-            .create_type(name, props.as_object().unwrap())
+            .create_type(
+                name,
+                &eddy_model::props::PropsPatch::from_json(props.as_object().unwrap()).unwrap(),
+            )
             .unwrap();
         registry.activate_type(name).unwrap();
     }
@@ -284,7 +287,11 @@ async fn legacy_counters_live_in_default_buckets_with_allow_mult() {
     let bucket = BucketRef::default_type(b"counts".to_vec());
     let patch = json!({"allow_mult": true});
     node.registry()
-        .set_bucket_props("default", b"counts", patch.as_object().unwrap())
+        .set_bucket_props(
+            "default",
+            b"counts",
+            &eddy_model::props::PropsPatch::from_json(patch.as_object().unwrap()).unwrap(),
+        )
         .unwrap();
     for n in [10, 5, -5] {
         let req = DtUpdateRequest {

@@ -14,7 +14,6 @@ use eddy_object::{Actor, Content};
 use eddy_ring::Partition;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use eddy_storage::{Backend, FoldControl, FoldOptions};
-use serde_json::json;
 
 const RING: u32 = 16;
 
@@ -131,9 +130,11 @@ fn stored(node: &Arc<Node>, bucket: &BucketRef, upto: u64) -> usize {
 async fn a_dropped_bucket_is_empty_everywhere_and_takes_new_writes() {
     let node = node();
     let other = BucketRef::default_type("other");
-    let mut patch = serde_json::Map::new();
-    patch.insert("allow_mult".into(), json!(true));
-    patch.insert("n_val".into(), json!(2));
+    let patch = eddy_model::props::PropsPatch {
+        allow_mult: Some(true),
+        n_val: Some(2),
+        ..Default::default()
+    };
     node.set_bucket_props(&coupons(), &patch).unwrap();
     for i in 0..50 {
         put(&node, &coupons(), &format!("k{i}"), "old-a").await;
@@ -182,7 +183,9 @@ async fn a_props_reset_keeps_the_bucket_dropped() {
 async fn typed_buckets_drop_alone_and_unknown_types_are_refused() {
     let node = node();
     let registry = node.registry();
-    registry.create_type("t", &serde_json::Map::new()).unwrap();
+    registry
+        .create_type("t", &eddy_model::props::PropsPatch::new())
+        .unwrap();
     registry.activate_type("t").unwrap();
     let typed = BucketRef::typed("t", b"coupons".to_vec());
     put(&node, &typed, "k", "typed").await;

@@ -14,7 +14,7 @@ use serde_json::json;
 
 fn node_with(config: NodeConfig) -> Arc<Node> {
     let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
-    let patch = json!({}).as_object().cloned().unwrap();
+    let patch = eddy_model::props::PropsPatch::from_json(json!({}).as_object().unwrap()).unwrap();
     registry.create_type("maps", &patch).unwrap();
     registry.activate_type("maps").unwrap();
     Node::start(config, registry, |p| {

@@ -20,7 +20,9 @@ const RING: u32 = 8;
 
 fn node(dir: &std::path::Path) -> Arc<Node> {
     let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
-    let w1c = json!({"write_once": true}).as_object().cloned().unwrap();
+    let w1c =
+        eddy_model::props::PropsPatch::from_json(json!({"write_once": true}).as_object().unwrap())
+            .unwrap();
     registry.create_type("w1c", &w1c).unwrap();
     registry.activate_type("w1c").unwrap();
     let config = NodeConfig {
@@ -91,7 +93,9 @@ async fn a_write_once_bucket_keeps_one_version_per_key() {
     }
     // The same bucket without write_once keeps the blind writes as siblings.
     let plain = BucketRef::typed("default", b"events".to_vec());
-    let typed = json!({"allow_mult": true}).as_object().cloned().unwrap();
+    let typed =
+        eddy_model::props::PropsPatch::from_json(json!({"allow_mult": true}).as_object().unwrap())
+            .unwrap();
     node.set_bucket_props(&plain, &typed).unwrap();
     for v in ["a", "b"] {
         node.put(put(&plain, v, None)).await.unwrap();
@@ -111,10 +115,10 @@ async fn sync_on_write_all_syncs_before_the_answer() {
         synced_before < log.appended(),
         "interval sync has not synced the write yet"
     );
-    let all = json!({"sync_on_write": "all"})
-        .as_object()
-        .cloned()
-        .unwrap();
+    let all = eddy_model::props::PropsPatch::from_json(
+        json!({"sync_on_write": "all"}).as_object().unwrap(),
+    )
+    .unwrap();
     let synced = BucketRef::default_type(b"synced".to_vec());
     node.set_bucket_props(&synced, &all).unwrap();
     node.put(put(&synced, "v", None)).await.unwrap();

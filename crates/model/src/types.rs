@@ -256,7 +256,7 @@ impl BucketRegistry {
             props.check_supported(patch)?;
             current.check_immutable(patch)?;
             self.check_backend(&props)?;
-            t.patch.extend(patch.clone());
+            t.patch.merge(patch);
             Ok(())
         })
     }
@@ -365,7 +365,7 @@ impl BucketRegistry {
         match find_bucket(stored, bucket_type, bucket) {
             Some(b) => {
                 let mut props = info.props.patched(&b.patch)?;
-                props.generation = crate::props::generation_of(&b.patch);
+                props.generation = b.patch.generation.unwrap_or(0);
                 Ok(props)
             }
             None => Ok(info.props),
@@ -380,7 +380,7 @@ impl BucketRegistry {
         patch: &PropsPatch,
     ) -> Result<ChangeId, RegistryError> {
         let mut patch = patch.clone();
-        patch.remove(crate::props::GENERATION);
+        patch.generation = None;
         let patch = &patch;
         self.local_change(|stored| {
             let current = self.resolve(stored, bucket_type, bucket)?;
@@ -389,7 +389,7 @@ impl BucketRegistry {
             current.check_immutable(patch)?;
             self.check_backend(&props)?;
             let mut own = bucket_patch_of(stored, bucket_type, bucket);
-            own.extend(patch.clone());
+            own.merge(patch);
             Ok(bucket_change(bucket_type, bucket, Some(own)))
         })
     }
@@ -402,14 +402,13 @@ impl BucketRegistry {
     ) -> Result<ChangeId, RegistryError> {
         self.local_change(|stored| {
             self.resolve(stored, bucket_type, bucket)?;
-            let generation =
-                crate::props::generation_of(&bucket_patch_of(stored, bucket_type, bucket));
+            let own = bucket_patch_of(stored, bucket_type, bucket);
+            let generation = own.generation.unwrap_or(0);
             // A dropped bucket's generation outlives its props: the
             // objects of the earlier ones must stay gone.
-            let kept = (generation > 0).then(|| {
-                let mut patch = PropsPatch::new();
-                patch.insert(crate::props::GENERATION.into(), generation.into());
-                patch
+            let kept = (generation > 0).then(|| PropsPatch {
+                generation: Some(generation),
+                ..PropsPatch::default()
             });
             Ok(bucket_change(bucket_type, bucket, kept))
         })
@@ -512,7 +511,7 @@ mod tests {
     use serde_json::json;
 
     fn patch(v: serde_json::Value) -> PropsPatch {
-        v.as_object().cloned().unwrap()
+        serde_json::from_value(v).unwrap()
     }
 
     #[test]

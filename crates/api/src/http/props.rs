@@ -1,9 +1,11 @@
 //! Bucket properties (`riak_kv_wm_props`): GET answers
-//! `{"props":{...}}` in Riak's names plus the computed `name` and
-//! `active`; PUT takes `{"props":{...}}` and sets those fields over the
-//! type's (204); DELETE resets the bucket to its type's props (204).
-//! A body that is not such an object is 400 with Riak's message; props
-//! that fail validation are 400 with a JSON object naming each field.
+//! `{"props":{...}}` in Riak's names ([`BucketProps::to_json`](eddy_model::props::BucketProps::to_json))
+//! plus the computed `name` and `active`; PUT takes `{"props":{...}}`,
+//! read into a typed patch by [`PropsPatch::from_json`] alone (computed
+//! keys ignored), and sets those fields over the type's (204); DELETE
+//! resets the bucket to its type's props (204). A body that is not such
+//! an object is 400 with Riak's message; props that do not parse or fail
+//! validation are 400 with a JSON object naming each field.
 //!
 //! A change answers once every reachable member has it (design note
 //! 026); members it did not reach by the push's deadline are named in
@@ -60,7 +62,9 @@ pub async fn handle(app: &App, t: Target, req: Request) -> Result<Response, ApiE
     }
 }
 
-/// Parses `{"props":{...}}`; `what` names the resource in the message.
+/// Parses `{"props":{...}}` into a patch ([`PropsPatch::from_json`]);
+/// `what` names the resource in the message. Props that do not parse are
+/// 400 with a JSON object naming each one, as refused props are.
 pub fn parse_props_body(
     headers: &HeaderMap,
     body: &[u8],
@@ -82,11 +86,12 @@ pub fn parse_props_body(
                 },
                 _ => None,
             });
-    parsed.ok_or_else(|| {
+    let props = parsed.ok_or_else(|| {
         ApiError::bad_request(format!(
             "{what} PUT must be a JSON object of the form:\n{{\"props\":{{...{what} properties...}}}}"
         ))
-    })
+    })?;
+    PropsPatch::from_json(&props).map_err(|e| registry_error(RegistryError::Props(e)))
 }
 
 /// Maps a registry error; refused props become a JSON object of

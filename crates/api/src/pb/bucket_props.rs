@@ -18,7 +18,7 @@ use eddy_model::types::RegistryError;
 use prost::Message;
 
 use super::error::PbError;
-use super::props::{to_patch, to_pb};
+use super::props::{patch_from_pb, to_pb};
 use super::request::bucket_ref;
 use super::server::{Outbox, Session};
 
@@ -38,7 +38,7 @@ pub(crate) fn get(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<()
 pub(crate) async fn set(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<(), PbError> {
     let req = RpbSetBucketReq::decode(body)?;
     let b = bucket_ref(req.r#type, req.bucket)?;
-    let patch = to_patch(req.props)?;
+    let patch = patch_from_pb(&req.props)?;
     let node = session.node.clone();
     let id = match tokio::task::spawn_blocking(move || node.set_bucket_props(&b, &patch)).await {
         Ok(result) => result.map_err(props_error)?,

@@ -9,7 +9,7 @@ use prost::Message;
 
 use super::bucket_props::blocking;
 use super::error::PbError;
-use super::props::{to_patch, to_pb};
+use super::props::{patch_from_pb, to_pb};
 use super::request::type_name;
 use super::server::{Outbox, Session};
 
@@ -33,7 +33,7 @@ pub(crate) fn get(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<()
 pub(crate) async fn set(session: &Session, out: &mut Outbox, body: &[u8]) -> Result<(), PbError> {
     let req = RpbSetBucketTypeReq::decode(body)?;
     let name = type_name(Some(req.r#type))?;
-    let patch = to_patch(req.props)?;
+    let patch = patch_from_pb(&req.props)?;
     blocking(&session.node, move |node| {
         node.check_patch(&patch)
             .map_err(eddy_model::types::RegistryError::Props)?;

@@ -1,74 +1,76 @@
 //! `RpbBucketProps` ↔ bucket properties: one function each way.
 //!
-//! Incoming props become a [`PropsPatch`] holding only the fields the
-//! client set ([`to_patch`]); the registry validates it whole. Outgoing
-//! props are the effective [`BucketProps`] ([`to_pb`]): typed fields
-//! directly, and the properties Eddy keeps without interpreting
-//! (`search_index`, `repl`, …) from its `extra`, so they round-trip.
+//! Incoming props become a typed [`PropsPatch`] holding only the fields
+//! the client set ([`patch_from_pb`], field by typed field); the registry
+//! validates it whole. Outgoing props are the effective [`BucketProps`]
+//! ([`to_pb`]). Either way, the properties Eddy keeps without interpreting
+//! (`search`, `search_index`, `repl`, `aae_tree_exclude`) live in the
+//! props' `extra` under Riak's JSON names, so they round-trip.
 //! Quorum fields use Riak's special `uint32` values.
+
+use std::collections::BTreeMap;
 
 use eddy_model::Quorum;
 use eddy_model::props::{BucketProps, ModFun, PropsError, PropsPatch};
 use eddy_model::types::RegistryError;
 use eddy_wire::proto::rpb_bucket_props::{RpbReplMode, SyncOnWrite};
 use eddy_wire::proto::{RpbBucketProps, RpbCommitHook, RpbModFun};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::error::PbError;
 use super::request::{quorum, quorum_value};
 
-const BOOLS: &[&str] = &[
-    "allow_mult",
-    "last_write_wins",
-    "basic_quorum",
-    "notfound_ok",
-    "search",
-    "consistent",
-    "write_once",
-    "aae_tree_exclude",
-];
-const COUNTS: &[&str] = &[
-    "n_val",
-    "old_vclock",
-    "young_vclock",
-    "big_vclock",
-    "small_vclock",
-    "hll_precision",
-    "node_confirms",
-];
-const QUORUMS: &[&str] = &["pr", "r", "w", "pw", "dw", "rw"];
-const TEXTS: &[&str] = &["backend", "search_index", "datatype"];
-
 /// The fields a client set, as a patch.
-pub fn to_patch(p: RpbBucketProps) -> Result<PropsPatch, PbError> {
-    let mut m = Map::new();
-    for (name, value) in bools(&p) {
-        insert(&mut m, name, value.map(Value::from));
-    }
-    for (name, value) in counts(&p) {
-        insert(&mut m, name, value.map(Value::from));
-    }
-    for (name, value) in quorums(&p) {
-        insert(&mut m, name, quorum(value).map(quorum_json));
-    }
-    for (name, value) in texts(&p) {
-        insert(&mut m, name, value.map(|v| utf8(name, v)).transpose()?);
-    }
-    hooks(&mut m, "precommit", p.precommit, p.has_precommit)?;
-    hooks(&mut m, "postcommit", p.postcommit, p.has_postcommit)?;
-    insert(
-        &mut m,
-        "chash_keyfun",
-        modfun("chash_keyfun", p.chash_keyfun)?,
-    );
-    insert(&mut m, "linkfun", modfun("linkfun", p.linkfun)?);
-    insert(&mut m, "repl", p.repl.map(repl_json).transpose()?);
-    insert(
-        &mut m,
-        "sync_on_write",
-        p.sync_on_write.map(sync_json).transpose()?,
-    );
-    Ok(m)
+pub fn patch_from_pb(p: &RpbBucketProps) -> Result<PropsPatch, PbError> {
+    Ok(PropsPatch {
+        n_val: p.n_val,
+        allow_mult: p.allow_mult,
+        last_write_wins: p.last_write_wins,
+        precommit: hooks("precommit", &p.precommit, p.has_precommit)?,
+        postcommit: hooks("postcommit", &p.postcommit, p.has_postcommit)?,
+        chash_keyfun: given_modfun("chash_keyfun", p.chash_keyfun.as_ref())?,
+        linkfun: given_modfun("linkfun", p.linkfun.as_ref())?,
+        old_vclock: p.old_vclock,
+        young_vclock: p.young_vclock,
+        big_vclock: p.big_vclock,
+        small_vclock: p.small_vclock,
+        pr: quorum(p.pr),
+        r: quorum(p.r),
+        w: quorum(p.w),
+        pw: quorum(p.pw),
+        dw: quorum(p.dw),
+        rw: quorum(p.rw),
+        basic_quorum: p.basic_quorum,
+        notfound_ok: p.notfound_ok,
+        // Not a PB field.
+        dvv_enabled: None,
+        write_once: p.write_once,
+        node_confirms: p.node_confirms.map(Quorum::Count),
+        sync_on_write: p.sync_on_write.map(sync_from_pb).transpose()?,
+        backend: text("backend", p.backend.as_deref())?.map(Some),
+        datatype: text("datatype", p.datatype.as_deref())?.map(Some),
+        hll_precision: p.hll_precision.map(Some),
+        consistent: p.consistent,
+        generation: None,
+        extra: uninterpreted(p)?,
+    })
+}
+
+/// The PB fields Eddy keeps without interpreting, in Riak's JSON names.
+fn uninterpreted(p: &RpbBucketProps) -> Result<BTreeMap<String, Value>, PbError> {
+    let fields = [
+        ("search", p.search.map(Value::from)),
+        ("aae_tree_exclude", p.aae_tree_exclude.map(Value::from)),
+        (
+            "search_index",
+            text("search_index", p.search_index.as_deref())?.map(Value::from),
+        ),
+        ("repl", p.repl.map(repl_json).transpose()?),
+    ];
+    let set = fields
+        .into_iter()
+        .filter_map(|(name, v)| Some((name.to_string(), v?)));
+    Ok(set.collect())
 }
 
 /// Effective props as `RpbBucketProps`: each property Eddy interprets
@@ -125,70 +127,17 @@ pub fn to_pb(props: &BucketProps) -> RpbBucketProps {
     }
 }
 
-fn bools(p: &RpbBucketProps) -> [(&'static str, Option<bool>); 8] {
-    let values = [
-        p.allow_mult,
-        p.last_write_wins,
-        p.basic_quorum,
-        p.notfound_ok,
-        p.search,
-        p.consistent,
-        p.write_once,
-        p.aae_tree_exclude,
-    ];
-    std::array::from_fn(|i| (BOOLS[i], values[i]))
-}
-
-fn counts(p: &RpbBucketProps) -> [(&'static str, Option<u32>); 7] {
-    let values = [
-        p.n_val,
-        p.old_vclock,
-        p.young_vclock,
-        p.big_vclock,
-        p.small_vclock,
-        p.hll_precision,
-        p.node_confirms,
-    ];
-    std::array::from_fn(|i| (COUNTS[i], values[i]))
-}
-
-fn quorums(p: &RpbBucketProps) -> [(&'static str, Option<u32>); 6] {
-    let values = [p.pr, p.r, p.w, p.pw, p.dw, p.rw];
-    std::array::from_fn(|i| (QUORUMS[i], values[i]))
-}
-
-fn texts(p: &RpbBucketProps) -> [(&'static str, Option<Vec<u8>>); 3] {
-    let values = [
-        p.backend.clone(),
-        p.search_index.clone(),
-        p.datatype.clone(),
-    ];
-    let mut values = values.into_iter();
-    std::array::from_fn(|i| (TEXTS[i], values.next().flatten()))
-}
-
-fn insert(m: &mut Map<String, Value>, name: &str, value: Option<Value>) {
-    if let Some(v) = value {
-        m.insert(name.to_string(), v);
-    }
-}
-
-fn quorum_json(q: Quorum) -> Value {
-    match q {
-        Quorum::Count(n) => Value::from(n),
-        word => Value::from(word.to_string()),
-    }
-}
-
 fn bad(field: &str, reason: &str) -> PbError {
     let e = PropsError(vec![(field.to_string(), reason.to_string())]);
     PbError::Bucket(RegistryError::Props(e))
 }
 
-fn utf8(field: &str, v: Vec<u8>) -> Result<Value, PbError> {
-    String::from_utf8(v)
-        .map(Value::from)
-        .map_err(|_| bad(field, "not valid UTF-8"))
+fn utf8(field: &str, v: &[u8]) -> Result<String, PbError> {
+    String::from_utf8(v.to_vec()).map_err(|_| bad(field, "not valid UTF-8"))
+}
+
+fn text(field: &str, v: Option<&[u8]>) -> Result<Option<String>, PbError> {
+    v.map(|v| utf8(field, v)).transpose()
 }
 
 fn bytes(s: &str) -> Vec<u8> {
@@ -199,35 +148,42 @@ fn bytes(s: &str) -> Vec<u8> {
 /// Hooks naming neither a module/function nor a name are dropped, as Riak
 /// drops them.
 fn hooks(
-    m: &mut Map<String, Value>,
     field: &str,
-    hooks: Vec<RpbCommitHook>,
+    hooks: &[RpbCommitHook],
     has: Option<bool>,
-) -> Result<(), PbError> {
+) -> Result<Option<Vec<Value>>, PbError> {
     if hooks.is_empty() && has != Some(true) {
-        return Ok(());
+        return Ok(None);
     }
     let list = hooks
-        .into_iter()
-        .filter(|h| h.modfun.is_some() || h.name.is_some())
-        .map(|h| hook_json(field, h))
+        .iter()
+        .filter_map(|h| hook_json(field, h).transpose())
         .collect::<Result<Vec<_>, _>>()?;
-    m.insert(field.to_string(), Value::Array(list));
-    Ok(())
+    Ok(Some(list))
 }
 
-fn hook_json(field: &str, h: RpbCommitHook) -> Result<Value, PbError> {
-    match (h.modfun, h.name) {
-        (None, Some(name)) => Ok(json!({ "name": utf8(field, name)? })),
-        (mf, _) => modfun(field, mf).map(|v| v.unwrap_or(Value::Null)),
+/// A hook as Riak's JSON names it: `{"mod","fun"}` or `{"name"}`; `None`
+/// for a hook naming neither.
+fn hook_json(field: &str, h: &RpbCommitHook) -> Result<Option<Value>, PbError> {
+    match (&h.modfun, &h.name) {
+        (Some(mf), _) => {
+            let mf = modfun(field, mf)?;
+            Ok(Some(json!({ "mod": mf.module, "fun": mf.function })))
+        }
+        (None, Some(name)) => Ok(Some(json!({ "name": utf8(field, name)? }))),
+        (None, None) => Ok(None),
     }
 }
 
-fn modfun(field: &str, mf: Option<RpbModFun>) -> Result<Option<Value>, PbError> {
-    let Some(mf) = mf else { return Ok(None) };
-    let module = utf8(field, mf.module)?;
-    let function = utf8(field, mf.function)?;
-    Ok(Some(json!({ "mod": module, "fun": function })))
+fn modfun(field: &str, mf: &RpbModFun) -> Result<ModFun, PbError> {
+    Ok(ModFun {
+        module: utf8(field, &mf.module)?,
+        function: utf8(field, &mf.function)?,
+    })
+}
+
+fn given_modfun(field: &str, mf: Option<&RpbModFun>) -> Result<Option<ModFun>, PbError> {
+    mf.map(|mf| modfun(field, mf)).transpose()
 }
 
 fn modfun_to_pb(mf: &ModFun) -> RpbModFun {
@@ -274,11 +230,12 @@ fn repl_from_json(v: &Value) -> Option<RpbReplMode> {
     }
 }
 
-fn sync_json(mode: i32) -> Result<Value, PbError> {
+fn sync_from_pb(mode: i32) -> Result<eddy_model::props::SyncOnWrite, PbError> {
+    use eddy_model::props::SyncOnWrite as Mode;
     match SyncOnWrite::try_from(mode) {
-        Ok(SyncOnWrite::Backend) => Ok(Value::from("backend")),
-        Ok(SyncOnWrite::One) => Ok(Value::from("one")),
-        Ok(SyncOnWrite::All) => Ok(Value::from("all")),
+        Ok(SyncOnWrite::Backend) => Ok(Mode::Backend),
+        Ok(SyncOnWrite::One) => Ok(Mode::One),
+        Ok(SyncOnWrite::All) => Ok(Mode::All),
         Err(_) => Err(bad("sync_on_write", "unknown sync mode")),
     }
 }
@@ -311,17 +268,17 @@ mod tests {
             repl: Some(RpbReplMode::Realtime.into()),
             ..RpbBucketProps::default()
         };
-        let patch = to_patch(p).unwrap();
+        let patch = patch_from_pb(&p).unwrap();
         let expected = json!({
             "n_val": 2, "allow_mult": true, "r": "one", "w": 1,
             "datatype": "set", "precommit": [], "repl": "realtime"
         });
-        assert_eq!(Value::Object(patch), expected);
+        assert_eq!(Value::Object(patch.to_json()), expected);
         let bad = RpbBucketProps {
             backend: Some(vec![0xff]),
             ..RpbBucketProps::default()
         };
-        assert!(to_patch(bad).is_err());
+        assert!(patch_from_pb(&bad).is_err());
     }
 
     #[test]
@@ -344,7 +301,93 @@ mod tests {
             pb.consistent, None,
             "false is left out, as Riak's JSON does"
         );
-        let patch = to_patch(pb).unwrap();
+        let patch = patch_from_pb(&pb).unwrap();
         assert_eq!(props.patched(&patch).unwrap(), props);
+    }
+
+    #[test]
+    fn each_pb_field_reaches_its_typed_property() {
+        let hook = |name: &[u8]| RpbCommitHook {
+            modfun: None,
+            name: Some(name.to_vec()),
+        };
+        let mf = RpbModFun {
+            module: b"m".to_vec(),
+            function: b"f".to_vec(),
+        };
+        let p = RpbBucketProps {
+            postcommit: vec![hook(b"js"), RpbCommitHook::default()],
+            linkfun: Some(mf.clone()),
+            node_confirms: Some(2),
+            sync_on_write: Some(SyncOnWrite::All.into()),
+            hll_precision: Some(12),
+            backend: Some(b"memory".to_vec()),
+            consistent: Some(false),
+            write_once: Some(true),
+            search: Some(true),
+            aae_tree_exclude: Some(false),
+            pw: Some(special::ALL),
+            dw: Some(special::DEFAULT),
+            ..RpbBucketProps::default()
+        };
+        let patch = patch_from_pb(&p).unwrap();
+        let expected = json!({
+            "postcommit": [{"name": "js"}], "linkfun": {"mod": "m", "fun": "f"},
+            "node_confirms": 2, "sync_on_write": "all", "hll_precision": 12,
+            "backend": "memory", "consistent": false, "write_once": true,
+            "search": true, "aae_tree_exclude": false, "pw": "all", "dw": "default"
+        });
+        assert_eq!(Value::Object(patch.to_json()), expected);
+        assert_eq!(patch.node_confirms, Some(Quorum::Count(2)));
+        assert_eq!(patch.precommit, None, "not sent, not set");
+    }
+
+    #[test]
+    fn undecodable_fields_are_refused_by_name() {
+        let named = |p: RpbBucketProps| match patch_from_pb(&p) {
+            Err(PbError::Bucket(RegistryError::Props(e))) => e.0[0].clone(),
+            other => panic!("{other:?}"),
+        };
+        let bad_name = RpbCommitHook {
+            modfun: None,
+            name: Some(vec![0xff]),
+        };
+        let cases = [
+            (
+                RpbBucketProps {
+                    precommit: vec![bad_name],
+                    ..Default::default()
+                },
+                "precommit",
+                "not valid UTF-8",
+            ),
+            (
+                RpbBucketProps {
+                    datatype: Some(vec![0xc0]),
+                    ..Default::default()
+                },
+                "datatype",
+                "not valid UTF-8",
+            ),
+            (
+                RpbBucketProps {
+                    repl: Some(9),
+                    ..Default::default()
+                },
+                "repl",
+                "unknown replication mode",
+            ),
+            (
+                RpbBucketProps {
+                    sync_on_write: Some(9),
+                    ..Default::default()
+                },
+                "sync_on_write",
+                "unknown sync mode",
+            ),
+        ];
+        for (p, field, reason) in cases {
+            assert_eq!(named(p), (field.to_string(), reason.to_string()));
+        }
     }
 }

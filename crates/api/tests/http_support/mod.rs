@@ -95,7 +95,7 @@ pub async fn start_on(
         ..config
     };
     let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
-    let empty = serde_json::Map::new();
+    let empty = eddy_model::props::PropsPatch::new();
     registry.create_type("maps", &empty).unwrap();
     registry.activate_type("maps").unwrap();
     registry.create_type("inactive", &empty).unwrap();

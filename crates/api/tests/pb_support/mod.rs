@@ -68,7 +68,7 @@ pub async fn start_with(config: PbConfig) -> Server {
 pub fn typed(server: &Server, name: &str) {
     let registry = server.node.registry();
     registry
-        .create_type(name, &serde_json::Map::new())
+        .create_type(name, &eddy_model::props::PropsPatch::new())
         .expect("create type");
     registry.activate_type(name).expect("activate type");
 }

@@ -209,4 +209,67 @@ mod tests {
         assert!(err.to_string().contains("buckets.json"), "{err}");
         assert!(legacy_path(dir.path()).exists());
     }
+
+    /// A registry file written before patches were typed (eddy-model's
+    /// fixture: computed keys, nulls, quorum words, unknown properties,
+    /// drops, a reset), and the props that code resolved from it.
+    fn model_fixture(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../model/tests/fixtures")
+            .join(name)
+    }
+
+    fn read_json(path: &Path) -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_migrated_file_resolves_the_props_it_resolved_before_and_keeps_its_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = NodeName("n1@h".into());
+        std::fs::create_dir_all(dir.path().join("meta")).unwrap();
+        std::fs::copy(model_fixture("buckets_v1.json"), legacy_path(dir.path())).unwrap();
+        let mut s = state(&me);
+        let path = dir.path().join("meta/cluster.json");
+        migrate(dir.path(), &mut s, &path, &me).unwrap();
+
+        let registry = eddy_model::types::BucketRegistry::new(Default::default());
+        registry.apply_registers(s.metadata()).unwrap();
+        let mut resolved = serde_json::Map::new();
+        for t in registry.list_types() {
+            let props = serde_json::Value::Object(t.props.to_json());
+            resolved.insert(format!("type {}", t.name), props);
+        }
+        let buckets: [(&str, &[u8]); 6] = [
+            ("default", b"b"),
+            ("default", b"dropped"),
+            ("default", b"reset"),
+            ("sets", &[0xff, 0]),
+            ("w1c", b"k"),
+            ("sets", b"other"),
+        ];
+        for (t, b) in buckets {
+            let props = registry.bucket_props(t, b).unwrap();
+            let name = format!("bucket {t}/{}", String::from_utf8_lossy(b));
+            resolved.insert(name, serde_json::Value::Object(props.to_json()));
+        }
+        let before = read_json(&model_fixture("buckets_v1_props.json"));
+        assert_eq!(serde_json::Value::Object(resolved), before);
+
+        // Each patch is saved in the cluster state as the file had it.
+        let file = read_json(&model_fixture("buckets_v1.json"));
+        let saved = read_json(&path);
+        for (name, t) in file["types"].as_object().unwrap() {
+            let register = &saved["state"]["bucket_types"][name]["props"];
+            assert_eq!(register["patch"].to_string(), t["patch"].to_string());
+        }
+        for b in file["buckets"].as_array().unwrap() {
+            let (t, hex) = (
+                b["bucket_type"].as_str().unwrap(),
+                b["bucket"].as_str().unwrap(),
+            );
+            let register = &saved["state"]["bucket_props"][t][hex]["props"];
+            assert_eq!(register.to_string(), b["patch"].to_string(), "{t}/{hex}");
+        }
+    }
 }

@@ -14,7 +14,6 @@
 use std::sync::Arc;
 
 use super::{ChangeId, bucket_patch};
-use crate::props::{GENERATION, generation_of};
 use crate::request::BucketRef;
 use crate::types::{BucketRegistry, RegistryError, Stored, bucket_change, bucket_patch_of};
 
@@ -35,7 +34,7 @@ impl BucketRegistry {
             // The type must exist and be active, as for any bucket request.
             generation = self.resolve(stored, bucket_type, bucket)?.generation + 1;
             let mut patch = bucket_patch_of(stored, bucket_type, bucket);
-            patch.insert(GENERATION.into(), generation.into());
+            patch.generation = Some(generation);
             Ok(bucket_change(bucket_type, bucket, Some(patch)))
         })?;
         Ok((generation, id))
@@ -53,7 +52,7 @@ impl BucketRegistry {
             .buckets
             .iter()
             .filter_map(|b| {
-                let generation = generation_of(&b.patch);
+                let generation = b.patch.generation.unwrap_or(0);
                 let name = from_hex(&b.bucket)?;
                 (generation > 0).then(|| (BucketRef::typed(&b.bucket_type, name), generation))
             })
@@ -73,12 +72,15 @@ impl BucketRegistry {
 
 /// The buckets whose generation is higher in `next` than in `before`.
 pub(crate) fn raised_generations(before: &Stored, next: &Stored) -> Vec<(BucketRef, u64)> {
-    let of =
-        |stored: &Stored, t: &str, hex: &str| bucket_patch(stored, t, hex).map_or(0, generation_of);
+    let of = |stored: &Stored, t: &str, hex: &str| {
+        bucket_patch(stored, t, hex)
+            .and_then(|p| p.generation)
+            .unwrap_or(0)
+    };
     next.buckets
         .iter()
         .filter_map(|b| {
-            let generation = generation_of(&b.patch);
+            let generation = b.patch.generation.unwrap_or(0);
             if generation <= of(before, &b.bucket_type, &b.bucket) {
                 return None;
             }
@@ -108,7 +110,7 @@ mod tests {
     use serde_json::json;
 
     fn patch(v: serde_json::Value) -> PropsPatch {
-        v.as_object().cloned().unwrap()
+        serde_json::from_value(v).unwrap()
     }
 
     #[test]

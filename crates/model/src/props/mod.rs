@@ -1,9 +1,10 @@
 //! Bucket properties: Riak's names, defaults and validation.
 //!
-//! Props are kept in Riak's JSON shape (the HTTP API's `{"props": ...}` and
-//! the metadata file use it directly). A change arrives as a [`PropsPatch`],
-//! a JSON object of the fields to set, applied over the current props and
-//! validated whole, so a bad patch changes nothing.
+//! [`BucketProps`] are a bucket's effective props; their serde form is
+//! Riak's JSON shape (the HTTP API's `{"props": ...}`). A change arrives as
+//! a typed [`PropsPatch`] ([`patch`]: parsed once at the edge, stored in
+//! the same JSON shape), applied over the current props and validated
+//! whole, so a bad patch changes nothing.
 //!
 //! Every property means what Riak says it means, or a change to it is
 //! refused ([`unsupported`]: commit hooks, `linkfun`, `chash_keyfun`,
@@ -41,9 +42,13 @@ use eddy_dt::{HLL_PRECISION_DEFAULT, HLL_PRECISION_MAX, HLL_PRECISION_MIN};
 
 use crate::quorum::{Quorum, QuorumError};
 
+pub mod patch;
+#[cfg(test)]
+mod patch_tests;
 mod sync_on_write;
 pub mod unsupported;
 
+pub use patch::PropsPatch;
 pub use sync_on_write::SyncOnWrite;
 
 /// A module/function pair, as Riak names hook and key functions.
@@ -66,9 +71,6 @@ impl ModFun {
 
 /// Data types a bucket type can hold (`datatype`).
 pub const DATATYPES: &[&str] = &["counter", "set", "map", "hll", "gset"];
-
-/// Properties fixed when a bucket type is created.
-pub const IMMUTABLE: &[&str] = &["datatype", "consistent", "write_once"];
 
 /// Keys Riak reports but that are not settable; ignored in patches.
 const COMPUTED: &[&str] = &[
@@ -177,11 +179,6 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// The generation a bucket's own patch records (0: never dropped).
-pub fn generation_of(patch: &PropsPatch) -> u64 {
-    patch.get(GENERATION).and_then(Value::as_u64).unwrap_or(0)
-}
-
 /// Riak's refusal of an `hll_precision` out of range or raised.
 fn hll_precision_error(p: u32) -> PropsError {
     PropsError::one(
@@ -195,9 +192,6 @@ fn hll_precision_error(p: u32) -> PropsError {
 fn no_node_confirms() -> Quorum {
     Quorum::Count(0)
 }
-
-/// A field-by-field change, in Riak's JSON names.
-pub type PropsPatch = Map<String, Value>;
 
 /// Why props were refused: each offending field with a reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -229,16 +223,13 @@ impl BucketProps {
         }
     }
 
-    /// Applies `patch` over these props and validates the result.
+    /// Applies `patch` over these props and validates the result: an
+    /// `hll` type without a precision gets [`HLL_PRECISION_DEFAULT`], and
+    /// a precision may be lowered, never raised. The patch's generation is
+    /// not applied (the registry sets it).
     pub fn patched(&self, patch: &PropsPatch) -> Result<BucketProps, PropsError> {
-        let mut json = self.to_json();
-        for (k, v) in patch {
-            if !COMPUTED.contains(&k.as_str()) {
-                json.insert(k.clone(), v.clone());
-            }
-        }
-        let mut props: BucketProps = serde_json::from_value(Value::Object(json))
-            .map_err(|e| self.field_error(patch, &e.to_string()))?;
+        let mut props = self.clone();
+        patch.apply_to(&mut props);
         if props.datatype.as_deref() == Some("hll") && props.hll_precision.is_none() {
             props.hll_precision = Some(u32::from(HLL_PRECISION_DEFAULT));
         }
@@ -260,21 +251,6 @@ impl BucketProps {
             self.node_confirms,
             self.n_val,
         )
-    }
-
-    /// Names the field of `patch` that does not parse (the first that fails
-    /// alone), with serde's `message`.
-    fn field_error(&self, patch: &PropsPatch, message: &str) -> PropsError {
-        let parses_alone = |k: &String, v: &Value| {
-            let mut json = self.to_json();
-            json.insert(k.clone(), v.clone());
-            serde_json::from_value::<BucketProps>(Value::Object(json)).is_ok()
-        };
-        let field = patch
-            .iter()
-            .find(|(k, v)| !COMPUTED.contains(&k.as_str()) && !parses_alone(k, v))
-            .map_or_else(|| "props".to_string(), |(k, _)| k.clone());
-        PropsError(vec![(field, message.to_string())])
     }
 
     /// Checks the rules serde cannot express.
@@ -309,22 +285,28 @@ impl BucketProps {
         Ok(())
     }
 
-    /// Fails if `patch` changes a property fixed at type creation.
+    /// Fails if `patch` changes a property fixed at type creation
+    /// (`datatype`, `consistent`, `write_once`); setting one to its
+    /// current value is no change.
     pub fn check_immutable(&self, patch: &PropsPatch) -> Result<(), PropsError> {
-        let current = self.to_json();
-        for field in IMMUTABLE {
-            let Some(new) = patch.get(*field) else {
-                continue;
-            };
-            let old = current.get(*field).cloned().unwrap_or(match *field {
-                "datatype" => Value::Null,
-                _ => Value::Bool(false),
-            });
-            if *new != old {
-                return Err(PropsError::one(field, "cannot be modified"));
-            }
+        let changed = [
+            (
+                "datatype",
+                patch.datatype.as_ref().is_some_and(|d| *d != self.datatype),
+            ),
+            (
+                "consistent",
+                patch.consistent.is_some_and(|c| c != self.consistent),
+            ),
+            (
+                "write_once",
+                patch.write_once.is_some_and(|w| w != self.write_once),
+            ),
+        ];
+        match changed.into_iter().find(|(_, changed)| *changed) {
+            Some((field, _)) => Err(PropsError::one(field, "cannot be modified")),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -334,7 +316,7 @@ mod tests {
     use serde_json::json;
 
     fn patch(v: Value) -> PropsPatch {
-        v.as_object().cloned().unwrap()
+        PropsPatch::from_json(v.as_object().unwrap()).unwrap()
     }
 
     #[test]
@@ -386,10 +368,10 @@ mod tests {
             .patched(&patch(json!({"n_val": 5, "allow_mult": true, "name": "x"})))
             .unwrap();
         assert_eq!((p.n_val, p.allow_mult), (5, true));
-        let bad = base.patched(&patch(json!({"n_val": "three"}))).unwrap_err();
-        assert_eq!(bad.0[0].0, "n_val");
+        let unparsed = |v: Value| PropsPatch::from_json(v.as_object().unwrap()).unwrap_err();
+        assert_eq!(unparsed(json!({"n_val": "three"})).0[0].0, "n_val");
+        assert_eq!(unparsed(json!({"r": "most"})).0[0].0, "r");
         assert!(base.patched(&patch(json!({"n_val": 0}))).is_err());
-        assert!(base.patched(&patch(json!({"r": "most"}))).is_err());
         assert!(
             base.patched(&patch(json!({"datatype": "set"}))).is_err(),
             "needs allow_mult"

@@ -146,7 +146,10 @@ fn registry() -> Arc<BucketRegistry> {
     let registry = Arc::new(BucketRegistry::in_memory(defaults));
     let patch = serde_json::json!({"n_val": 1, "allow_mult": true});
     registry
-        .create_type("mult", patch.as_object().unwrap())
+        .create_type(
+            "mult",
+            &eddy_model::props::PropsPatch::from_json(patch.as_object().unwrap()).unwrap(),
+        )
         .unwrap();
     registry.activate_type("mult").unwrap();
     registry

@@ -106,13 +106,19 @@ impl SimCluster {
             .owners;
         let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
         registry
-            .create_type("sim", props.as_object().unwrap())
+            .create_type(
+                "sim",
+                &eddy_model::props::PropsPatch::from_json(props.as_object().unwrap()).unwrap(),
+            )
             .unwrap();
         registry.activate_type("sim").unwrap();
         for (name, datatype) in datatypes::DT_TYPES {
             let props = serde_json::json!({ "datatype": datatype });
             registry
-                .create_type(name, props.as_object().unwrap())
+                .create_type(
+                    name,
+                    &eddy_model::props::PropsPatch::from_json(props.as_object().unwrap()).unwrap(),
+                )
                 .unwrap();
             registry.activate_type(name).unwrap();
         }
