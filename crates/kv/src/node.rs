@@ -127,8 +127,9 @@ pub struct Node {
     /// The vnodes' decoded data type states.
     states: Arc<eddy_vnode::states::StateCache>,
     pub(crate) registry: Arc<BucketRegistry>,
-    /// The kv layer's figures (design note 025).
-    pub metrics: crate::metrics::NodeMetrics,
+    /// The kv layer's figures (design note 025); shared with multi-key
+    /// requests' runs.
+    pub metrics: Arc<crate::metrics::NodeMetrics>,
     /// Every figure of the node; the front ends register theirs here too.
     figures: Arc<eddy_metrics::Registry>,
     /// How far the registry's changes were pushed to the cluster.
@@ -263,7 +264,7 @@ impl Node {
             log,
             states,
             registry,
-            metrics: crate::metrics::NodeMetrics::register(&figures),
+            metrics: Arc::new(crate::metrics::NodeMetrics::register(&figures)),
             figures,
             metadata_pushes: Default::default(),
             repair: Default::default(),

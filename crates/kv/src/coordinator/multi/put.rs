@@ -104,7 +104,7 @@ impl Node {
         while jobs.peek().is_some() {
             if run.expired() {
                 for job in jobs.by_ref() {
-                    run.place(job.index, Err(KvError::Timeout));
+                    run.skip(job.index, Err(KvError::Timeout));
                 }
                 break;
             }
