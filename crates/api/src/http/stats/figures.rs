@@ -1,0 +1,48 @@
+//! The node's figures `/stats` shows as they are now (Riak's gauges) and
+//! as percentiles of the last minute (Riak's histograms), under Riak's
+//! names: read from the handles the node and its PB listener registered
+//! (design note 025).
+
+use eddy_kv::Node;
+use eddy_metrics::Histogram;
+use serde_json::{Value, json};
+
+use super::spiral::RIAK_DATATYPES;
+use crate::net::ConnectionTable;
+
+/// The histograms `/stats` shows, by the prefix of their names: the FSM
+/// times (µs), sibling counts and object sizes, of every get and put and
+/// of the data types Riak names.
+pub(super) fn histograms(node: &Node) -> Vec<(String, &Histogram)> {
+    let m = &node.metrics;
+    let mut out = vec![
+        ("node_get_fsm_time".to_string(), &m.get_fsm_time),
+        ("node_put_fsm_time".to_string(), &m.put_fsm_time),
+        ("node_get_fsm_siblings".to_string(), &m.get_fsm_siblings),
+        ("node_get_fsm_objsize".to_string(), &m.get_fsm_objsize),
+    ];
+    for t in RIAK_DATATYPES {
+        let (f, name) = (m.datatypes.of(t), t.name());
+        out.push((format!("node_get_fsm_{name}_time"), &f.get_fsm_time));
+        out.push((format!("node_get_fsm_{name}_siblings"), &f.get_fsm_siblings));
+        out.push((format!("node_get_fsm_{name}_objsize"), &f.get_fsm_objsize));
+        out.push((format!("node_put_fsm_{name}_time"), &f.put_fsm_time));
+    }
+    out
+}
+
+/// Riak's gauges of the queries running now, and `pbc_active` (the PB
+/// connections open now).
+pub(super) fn running(node: &Node, pb: Option<&ConnectionTable>) -> Vec<(String, Value)> {
+    let q = &node.metrics.queries;
+    let pairs = [
+        ("index_fsm_active", q.index_queries_running.get()),
+        ("list_fsm_active", q.list_keys_running.get()),
+        ("pipeline_active", q.mapred_jobs_running.get()),
+        ("pbc_active", pb.map_or(0, |t| t.open() as u64)),
+    ];
+    pairs
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect()
+}
