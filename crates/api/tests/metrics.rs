@@ -228,7 +228,7 @@ async fn queries_and_jobs_are_counted_under_riak_names() {
 }
 
 #[tokio::test]
-async fn stats_has_riaks_data_type_and_pb_names() {
+async fn stats_has_riaks_data_type_handoff_and_pb_names() {
     let server = http_support::start().await;
     let stats = stats(&server).await;
     for t in ["counter", "set", "map"] {
@@ -245,12 +245,25 @@ async fn stats_has_riaks_data_type_and_pb_names() {
             assert_eq!(stats[name.as_str()], 0, "{name}");
         }
     }
+    assert_eq!(stats["rejected_handoffs"], 0, "no handoff manager: zeros");
+    for kind in ["ownership", "hinted"] {
+        for what in [
+            "objects_sent",
+            "bytes_sent",
+            "inbound_active_transfers",
+            "outbound_active_transfers",
+        ] {
+            let name = format!("{kind}_handoff_{what}");
+            assert_eq!(stats[name.as_str()], 0, "{name}");
+        }
+    }
     assert_eq!(stats["pbc_active"], 0);
     let text = metrics(&server).await;
     assert!(text.contains("# TYPE eddy_datatype_gets_total counter\n"));
-    // This node has no commit log: the log registers its figures when it
-    // is built.
+    // This node has no commit log and no handoff manager: those parts
+    // register their figures when they are built.
     assert!(!text.contains("eddy_commitlog_"), "{text}");
+    assert!(!text.contains("eddy_handoff_"), "{text}");
 }
 
 #[tokio::test]

@@ -1,10 +1,11 @@
-//! The node's figures `/stats` shows as they are now (Riak's gauges) and
-//! as percentiles of the last minute (Riak's histograms), under Riak's
-//! names: read from the handles the node and its PB listener registered
-//! (design note 025).
+//! The node's figures `/stats` shows as they are now (Riak's gauges and
+//! plain counters) and as percentiles of the last minute (Riak's
+//! histograms), under Riak's names: read from the handles the node, its
+//! handoff manager and its PB listener registered (design note 025).
 
 use eddy_kv::Node;
 use eddy_metrics::Histogram;
+use eddy_remote::handoff::{Handoffs, Kind};
 use serde_json::{Value, json};
 
 use super::spiral::RIAK_DATATYPES;
@@ -45,4 +46,35 @@ pub(super) fn running(node: &Node, pb: Option<&ConnectionTable>) -> Vec<(String,
         .into_iter()
         .map(|(k, v)| (k.to_string(), json!(v)))
         .collect()
+}
+
+/// Riak's handoff figures (`riak_core_stat`): inbound transfers refused
+/// at the limit, and per kind the objects and bytes sent since the node
+/// started and the transfers running each way now; zeros without a
+/// handoff manager (a node built without the cluster layer).
+pub(super) fn handoffs(handoffs: Option<&Handoffs>) -> Vec<(String, Value)> {
+    let figures = handoffs.map(Handoffs::figures);
+    let rejected = figures.map_or(0, |f| f.rejected.get());
+    let mut out = vec![("rejected_handoffs".to_string(), json!(rejected))];
+    for kind in [Kind::Ownership, Kind::Hinted] {
+        let f = figures.map(|f| f.of(kind));
+        let name = kind.name();
+        let pairs = [
+            (
+                "handoff_objects_sent",
+                f.map_or(0, |f| f.objects_sent.get()),
+            ),
+            ("handoff_bytes_sent", f.map_or(0, |f| f.bytes_sent.get())),
+            (
+                "handoff_inbound_active_transfers",
+                f.map_or(0, |f| f.inbound_running.get()),
+            ),
+            (
+                "handoff_outbound_active_transfers",
+                f.map_or(0, |f| f.outbound_running.get()),
+            ),
+        ];
+        out.extend(pairs.map(|(k, v)| (format!("{name}_{k}"), json!(v))));
+    }
+    out
 }

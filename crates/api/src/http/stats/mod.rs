@@ -5,7 +5,8 @@
 //! Counts named without `_total` are over the last minute, as Riak's
 //! spirals are ([`spiral`]). FSM times (µs), sibling counts and object
 //! sizes come from the kv coordinators' histograms, over the last minute;
-//! gauges as they are now ([`figures`]). The cluster fields (`ring_members`, `ring_ownership`,
+//! gauges and Riak's plain counters (handoff's) as they are now
+//! ([`figures`]). The cluster fields (`ring_members`, `ring_ownership`,
 //! `connected_nodes`) are this node's view of the membership.
 //! `riak_kv_version` is the Riak compatibility version (plain `X.Y.Z`),
 //! `eddy_version` Eddy's own.
@@ -43,6 +44,7 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
     }
     let pb = app.config.pb_table.as_deref();
     m.extend(figures::running(node, pb));
+    m.extend(figures::handoffs(app.config.handoffs.as_deref()));
     for (k, v) in node_info(app) {
         m.insert(k, v);
     }
