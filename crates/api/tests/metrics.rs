@@ -15,16 +15,16 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Serves PB on `server`'s node; a connection to it.
 async fn pb_connection(server: &Server) -> TcpStream {
+    pb_connection_with(server, PbConfig::default()).await
+}
+
+/// Serves PB on `server`'s node with `config`; a connection to it.
+async fn pb_connection_with(server: &Server, config: PbConfig) -> TcpStream {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let pending = std::future::pending::<()>();
     let node = server.node.clone();
-    tokio::spawn(eddy_api::pb::serve(
-        listener,
-        node,
-        PbConfig::default(),
-        pending,
-    ));
+    tokio::spawn(eddy_api::pb::serve(listener, node, config, pending));
     TcpStream::connect(addr).await.unwrap()
 }
 
@@ -142,4 +142,154 @@ async fn two_nodes_in_one_process_keep_apart_figures() {
     assert_eq!(value(&metrics(&two).await, "eddy_node_gets_total"), 0.0);
     let stats = stats(&two).await;
     assert_eq!(stats["node_gets_total"], 0);
+}
+
+async fn post_json(server: &Server, path: &str, body: serde_json::Value) -> u16 {
+    let r = server
+        .client
+        .post(server.url(path))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    r.status().as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_and_jobs_are_counted_under_riak_names() {
+    let server = http_support::start().await;
+    for k in ["a", "b", "c"] {
+        let r = server
+            .client
+            .put(server.url(&format!("/buckets/n/keys/{k}")))
+            .header("content-type", "application/json")
+            .header("x-riak-index-group_bin", "g")
+            .body("1")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 204);
+    }
+    assert_eq!(
+        server.get("/buckets/n/index/group_bin/g").await.status(),
+        200
+    );
+    assert_eq!(server.get("/buckets/n/keys?keys=true").await.status(), 200);
+    assert_eq!(server.get("/buckets?buckets=true").await.status(), 200);
+    let map = serde_json::json!({"map": {"language": "erlang", "module": "riak_kv_mapreduce", "function": "map_object_value"}});
+    let filtered = serde_json::json!({"inputs": {"bucket": "n", "key_filters": [["eq", "a"]]}, "query": [map]});
+    assert_eq!(post_json(&server, "/mapred", filtered).await, 200);
+    let failing = serde_json::json!({"inputs": [["n", "a"]], "query": [{"map": {"language": "javascript", "source": "function (v) { return v.nope.deeper; }"}}]});
+    assert_eq!(post_json(&server, "/mapred", failing).await, 500);
+
+    let text = metrics(&server).await;
+    assert_eq!(value(&text, "eddy_index_queries_total"), 1.0);
+    assert_eq!(value(&text, "eddy_index_queries_running"), 0.0);
+    assert!(value(&text, "eddy_vnode_index_reads_total") > 0.0);
+    assert_eq!(value(&text, "eddy_list_keys_total"), 1.0);
+    assert_eq!(value(&text, "eddy_list_buckets_total"), 1.0);
+    let jobs = |inputs: &str| {
+        value(
+            &text,
+            &format!("eddy_mapred_jobs_total{{inputs=\"{inputs}\"}}"),
+        )
+    };
+    assert_eq!(
+        (jobs("key_filter"), jobs("keys"), jobs("bucket")),
+        (1.0, 1.0, 0.0)
+    );
+    assert_eq!(value(&text, "eddy_mapred_job_errors_total"), 1.0);
+    assert_eq!(value(&text, "eddy_mapred_jobs_running"), 0.0);
+    assert_eq!(
+        value(&text, "eddy_mapred_phase_time_seconds_count"),
+        1.0,
+        "the failed phase is not timed"
+    );
+
+    let stats = stats(&server).await;
+    assert_eq!(stats["index_fsm_create"], 1);
+    assert_eq!(stats["index_fsm_active"], 0);
+    assert!(stats["vnode_index_reads"].as_u64().unwrap() > 0);
+    assert_eq!(stats["vnode_index_reads"], stats["vnode_index_reads_total"]);
+    assert_eq!(
+        (&stats["list_fsm_create"], &stats["list_fsm_create_total"]),
+        (&1.into(), &1.into())
+    );
+    assert_eq!(stats["list_fsm_active"], 0);
+    assert_eq!(
+        (
+            &stats["pipeline_create_one"],
+            &stats["pipeline_create_count"]
+        ),
+        (&2.into(), &2.into())
+    );
+    assert_eq!(stats["pipeline_active"], 0);
+}
+
+#[tokio::test]
+async fn stats_has_riaks_data_type_handoff_and_pb_names() {
+    let server = http_support::start().await;
+    let stats = stats(&server).await;
+    for t in ["counter", "set", "map"] {
+        for name in [format!("node_gets_{t}"), format!("node_puts_{t}_total")] {
+            assert_eq!(stats[name.as_str()], 0, "{name}");
+        }
+        for prefix in [
+            "node_get_fsm_{}_time",
+            "node_get_fsm_{}_siblings",
+            "node_get_fsm_{}_objsize",
+            "node_put_fsm_{}_time",
+        ] {
+            let name = format!("{}_95", prefix.replace("{}", t));
+            assert_eq!(stats[name.as_str()], 0, "{name}");
+        }
+    }
+    assert_eq!(stats["rejected_handoffs"], 0, "no handoff manager: zeros");
+    for kind in ["ownership", "hinted"] {
+        for what in [
+            "objects_sent",
+            "bytes_sent",
+            "inbound_active_transfers",
+            "outbound_active_transfers",
+        ] {
+            let name = format!("{kind}_handoff_{what}");
+            assert_eq!(stats[name.as_str()], 0, "{name}");
+        }
+    }
+    assert_eq!(stats["pbc_active"], 0);
+    let text = metrics(&server).await;
+    assert!(text.contains("# TYPE eddy_datatype_gets_total counter\n"));
+    // This node has no commit log and no handoff manager: those parts
+    // register their figures when they are built.
+    assert!(!text.contains("eddy_commitlog_"), "{text}");
+    assert!(!text.contains("eddy_handoff_"), "{text}");
+}
+
+#[tokio::test]
+async fn pb_connections_are_riaks_pbc_figures() {
+    let table = eddy_api::net::ConnectionTable::new(16);
+    let http = eddy_api::http::HttpConfig {
+        pb_table: Some(table.clone()),
+        ..Default::default()
+    };
+    let server = http_support::start_with(http_support::node_config(), http).await;
+    let config = PbConfig {
+        table: Some(table),
+        ..PbConfig::default()
+    };
+    let mut pb = pb_connection_with(&server, config).await;
+    let get = proto::RpbGetReq {
+        bucket: b"b".to_vec(),
+        key: b"k".to_vec(),
+        ..Default::default()
+    };
+    assert_eq!(
+        pb_call(&mut pb, codes::GET_REQ, &get).await,
+        codes::GET_RESP
+    );
+    let stats = stats(&server).await;
+    assert_eq!(stats["pbc_active"], 1);
+    assert_eq!(stats["pbc_connects_total"], 1);
+    assert_eq!(stats["pbc_connects"], 1, "within the last minute");
 }

@@ -127,8 +127,9 @@ pub struct Node {
     /// The vnodes' decoded data type states.
     states: Arc<eddy_vnode::states::StateCache>,
     pub(crate) registry: Arc<BucketRegistry>,
-    /// The kv layer's figures (design note 025).
-    pub metrics: crate::metrics::NodeMetrics,
+    /// The kv layer's figures (design note 025); shared with multi-key
+    /// requests' runs.
+    pub metrics: Arc<crate::metrics::NodeMetrics>,
     /// Every figure of the node; the front ends register theirs here too.
     figures: Arc<eddy_metrics::Registry>,
     /// How far the registry's changes were pushed to the cluster.
@@ -231,10 +232,13 @@ impl Node {
         mut open: impl FnMut(Partition) -> VnodeParts,
     ) -> Result<Arc<Node>, StartError> {
         let vnodes = Arc::new(VnodeTable::new(ring.size()));
+        let figures = Arc::new(eddy_metrics::Registry::new());
         let mut opened: Vec<_> = partitions.iter().map(|p| (*p, open(*p))).collect();
         let (log, dropped_at_start) = match &config.commit_log_dir {
             Some(dir) => {
-                let (log, left_out) = start_log(dir, &config.commit_log, &mut opened, &vnodes)?;
+                let log_figures = commitlog::LogFigures::register(&figures);
+                let opts = &config.commit_log;
+                let (log, left_out) = start_log(dir, opts, &mut opened, &vnodes, log_figures)?;
                 (Some(Arc::new(log)), left_out)
             }
             None => (None, Vec::new()),
@@ -253,7 +257,6 @@ impl Node {
             ));
         }
         let me = config.node_name.clone();
-        let figures = Arc::new(eddy_metrics::Registry::new());
         let node = Node {
             config,
             ring: ArcSwap::from_pointee(RingView::new(ring, me)),
@@ -261,7 +264,7 @@ impl Node {
             log,
             states,
             registry,
-            metrics: crate::metrics::NodeMetrics::register(&figures),
+            metrics: Arc::new(crate::metrics::NodeMetrics::register(&figures)),
             figures,
             metadata_pushes: Default::default(),
             repair: Default::default(),
@@ -522,6 +525,7 @@ fn start_log(
     opts: &LogOptions,
     opened: &mut Vec<(Partition, VnodeParts)>,
     vnodes: &Arc<VnodeTable>,
+    figures: commitlog::LogFigures,
 ) -> Result<(CommitLog, Vec<(Partition, u64)>), StartError> {
     let live: Vec<(u32, u64)> = opened.iter().map(|(p, v)| (p.0, v.incarnation)).collect();
     let is_live = |p: u32, inc: u64| live.contains(&(p, inc));
@@ -529,6 +533,7 @@ fn start_log(
         let at = opened.iter().find(|(p, _)| p.0 == record.partition);
         at.map_or(Ok(()), |(_, v)| replay::apply_record(&*v.backend, record))
     })?;
+    figures.replayed(&recovered);
     if recovered.records > 0 {
         tracing::info!(
             records = recovered.records,
@@ -561,6 +566,7 @@ fn start_log(
         recovered.next_seq(),
         opts.clone(),
         Box::new(checkpoint),
+        figures,
     )
     .map_err(|e| StartError::CommitLog(format!("{}: {e}", dir.display())))?;
     // The replayed segments held the drop records: the new log keeps the

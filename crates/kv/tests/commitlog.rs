@@ -17,7 +17,9 @@ use eddy_storage::{
     Backend, BackendStatus, Capabilities, FoldControl, FoldOptions, IndexQuery, KeyVisitor,
     ObjectVisitor, StorageError, WriteBatch, WriteOptions,
 };
-use eddy_vnode::commitlog::{self, CommitLog, Entry, LogOptions, Op, Record, SyncPolicy};
+use eddy_vnode::commitlog::{
+    self, CommitLog, Entry, LogFigures, LogOptions, Op, Record, SyncPolicy,
+};
 use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 
@@ -306,7 +308,14 @@ fn logged_segment(dir: &Path, n: usize) -> (Vec<u8>, Logged) {
         segment_bytes: 1 << 20,
         ..LogOptions::default()
     };
-    let log = CommitLog::open(dir, 7, opts, Box::new(|| Ok(()))).unwrap();
+    let log = CommitLog::open(
+        dir,
+        7,
+        opts,
+        Box::new(|| Ok(())),
+        LogFigures::unregistered(),
+    )
+    .unwrap();
     let mut written = Vec::new();
     let mut last = 0;
     for i in 0..n {
@@ -698,4 +707,51 @@ async fn a_segmented_set_reads_whole_after_a_crash_at_any_record() {
         versions.len(),
         "every version was read at some cut"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_counts_appends_syncs_segments_and_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log_dir, copy) = (dir.path().join("log"), dir.path().join("crashed"));
+    let backends = fresh_backends();
+    let opts = LogOptions {
+        sync: SyncPolicy::OSync,
+        segment_bytes: 4096,
+        ..LogOptions::default()
+    };
+    let node = start(&backends, &log_dir, opts.clone());
+    for i in 0..100 {
+        node.put(put(&format!("k{i}"), &format!("v{i}"), Quorum::All))
+            .await
+            .unwrap();
+    }
+    let f = node.commit_log().unwrap().figures();
+    assert!(f.appends.get() >= 3 * 100, "a record per replica's write");
+    assert!(f.appended_bytes.get() > f.appends.get());
+    assert!(f.syncs.get() >= 1, "o_sync waits for fdatasyncs");
+    assert_eq!(f.sync_time.count(), f.syncs.get());
+    assert!(f.segments_filled.get() >= 1, "4 KiB segments filled");
+    for _ in 0..200 {
+        if f.checkpoints.get() >= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(f.checkpoints.get() >= 1, "filled segments are checkpointed");
+    assert_eq!(
+        f.replayed_records.get(),
+        0,
+        "nothing to replay at the first start"
+    );
+    let text = node.metrics_registry().render(&[]);
+    let line = format!("eddy_commitlog_appends_total {}", f.appends.get());
+    assert!(text.lines().any(|l| l == line), "{text}");
+
+    let survivors = crash(&backends, &log_dir, &copy);
+    node.shutdown();
+    let node = start(&survivors, &copy, opts);
+    let f = node.commit_log().unwrap().figures();
+    assert!(f.replayed_segments.get() >= 1);
+    assert!(f.replayed_records.get() >= 1);
+    node.shutdown();
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use eddy_model::KvError;
 use eddy_storage::{Resource, StorageError};
-use eddy_vnode::commitlog::{self, CommitLog, LogOptions, Op, Record};
+use eddy_vnode::commitlog::{self, CommitLog, LogFigures, LogOptions, Op, Record};
 
 fn record<'a>(key: &'a [u8], value: &'a [u8]) -> Record<'a> {
     Record {
@@ -58,7 +58,7 @@ fn failing_to_create_a_segment_refuses_writes_until_it_succeeds() {
         };
         // Checkpoints fail, so every segment stays for the replay below.
         let keep = Box::new(|| Err("kept for the test".to_string()));
-        let log = CommitLog::open(dir.path(), 1, opts, keep).unwrap();
+        let log = CommitLog::open(dir.path(), 1, opts, keep, LogFigures::unregistered()).unwrap();
         log.inject_create_failure(Some(errno));
         let value = vec![7u8; 1000];
         let mut acked = Vec::new();
@@ -117,7 +117,14 @@ fn a_record_that_needs_a_segment_no_one_can_create_is_refused_whole() {
         segment_bytes: 64 << 10,
         ..LogOptions::default()
     };
-    let log = CommitLog::open(dir.path(), 1, opts, Box::new(|| Ok(()))).unwrap();
+    let log = CommitLog::open(
+        dir.path(),
+        1,
+        opts,
+        Box::new(|| Ok(())),
+        LogFigures::unregistered(),
+    )
+    .unwrap();
     log.inject_create_failure(Some(libc::ENOSPC));
     // Larger than any segment: the append must create one of its own.
     let big = vec![1u8; 200 << 10];

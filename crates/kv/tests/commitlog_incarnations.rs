@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use eddy_vnode::commitlog::{
-    self, CommitLog, Dropped, FIRST_INCARNATION, LogOptions, Op, Record, Recovered,
+    self, CommitLog, Dropped, FIRST_INCARNATION, LogFigures, LogOptions, Op, Record, Recovered,
 };
 use proptest::prelude::*;
 
@@ -26,7 +26,7 @@ fn small_segments() -> LogOptions {
 /// (as after a crash before the backends synced).
 fn open(dir: &Path) -> CommitLog {
     let keep = Box::new(|| Err("the test keeps every segment".to_string()));
-    CommitLog::open(dir, 0, small_segments(), keep).unwrap()
+    CommitLog::open(dir, 0, small_segments(), keep, LogFigures::unregistered()).unwrap()
 }
 
 fn put(log: &CommitLog, partition: u32, incarnation: u64, key: &str, value: &[u8]) {

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use eddy_dt::{DtError, Field, FieldOp, FieldType, FieldValue, MapOp, MapUpdate, Op, SetOp, Value};
+use eddy_dt::{
+    DataType, DtError, Field, FieldOp, FieldType, FieldValue, MapOp, MapUpdate, Op, SetOp, Value,
+};
 use eddy_kv::coordinator::datatype::{DtFetchRequest, DtUpdateRequest};
 use eddy_kv::*;
 use eddy_model::error::DatatypeBucketError;
@@ -352,4 +354,40 @@ async fn a_generated_key_is_reported_and_delete_makes_the_value_not_found() {
         Value::Counter(4),
         "an update after a delete starts from nothing"
     );
+}
+
+#[tokio::test]
+async fn fetches_and_updates_are_counted_and_timed_per_type() {
+    let node = node();
+    for n in [1, 2] {
+        node.dt_update(update("counters", "c", Op::Counter(n), None))
+            .await
+            .unwrap();
+    }
+    node.dt_update(update("sets", "s", set_op(&["x"], &[]), None))
+        .await
+        .unwrap();
+    fetch(&node, "sets", "s").await.unwrap();
+    assert_eq!(fetch(&node, "maps", "absent").await, None);
+    let m = &node.metrics;
+    let of = |t| m.datatypes.of(t);
+    let counts = |t| {
+        let f = of(t);
+        (
+            f.puts.get(),
+            f.put_fsm_time.count(),
+            f.gets.get(),
+            f.get_fsm_time.count(),
+        )
+    };
+    assert_eq!(counts(DataType::Counter), (2, 2, 0, 0));
+    assert_eq!(counts(DataType::Set), (1, 1, 1, 1));
+    assert_eq!(counts(DataType::Map), (0, 0, 1, 1));
+    assert_eq!(counts(DataType::Hll), (0, 0, 0, 0));
+    // Siblings and sizes only of an object found.
+    assert_eq!(of(DataType::Set).get_fsm_siblings.count(), 1);
+    assert_eq!(of(DataType::Map).get_fsm_objsize.count(), 0);
+    // Each is a put or a get of the node's too.
+    assert_eq!((m.puts.get(), m.put_fsm_time.count()), (3, 3));
+    assert_eq!((m.gets.get(), m.get_fsm_time.count()), (2, 2));
 }

@@ -296,3 +296,38 @@ async fn bad_queries_are_refused_with_a_clear_error() {
     .unwrap();
     assert!(matches!(r, Err(KvError::Registry(_))), "{r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_and_listings_are_counted_in_the_node_figures() {
+    let (node, docs) = loaded(5, 30).await;
+    let q = &node.metrics.queries;
+    query(&node, eq("affiliate_bin", "a1")).await.unwrap();
+    query(&node, eq("color", "red")).await.unwrap_err();
+    assert_eq!((q.index_queries.get(), q.index_query_errors.get()), (2, 1));
+    assert_eq!(q.index_queries_running.get(), 0);
+    // One coverage plan folded: each of its vnodes read its index once
+    // (the refused query planned nothing).
+    let ring_size = 16;
+    let plan = q.vnode_index_reads.get();
+    assert!(plan > 0 && plan <= ring_size, "{plan}");
+
+    let lister = node.clone();
+    let listed = tokio::task::spawn_blocking(move || {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        lister.list_keys_blocking(&bucket(), &tx).unwrap();
+        drop(tx);
+        let mut keys = 0;
+        while let Ok(chunk) = rx.try_recv() {
+            keys += chunk.len();
+        }
+        let buckets = lister.list_buckets_blocking("default").unwrap();
+        let unknown = lister.list_buckets_blocking("no-such-type");
+        (keys, buckets.len(), unknown.is_err())
+    })
+    .await
+    .unwrap();
+    assert_eq!(listed, (docs.len(), 1, true));
+    assert_eq!((q.list_keys.get(), q.list_keys_errors.get()), (1, 0));
+    assert_eq!(q.list_keys_running.get(), 0);
+    assert_eq!((q.list_buckets.get(), q.list_buckets_errors.get()), (2, 1));
+}

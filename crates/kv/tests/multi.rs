@@ -358,4 +358,35 @@ async fn counters_count_requests_and_keys_and_one_node_sends_no_batch() {
     assert_eq!(read(&c.gets), 4 + 1);
     assert_eq!(read(&c.deletes), 1);
     assert_eq!(read(&c.vnode_batches), 0, "every vnode is local");
+    // Each key that ran has its single operation's FSM time; the key
+    // refused for its name too. Two of the gets found an object.
+    assert_eq!(c.put_fsm_time.count(), 3 + 1);
+    assert_eq!(c.get_fsm_time.count(), 4 + 1);
+    assert_eq!(c.get_fsm_siblings.count(), 2 + 1);
+    assert_eq!(c.get_fsm_objsize.count(), 2 + 1);
+}
+
+#[tokio::test]
+async fn a_key_counted_has_its_fsm_time_once_even_when_shed() {
+    let node = node_with(NodeConfig {
+        ring_size: 8,
+        multi: MultiLimits {
+            answer_bytes_max: 1,
+            concurrency: 1,
+            batch_items_max: 1,
+            ..MultiLimits::default()
+        },
+        ..NodeConfig::default()
+    });
+    let objects = (0..40)
+        .map(|i| object(&format!("k{i}"), b"value"))
+        .collect();
+    node.multi_put(multi_put(plain(), objects)).await.unwrap();
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let got = node.multi_get(multi_get(plain(), &keys)).await.unwrap();
+    assert!(got.iter().all(Result::is_err), "no object fits the answer");
+    let c = &node.metrics;
+    assert_eq!(c.get_fsm_time.count(), c.gets.get());
+    assert_eq!(c.put_fsm_time.count(), c.puts.get());
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use parking_lot::Mutex;
 
 use crate::counter::Counter;
+use crate::gauge::Gauge;
 use crate::histogram::{Histogram, Unit};
 
 /// A figure's Prometheus type.
@@ -42,6 +43,7 @@ pub(crate) type Labels = Vec<(&'static str, String)>;
 
 pub(crate) enum Handle {
     Counter(Counter),
+    Gauge(Gauge),
     Histogram(Histogram),
 }
 
@@ -87,12 +89,35 @@ impl Registry {
         });
         match made {
             Handle::Counter(c) => c,
-            Handle::Histogram(_) => unreachable!("register checks the kind"),
+            Handle::Gauge(_) | Handle::Histogram(_) => unreachable!("register checks the kind"),
         }
     }
 
-    /// The histogram `name` with buckets `bounds` (in `unit`), registered
-    /// now or before.
+    /// The gauge `name` (no labels), registered now or before.
+    pub fn gauge(&self, name: &'static str, help: &'static str) -> Gauge {
+        self.gauge_with(name, help, &[])
+    }
+
+    /// The gauge `name` with `labels`, registered now or before.
+    pub fn gauge_with(
+        &self,
+        name: &'static str,
+        help: &'static str,
+        labels: &[(&'static str, &str)],
+    ) -> Gauge {
+        let made = self.register(name, help, Kind::Gauge, labels, || {
+            Handle::Gauge(Gauge::new())
+        });
+        match made {
+            Handle::Gauge(g) => g,
+            Handle::Counter(_) | Handle::Histogram(_) => {
+                unreachable!("register checks the kind")
+            }
+        }
+    }
+
+    /// The histogram `name` (no labels) with buckets `bounds` (in
+    /// `unit`), registered now or before.
     pub fn histogram(
         &self,
         name: &'static str,
@@ -100,12 +125,25 @@ impl Registry {
         unit: Unit,
         bounds: &'static [u64],
     ) -> Histogram {
-        let made = self.register(name, help, Kind::Histogram, &[], || {
+        self.histogram_with(name, help, unit, bounds, &[])
+    }
+
+    /// The histogram `name` with `labels` and buckets `bounds` (in
+    /// `unit`), registered now or before.
+    pub fn histogram_with(
+        &self,
+        name: &'static str,
+        help: &'static str,
+        unit: Unit,
+        bounds: &'static [u64],
+        labels: &[(&'static str, &str)],
+    ) -> Histogram {
+        let made = self.register(name, help, Kind::Histogram, labels, || {
             Handle::Histogram(Histogram::new(unit, bounds))
         });
         match made {
             Handle::Histogram(h) => h,
-            Handle::Counter(_) => unreachable!("register checks the kind"),
+            Handle::Counter(_) | Handle::Gauge(_) => unreachable!("register checks the kind"),
         }
     }
 
@@ -146,6 +184,7 @@ impl Clone for Handle {
     fn clone(&self) -> Self {
         match self {
             Handle::Counter(c) => Handle::Counter(c.clone()),
+            Handle::Gauge(g) => Handle::Gauge(g.clone()),
             Handle::Histogram(h) => Handle::Histogram(h.clone()),
         }
     }

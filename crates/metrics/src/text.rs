@@ -23,6 +23,7 @@ pub(crate) fn render(families: &BTreeMap<&'static str, Family>, extra: &[Sample]
         for (labels, handle) in &family.series {
             match handle {
                 Handle::Counter(c) => line(&mut out, name, "", labels, None, c.get() as f64),
+                Handle::Gauge(g) => line(&mut out, name, "", labels, None, g.get() as f64),
                 Handle::Histogram(h) => histogram(&mut out, name, labels, h),
             }
         }
@@ -115,6 +116,16 @@ mod tests {
         );
         t.record(800);
         t.record(2_000_000);
+        let running = r.gauge("eddy_index_queries_running", "Queries running.");
+        let _one = running.track();
+        let set = r.histogram_with(
+            "eddy_datatype_puts_seconds",
+            "Update time.",
+            Unit::Microseconds,
+            &[1_000],
+            &[("datatype", "set")],
+        );
+        set.record(1_500);
         let extra = [Sample {
             name: "eddy_http_connections".into(),
             help: "Open HTTP connections.",
@@ -126,9 +137,18 @@ mod tests {
 # HELP eddy_api_requests_total Requests.
 # TYPE eddy_api_requests_total counter
 eddy_api_requests_total{api=\"p\\\"b\"} 1
+# HELP eddy_datatype_puts_seconds Update time.
+# TYPE eddy_datatype_puts_seconds histogram
+eddy_datatype_puts_seconds_bucket{datatype=\"set\",le=\"0.001\"} 0
+eddy_datatype_puts_seconds_bucket{datatype=\"set\",le=\"+Inf\"} 1
+eddy_datatype_puts_seconds_sum{datatype=\"set\"} 0.0015
+eddy_datatype_puts_seconds_count{datatype=\"set\"} 1
 # HELP eddy_http_connections Open HTTP connections.
 # TYPE eddy_http_connections gauge
 eddy_http_connections 2
+# HELP eddy_index_queries_running Queries running.
+# TYPE eddy_index_queries_running gauge
+eddy_index_queries_running 1
 # HELP eddy_node_get_fsm_time_seconds Get time.
 # TYPE eddy_node_get_fsm_time_seconds histogram
 eddy_node_get_fsm_time_seconds_bucket{le=\"0.001\"} 1

@@ -20,6 +20,7 @@
 
 use std::time::Instant;
 
+use eddy_metrics::Histogram;
 use eddy_model::BucketRef;
 use eddy_model::index::term::{self, FieldKind};
 use eddy_object::RiakObject;
@@ -117,8 +118,15 @@ impl Executor {
         Executor { js }
     }
 
-    /// Runs `job` to the end (blocking: call from a blocking thread).
-    pub fn run(&self, job: &MapRedJob, source: &dyn Source) -> Result<MapRedOutput, MapRedError> {
+    /// Runs `job` to the end (blocking: call from a blocking thread),
+    /// recording the time of each phase that ends in `phase_time` (a map
+    /// phase 0 run at the vnodes included).
+    pub fn run(
+        &self,
+        job: &MapRedJob,
+        source: &dyn Source,
+        phase_time: &Histogram,
+    ) -> Result<MapRedOutput, MapRedError> {
         let deadline = Instant::now() + job.timeout;
         let ready = job
             .phases
@@ -128,10 +136,17 @@ impl Executor {
             .collect::<Result<Vec<_>, _>>()?;
         let mut out = MapRedOutput::default();
         let mapped = match at_vnodes(job, ready.first(), deadline) {
-            Some((inputs, phase)) => match source.map_at_vnodes(inputs, &phase, deadline) {
-                Err(e) if output_too_large(&e) => None,
-                other => Some(other?),
-            },
+            Some((inputs, phase)) => {
+                let started = Instant::now();
+                match source.map_at_vnodes(inputs, &phase, deadline) {
+                    Err(e) if output_too_large(&e) => None,
+                    other => {
+                        let values = other?;
+                        phase_time.record_since(started);
+                        Some(values)
+                    }
+                }
+            }
             None => None,
         };
         let (mut items, first) = match mapped {
@@ -150,12 +165,14 @@ impl Executor {
         }
         let phases = ready.iter().zip(&job.phases).enumerate().skip(first);
         for (i, (phase, spec)) in phases {
+            let started = Instant::now();
             let values = match phase {
                 Ready::ErlangReduce(_) | Ready::IndexReduce(_) | Ready::JsReduce(..) => {
                     self.reduce(i, phase, items.into_values(), deadline)?
                 }
                 _ => self.map_or_link(i, phase, items.into_keys(i)?, job.r, source, deadline)?,
             };
+            phase_time.record_since(started);
             if spec.keep() {
                 out.phases.push((i, values.clone()));
             }

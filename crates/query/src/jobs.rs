@@ -14,11 +14,12 @@
 use std::sync::{Arc, OnceLock};
 
 use eddy_kv::Node;
+use eddy_kv::metrics::JobInputs;
 use eddy_vnode::mapphase::{MapInput, MapRunner};
 
 use crate::error::MapRedError;
 use crate::exec::{Executor, MapRedOutput};
-use crate::job::parse_job;
+use crate::job::{Inputs, parse_job};
 use crate::js::{JsLimits, JsPool};
 use crate::kv_source::KvSource;
 use crate::vnode_map::Runner;
@@ -70,22 +71,43 @@ impl Jobs {
     }
 
     /// Reads the job in `body` (JSON) and runs it against `node` on a
-    /// blocking thread.
+    /// blocking thread. A job read is counted in `node`'s figures (by its
+    /// inputs), while it runs, and if it fails; its phases are timed.
     pub async fn run(
         self: Arc<Self>,
         node: Arc<Node>,
         body: Vec<u8>,
     ) -> Result<MapRedOutput, MapRedError> {
         let job = parse_job(&body)?;
+        let metrics = node.metrics.clone();
+        let q = &metrics.queries;
+        q.mapred_jobs(inputs_of(&job.inputs)).increment();
+        let running = q.mapred_jobs_running.track();
         let runtime = tokio::runtime::Handle::current();
+        let figures = metrics.clone();
         tokio::task::spawn_blocking(move || {
+            let _running = running;
             let source = KvSource { node, runtime };
-            self.executor().run(&job, &source)
+            let phase_time = &figures.queries.mapred_phase_time;
+            self.executor().run(&job, &source, phase_time)
         })
         .await
         .map_err(|e| MapRedError::Worker(e.to_string()))
         .and_then(|ran| ran)
-        .inspect_err(log_failure)
+        .inspect_err(|e| {
+            q.mapred_job_errors.increment();
+            log_failure(e);
+        })
+    }
+}
+
+/// How a job's inputs label its figures.
+fn inputs_of(inputs: &Inputs) -> JobInputs {
+    match inputs {
+        Inputs::Bucket(_) => JobInputs::Bucket,
+        Inputs::Keys(_) => JobInputs::Keys,
+        Inputs::KeyFilter { .. } => JobInputs::KeyFilter,
+        Inputs::Index(_) => JobInputs::Index,
     }
 }
 

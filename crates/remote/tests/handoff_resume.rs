@@ -90,6 +90,13 @@ async fn a_cut_link_resumes_from_the_checkpoint() {
     let done = status(&sender);
     assert!(done.resumes >= 1);
     assert!(done.batches_acked <= BATCHES);
+    let figures = sender.handoffs.figures().of(Kind::Ownership);
+    assert!(figures.failed.get() >= 1, "the cut failed an attempt");
+    assert!(
+        figures.resumed.get() >= 1,
+        "the next went on from the checkpoint"
+    );
+    assert_eq!(figures.completed.get(), 1);
     assert_eq!(
         batches_delivered(&net),
         BATCHES as usize,

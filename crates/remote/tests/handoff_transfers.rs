@@ -47,6 +47,20 @@ async fn hinted_handoff_moves_everything_and_drops_the_fallback(engine: Engine) 
     let status = &fallback.handoffs.transfers()[0];
     assert_eq!(status.objects, keys.len() as u64);
     assert_eq!(status.last_error, None);
+
+    let sent = fallback.handoffs.figures().of(Kind::Hinted);
+    let counts = (sent.started.get(), sent.completed.get(), sent.failed.get());
+    assert_eq!(counts, (1, 1, 0));
+    assert_eq!(sent.objects_sent.get(), keys.len() as u64);
+    assert_eq!(sent.bytes_sent.get(), status.bytes);
+    assert_eq!(sent.outbound_running.get(), 0, "the transfer is over");
+    let other = fallback.handoffs.figures().of(Kind::Ownership);
+    assert_eq!(other.started.get(), 0);
+    let received = owner.handoffs.figures().of(Kind::Hinted);
+    assert_eq!(received.objects_received.get(), keys.len() as u64);
+    assert_eq!(received.bytes_received.get(), status.bytes);
+    assert_eq!(received.inbound_running.get(), 0, "finished");
+    assert_eq!(owner.handoffs.figures().rejected.get(), 0);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -262,10 +276,61 @@ async fn the_transfer_limit_holds_and_changes_at_run_time() {
     .await;
     until("all are done", || running().1 == partitions.len()).await;
     assert_eq!(fallback.handoffs.outbound_peak(), 3);
+    let sent = fallback.handoffs.figures().of(Kind::Hinted);
+    assert_eq!(sent.started.get(), partitions.len() as u64);
+    assert_eq!(sent.completed.get(), partitions.len() as u64);
+    assert_eq!(sent.outbound_running.get(), 0);
     for p in &partitions {
         assert!(fallback.node.partition_backend(*p).is_none());
         assert!(owner.node.partition_backend(*p).is_some());
     }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_receiver_at_its_limit_rejects_a_transfer_and_counts_it() {
+    let root = tempfile::tempdir().unwrap();
+    let (_net, mut transports) = network(13, 2);
+    let t1 = transports.pop().unwrap();
+    let t0 = transports.pop().unwrap();
+    let partitions: Vec<Partition> = (0..2).map(Partition).collect();
+    let all_mine = eddy_ring::Ring::single(RING, name(0)).unwrap();
+    let path = |i: usize| root.path().join(format!("n{i}"));
+    let fallback = start(
+        name(0),
+        t0,
+        Engine::Memory,
+        path(0),
+        all_mine,
+        &partitions,
+        1000,
+    );
+    let owner_ring = ring(&name(1), &name(1));
+    let owner = start(name(1), t1, Engine::Memory, path(1), owner_ring, &[], 2000);
+    owner.handoffs.set_transfer_limit(1);
+    let b = bucket(false);
+    for p in &partitions {
+        for k in keys_in(&b, *p, 600) {
+            fallback.put(&b, &k, b"x").await;
+        }
+    }
+    for p in &partitions {
+        fallback
+            .handoffs
+            .start(*p, Kind::Hinted, owner.name.clone())
+            .unwrap();
+    }
+    let dropped = || {
+        let t = fallback.handoffs.transfers();
+        t.iter()
+            .filter(|t| t.state == TransferState::Dropped)
+            .count()
+    };
+    until("both are done", || dropped() == partitions.len()).await;
+    let figures = owner.handoffs.figures();
+    assert!(figures.rejected.get() >= 1, "one waited for the other");
+    let received = figures.of(Kind::Hinted).objects_received.get();
+    assert_eq!(received, 2 * 600);
+    assert_eq!(fallback.handoffs.figures().of(Kind::Hinted).failed.get(), 0);
 }
 
 /// A vnode its node's ring still calls a fallback, into which an ownership

@@ -102,7 +102,7 @@ async fn puts_and_gets_over_tcp_run_on_the_worker_pool() {
 async fn durable_replies_leave_from_the_syncer_thread() {
     use eddy_bitcask::{Bitcask, BitcaskConfig};
     use eddy_vnode::Vnode;
-    use eddy_vnode::commitlog::{CommitLog, LogOptions, SyncPolicy};
+    use eddy_vnode::commitlog::{CommitLog, LogFigures, LogOptions, SyncPolicy};
     use eddy_vnode::msg::PutAck;
 
     let dir = tempfile::tempdir().unwrap();
@@ -111,7 +111,14 @@ async fn durable_replies_leave_from_the_syncer_thread() {
         segment_bytes: 1 << 20,
         ..LogOptions::default()
     };
-    let log = CommitLog::open(&dir.path().join("log"), 1, opts, Box::new(|| Ok(()))).unwrap();
+    let log = CommitLog::open(
+        &dir.path().join("log"),
+        1,
+        opts,
+        Box::new(|| Ok(())),
+        LogFigures::unregistered(),
+    )
+    .unwrap();
     let backend = Bitcask::open(&dir.path().join("p0"), BitcaskConfig::default()).unwrap();
     let vnode = Vnode::new(
         Partition(0),

@@ -83,8 +83,8 @@ pub struct App {
 
 /// The router serving Riak's HTTP API over `node`.
 pub fn router(node: Arc<Node>, config: HttpConfig) -> Router {
-    let stats = Arc::new(HttpStats::new());
-    HttpStats::start_sampler(&stats, node.clone());
+    let stats = Arc::new(HttpStats::new(&node, config.pb_table.as_ref()));
+    HttpStats::start_sampler(&stats);
     let figures = ApiFigures::register(node.metrics_registry(), "http", &routes::OPS);
     let app = Arc::new(App {
         node,

@@ -90,6 +90,11 @@ impl ConnectionTable {
         self.refused.load(Ordering::Relaxed)
     }
 
+    /// Connections admitted since the table was made.
+    pub fn admitted(&self) -> u64 {
+        self.entries.lock().next_id
+    }
+
     /// Admits a new (idle) connection, evicting the longest-idle one when
     /// the table is full; `None` when all are busy.
     pub fn admit(self: &Arc<Self>) -> Option<Slot> {

@@ -97,6 +97,12 @@ impl Node {
         deadline: Instant,
     ) -> Result<Vec<Vec<u8>>, KvError> {
         let (ring_size, plan) = self.coverage_vnodes(n_val)?;
+        if matches!(kind, FoldKind::Index(_) | FoldKind::IndexMap(_)) {
+            self.metrics
+                .queries
+                .vnode_index_reads
+                .add(plan.len() as u64);
+        }
         let (local, remote): (Vec<_>, Vec<_>) = plan
             .into_iter()
             .partition(|v| v.node == self.config.node_name && self.vnode(v.partition).is_some());

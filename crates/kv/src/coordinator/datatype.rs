@@ -12,6 +12,7 @@
 //! only, as Riak 1.4's counters, and only with `allow_mult`.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use eddy_dt::{DataType, DtError, MAP_DEPTH_MAX, Op, State, decode_context, encode_context};
 use eddy_object::{Content, codec};
@@ -134,12 +135,25 @@ impl Node {
     }
 
     /// Applies a data type operation with the request's (or the bucket's)
-    /// quorums.
+    /// quorums. Counted and timed in the node's figures as a put and as an
+    /// update of the operation's type.
     pub async fn dt_update(
         self: &Arc<Self>,
         req: DtUpdateRequest,
     ) -> Result<DtUpdateResponse, KvError> {
         self.metrics.puts.increment();
+        let start = Instant::now();
+        let datatype = req.op.datatype();
+        let result = self.coordinate_dt_update(req).await;
+        self.metrics.put_fsm_time.record_since(start);
+        self.metrics.datatypes.record_put(datatype, start);
+        result
+    }
+
+    async fn coordinate_dt_update(
+        self: &Arc<Self>,
+        req: DtUpdateRequest,
+    ) -> Result<DtUpdateResponse, KvError> {
         let resolved = self.props_entries(&req.bucket)?;
         let dt = bucket_datatype(&req.bucket, &resolved.0)?;
         check_op(&req.op, dt)?;
@@ -185,6 +199,8 @@ impl Node {
     }
 
     /// Reads a data type value: the merge of every sibling's state.
+    /// Counted and timed in the node's figures as a get and as a fetch of
+    /// the bucket's type.
     pub async fn dt_fetch(
         self: &Arc<Self>,
         req: DtFetchRequest,
@@ -199,7 +215,10 @@ impl Node {
                 ..req.options
             },
         };
-        let (state, deleted) = match self.get(get).await? {
+        let start = Instant::now();
+        let got = self.get(get).await;
+        self.metrics.datatypes.record_get(dt.datatype, start, &got);
+        let (state, deleted) = match got? {
             GetResponse::Found(object) => (state_of(&object, dt.datatype)?, false),
             GetResponse::NotFound { tombstone_context } => (None, tombstone_context.is_some()),
         };

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::metrics::QueryMetrics;
 use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::index::query::{ScanField, UNPAGED_RESULTS_MAX};
@@ -23,13 +24,23 @@ pub const INDEX_TIMEOUT_DEFAULT: Duration = Duration::from_secs(60);
 const INDEX_TIMEOUT_NONE: Duration = Duration::from_secs(24 * 3600);
 
 impl Node {
-    /// Answers a 2i query on `bucket`. Blocking: run it on a blocking
-    /// thread.
+    /// Answers a 2i query on `bucket`, counted in the node's figures
+    /// whoever asks. Blocking: run it on a blocking thread.
     pub fn index_query_blocking(
         &self,
         bucket: &BucketRef,
         req: &IndexRequest,
     ) -> Result<IndexPage, KvError> {
+        let q = &self.metrics.queries;
+        let (count, running, errors) = (
+            &q.index_queries,
+            Some(&q.index_queries_running),
+            &q.index_query_errors,
+        );
+        QueryMetrics::track(count, running, errors, || self.index_query(bucket, req))
+    }
+
+    fn index_query(&self, bucket: &BucketRef, req: &IndexRequest) -> Result<IndexPage, KvError> {
         let props = self.props(bucket)?;
         let n_val = props.n_val;
         let query = req.prepare(bucket, props.generation)?;

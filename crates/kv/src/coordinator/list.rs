@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use eddy_storage::{FoldControl, FoldOptions};
 use tokio::sync::mpsc::Sender;
 
+use crate::metrics::QueryMetrics;
 use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::request::BucketRef;
@@ -19,13 +20,24 @@ use eddy_vnode::msg::FoldKind;
 pub const KEY_CHUNK_LEN: usize = 1000;
 
 impl Node {
-    /// Streams the live keys of `bucket` to `out` in chunks. Blocking: run
-    /// it on a blocking thread. Stops early if `out` is closed.
+    /// Streams the live keys of `bucket` to `out` in chunks, counted in
+    /// the node's figures whoever asks. Blocking: run it on a blocking
+    /// thread. Stops early if `out` is closed.
     pub fn list_keys_blocking(
         &self,
         bucket: &BucketRef,
         out: &Sender<Vec<Vec<u8>>>,
     ) -> Result<(), KvError> {
+        let q = &self.metrics.queries;
+        let (count, running, errors) = (
+            &q.list_keys,
+            Some(&q.list_keys_running),
+            &q.list_keys_errors,
+        );
+        QueryMetrics::track(count, running, errors, || self.list_keys(bucket, out))
+    }
+
+    fn list_keys(&self, bucket: &BucketRef, out: &Sender<Vec<Vec<u8>>>) -> Result<(), KvError> {
         let props = self.props(bucket)?;
         let (n_val, storage_bucket) = (props.n_val, bucket.storage_bucket_at(props.generation));
         if !self.alone() {
@@ -93,8 +105,15 @@ impl Node {
             .unwrap_or_else(|| ring.partition_of(hash))
     }
 
-    /// The buckets of `bucket_type` holding at least one key. Blocking.
+    /// The buckets of `bucket_type` holding at least one key, counted in
+    /// the node's figures. Blocking.
     pub fn list_buckets_blocking(&self, bucket_type: &str) -> Result<Vec<Vec<u8>>, KvError> {
+        let q = &self.metrics.queries;
+        let (count, errors) = (&q.list_buckets, &q.list_buckets_errors);
+        QueryMetrics::track(count, None, errors, || self.list_buckets(bucket_type))
+    }
+
+    fn list_buckets(&self, bucket_type: &str) -> Result<Vec<Vec<u8>>, KvError> {
         let props = self.registry.bucket_props(bucket_type, b"-")?;
         let mut buckets = BTreeSet::new();
         if !self.alone() {

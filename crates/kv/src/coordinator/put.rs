@@ -66,7 +66,7 @@ impl Node {
         let coordinated = self
             .put_client_write(&req.bucket, &key, &req.options, resolved, coordinate)
             .await?;
-        self.put_response(key, coordinated, &req.options)
+        self.put_response(&req.bucket, key, coordinated, &req.options)
     }
 
     /// Runs a client's write of `key` under the bucket's props (resolved
@@ -126,11 +126,12 @@ impl Node {
     /// quorum: that object if the options ask for it.
     pub(super) fn put_response(
         &self,
+        bucket: &BucketRef,
         key: Vec<u8>,
         coordinated: Coordinated,
         options: &PutOptions,
     ) -> Result<PutResponse, KvError> {
-        self.warn_siblings(coordinated.siblings);
+        self.warn_siblings(bucket, &key, coordinated.siblings);
         let object = match options.return_body || options.return_head {
             true => Some(codec::decode(&coordinated.encoded)?),
             false => None,
@@ -237,10 +238,14 @@ impl Node {
             .unwrap_or(0)
     }
 
-    fn warn_siblings(&self, siblings: usize) {
+    /// Warns of an object written with more siblings than
+    /// `object.siblings.warning_threshold`, naming it as the large-object
+    /// warning does ([`BucketRef::object_name`]).
+    fn warn_siblings(&self, bucket: &BucketRef, key: &[u8], siblings: usize) {
         if siblings > self.config.siblings_warn {
             self.metrics.siblings_warnings.increment();
-            tracing::warn!(siblings, "object has many siblings");
+            let object = bucket.object_name(key);
+            tracing::warn!(%object, siblings, "object has many siblings");
         }
     }
 }

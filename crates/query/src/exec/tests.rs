@@ -208,9 +208,16 @@ fn executor() -> Executor {
     Executor::new(Some(JsPool::start(limits).unwrap()))
 }
 
+fn phase_time() -> Histogram {
+    Histogram::new(
+        eddy_metrics::Unit::Microseconds,
+        eddy_metrics::TIME_US_BOUNDS,
+    )
+}
+
 fn run(mem: &Memory, job: Value) -> Result<Vec<(usize, Vec<Value>)>, MapRedError> {
     let job = parse_job(job.to_string().as_bytes())?;
-    executor().run(&job, mem).map(|o| o.phases)
+    executor().run(&job, mem, &phase_time()).map(|o| o.phases)
 }
 
 fn last(mem: &Memory, job: Value) -> Vec<Value> {
@@ -236,6 +243,23 @@ fn erlang_map_then_set_union() {
     let job = json!({"inputs": [["b", "foo"], ["b", "bar"], ["b", "baz"]],
         "query": [erl("map", "map_object_value"), erl("reduce", "reduce_set_union")]});
     assert_eq!(last(&m, job), vec![json!("2"), json!("4")]);
+}
+
+#[test]
+fn each_phase_that_ends_is_timed() {
+    let m = numbers();
+    let job = json!({"inputs": [["b", "foo"], ["b", "bar"]],
+        "query": [erl("map", "map_object_value"), erl("reduce", "reduce_set_union")]});
+    let job = parse_job(job.to_string().as_bytes()).unwrap();
+    let times = phase_time();
+    executor().run(&job, &m, &times).unwrap();
+    assert_eq!(times.count(), 2);
+    let failing = json!({"inputs": [["b", "foo"]], "query": [
+        erl("map", "map_object_value"),
+        {"reduce": {"language": "javascript", "source": "function (v) { throw 'no'; }"}}]});
+    let failing = parse_job(failing.to_string().as_bytes()).unwrap();
+    assert!(executor().run(&failing, &m, &times).is_err());
+    assert_eq!(times.count(), 3, "the failed phase is not timed");
 }
 
 #[test]
@@ -503,7 +527,9 @@ fn a_job_past_its_timeout_stops() {
 fn javascript_can_be_disabled() {
     let m = numbers();
     let job = parse_job(br#"{"inputs":"b","query":[{"map":{"name":"Riak.mapValues"}}]}"#).unwrap();
-    let err = Executor::new(None).run(&job, &m).unwrap_err();
+    let err = Executor::new(None)
+        .run(&job, &m, &phase_time())
+        .unwrap_err();
     assert!(err.to_string().contains("disabled"));
 }
 

@@ -10,6 +10,7 @@ use eddy_ring::{NodeName, Partition};
 use parking_lot::Mutex;
 
 use super::checkpoint::Checkpoints;
+use super::figures::HandoffFigures;
 use super::limit::TransferLimit;
 use super::progress::{TransferState, TransferStatus};
 use super::receiver::{Inbound, InboundStatus};
@@ -30,6 +31,8 @@ pub struct Handoffs {
     pub(crate) checkpoints: Checkpoints,
     outgoing: Mutex<BTreeMap<u32, Arc<Outgoing>>>,
     pub(crate) on_complete: OnceLock<OnComplete>,
+    /// What the sender and receiver count, in the node's registry.
+    pub(crate) figures: HandoffFigures,
     /// Blocking work runs on the calling task (`NodeConfig::blocking_inline`).
     pub(crate) inline: bool,
     stopping: AtomicBool,
@@ -72,6 +75,7 @@ impl Handoffs {
             config,
             outgoing: Mutex::default(),
             on_complete: OnceLock::new(),
+            figures: HandoffFigures::register(node.metrics_registry()),
             inline: node.config().blocking_inline,
             stopping: AtomicBool::new(false),
             me: me.clone(),
@@ -198,6 +202,11 @@ impl Handoffs {
     pub fn set_transfer_limit(&self, limit: usize) {
         self.outbound.set(limit);
         self.inbound.set(limit);
+    }
+
+    /// What this node's transfers counted (design note 025).
+    pub fn figures(&self) -> &HandoffFigures {
+        &self.figures
     }
 
     /// The most outbound transfers that ran at once so far.

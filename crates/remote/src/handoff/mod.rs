@@ -19,6 +19,7 @@
 //! logged and its data destroyed ([`finish`]).
 //!
 //! Files: [`wire`] (the messages), [`order`] (key order, batches),
+//! [`figures`] (what `/stats` and `/metrics` count),
 //! [`checkpoint`] (the receiver's record), [`watch`] (writes during a
 //! transfer), [`limit`] (`transfer_limit`), [`progress`] (what operators
 //! see), `handoffs` (the node's manager), `sender`, `reader` (the blocking
@@ -35,6 +36,7 @@
 //!   a node at once.
 
 pub mod checkpoint;
+pub mod figures;
 pub mod finish;
 mod handoffs;
 pub mod limit;
@@ -51,6 +53,7 @@ use std::time::Duration;
 
 use eddy_ring::{NodeName, Partition};
 
+pub use figures::HandoffFigures;
 pub use handoffs::Handoffs;
 pub use limit::DEFAULT_TRANSFER_LIMIT;
 pub use progress::{TransferState, TransferStatus};

@@ -68,6 +68,8 @@ struct Receiving {
     last_seen: Mutex<Instant>,
     /// Batches and objects made durable.
     counts: Mutex<(u64, u64)>,
+    /// Counts it among the inbound transfers running while it is served.
+    _running: eddy_metrics::Tracked,
 }
 
 impl Inbound {
@@ -80,6 +82,7 @@ impl Inbound {
         limit: &Arc<TransferLimit>,
         admitted: bool,
         stale_after: std::time::Duration,
+        running: &eddy_metrics::Gauge,
     ) -> Option<Arc<Receiving>> {
         let mut active = self.active.lock();
         if let Some(e) = active.get(&key) {
@@ -100,6 +103,7 @@ impl Inbound {
             one_at_a_time: tokio::sync::Mutex::new(()),
             last_seen: Mutex::new(Instant::now()),
             counts: Mutex::default(),
+            _running: running.track(),
         });
         active.insert(key, e.clone());
         Some(e)
@@ -200,13 +204,16 @@ async fn serve(h: &Arc<Handoffs>, from: NodeName, request: Request) -> Result<Re
     // A round that follows a finished transfer (a handed vnode sending its
     // latest writes) is small and needs no slot of its own.
     let admitted = !is_start || follows_finished(h, &from, transfer);
+    let figures = h.figures.of(transfer.kind);
     let Some(entry) = h.inbound_transfers.entry(
         key.clone(),
         transfer.kind,
         &h.inbound,
         admitted,
         stale_after,
+        &figures.inbound_running,
     ) else {
+        h.figures.rejected.increment();
         return Ok(Reply::Busy);
     };
     let _one = entry.one_at_a_time.lock().await;
@@ -269,6 +276,10 @@ fn apply(h: &Handoffs, from: &NodeName, request: Request) -> Result<Reply, Strin
             c.progress.seq = seq;
             c.progress.position = position;
             save(h, &c, false)?;
+            let figures = h.figures.of(transfer.kind);
+            figures.objects_received.add(items.len() as u64);
+            let bytes: usize = items.iter().map(Item::wire_bytes).sum();
+            figures.bytes_received.add(bytes as u64);
             Ok(Reply::Acked { seq })
         }
         Request::Digests {

@@ -103,16 +103,20 @@ type Step = Result<(), String>;
 /// ownership transfer or retires a hinted one.
 pub(crate) async fn run(h: Arc<Handoffs>, t: Arc<Outgoing>) {
     let slot = h.outbound.acquire().await;
+    let figures = h.figures.of(t.kind);
+    let running = figures.outbound_running.track();
+    figures.started.increment();
     t.status.set_state(TransferState::Running);
     t.watched.track();
     let sent = retry(&h, &t, || send_and_finish(&h, &t, true));
     if sent.await.is_none() {
         return;
     }
+    figures.completed.increment();
     match t.kind {
         Kind::Ownership => {
             t.status.set_state(TransferState::Handed);
-            drop(slot);
+            drop((slot, running));
             tracing::info!(partition = t.partition.0, to = %t.to, "ownership handoff done");
             if let (Some(report), Some(node)) = (h.on_complete.get(), h.node.upgrade()) {
                 report(Completed {
@@ -192,6 +196,7 @@ where
             Ok(done) => return Some(done),
             Err(e) => {
                 tracing::info!(partition = t.partition.0, to = %t.to, "handoff paused: {e}");
+                h.figures.of(t.kind).failed.increment();
                 t.status.failed(e);
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(h.config.retry_max);
@@ -251,6 +256,9 @@ async fn start(h: &Handoffs, t: &Outgoing, wait_busy: bool) -> Result<Stream, St
             position: Position::Start,
         });
     };
+    if progress.position != Position::Start {
+        h.figures.of(t.kind).resumed.increment();
+    }
     if progress.session != t.session && progress.position != Position::Start {
         let mut owed = t.catch_up.lock();
         *owed = owed.take().max(Some(progress.position.clone()));
@@ -402,6 +410,9 @@ async fn send_batch(h: &Handoffs, t: &Outgoing, s: &mut Stream, batch: ReadBatch
     s.seq = seq;
     s.position = batch.position;
     t.status.acked(objects, bytes);
+    let figures = h.figures.of(t.kind);
+    figures.objects_sent.add(objects as u64);
+    figures.bytes_sent.add(bytes as u64);
     Ok(())
 }
 

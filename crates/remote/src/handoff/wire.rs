@@ -26,6 +26,16 @@ pub enum Kind {
     Hinted,
 }
 
+impl Kind {
+    /// Riak's word for it (`ownership_handoff_…`, `hinted_handoff_…`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Ownership => "ownership",
+            Kind::Hinted => "hinted",
+        }
+    }
+}
+
 /// Which transfer a message belongs to. The sending node is the message's
 /// sender (the transport names it), so a transfer is identified by the
 /// sending node, the partition and the sending vnode's incarnation.
@@ -71,7 +81,7 @@ pub struct Item {
 
 impl Item {
     /// The bytes this item takes in a batch: three length-prefixed fields.
-    fn wire_bytes(&self) -> usize {
+    pub(crate) fn wire_bytes(&self) -> usize {
         12 + self.bucket.len() + self.key.len() + self.encoded.len()
     }
 }

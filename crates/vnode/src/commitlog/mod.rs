@@ -46,8 +46,10 @@
 //!
 //! Files: [`record`] (one record's frame), [`segment`] (names and reading),
 //! `writer` (the mapped segment appends copy into), `syncer` (the
-//! threads), [`mod@recover`] (replay at start).
+//! threads), [`mod@recover`] (replay at start), [`figures`] (what
+//! `/metrics` counts).
 
+pub mod figures;
 pub mod record;
 pub mod recover;
 mod retire;
@@ -65,6 +67,7 @@ use eddy_storage::GroupCommit;
 pub use eddy_storage::SyncPolicy;
 use parking_lot::{Condvar, Mutex};
 
+pub use figures::LogFigures;
 pub use record::{Dropped, Entry, FIRST_INCARNATION, Op, Position, Record, Synced};
 pub use recover::{Recovered, recover, recover_live};
 
@@ -175,6 +178,7 @@ struct Shared {
     /// Wakes the syncer.
     work: Condvar,
     opts: LogOptions,
+    figures: LogFigures,
 }
 
 /// The running commit log of a node.
@@ -185,12 +189,14 @@ pub struct CommitLog {
 
 impl CommitLog {
     /// Starts a log in `dir` whose first segment is `first_seq` (one past
-    /// the last segment [`recover()`] saw). `sync_all` is the checkpoint.
+    /// the last segment [`recover()`] saw). `sync_all` is the checkpoint;
+    /// the log counts its work in `figures`.
     pub fn open(
         dir: &Path,
         first_seq: u64,
         opts: LogOptions,
         sync_all: SyncAll,
+        figures: LogFigures,
     ) -> std::io::Result<CommitLog> {
         std::fs::create_dir_all(dir)?;
         let current =
@@ -216,6 +222,7 @@ impl CommitLog {
             fail_next_sync: std::sync::atomic::AtomicBool::new(false),
             spare: spare::Spare::default(),
             opts,
+            figures,
         });
         let threads = syncer::start(shared.clone(), sync_all)?;
         Ok(CommitLog {
@@ -316,6 +323,8 @@ impl CommitLog {
             self.shared.work.notify_one();
         }
         st.appended += len;
+        self.shared.figures.appends.increment();
+        self.shared.figures.appended_bytes.add(len);
         if self.shared.opts.sync != SyncPolicy::OSync {
             let appended = st.appended;
             self.shared
@@ -354,6 +363,11 @@ impl CommitLog {
             (None, true) => None,
             (None, false) => self.shared.exhausted(&st).map(|e| e.to_string()),
         }
+    }
+
+    /// What the log counted (and what replay counted before it opened).
+    pub fn figures(&self) -> &LogFigures {
+        &self.shared.figures
     }
 
     /// Writes refused because a resource ran out, by resource.
@@ -522,6 +536,7 @@ impl Shared {
             }
         };
         let full = std::mem::replace(&mut st.current, next);
+        self.figures.segments_filled.increment();
         st.closed.push(full.close(st.appended));
         st.segment_start = st.appended;
         self.work.notify_one();

@@ -191,12 +191,18 @@ impl Syncer {
             return Ok(());
         }
         let injected = self.shared.fail_next_sync.swap(false, Ordering::SeqCst);
+        let figures = &self.shared.figures;
         self.shared.group.round(end, || {
             if injected {
                 return Err(format!("fdatasync of segment {seq}: injected failure"));
             }
-            file.sync_data()
-                .map_err(|e| format!("fdatasync of segment {seq}: {e}"))
+            let started = Instant::now();
+            let synced = file
+                .sync_data()
+                .map_err(|e| format!("fdatasync of segment {seq}: {e}"));
+            figures.syncs.increment();
+            figures.sync_time.record_since(started);
+            synced
         })?;
         self.synced = end;
         self.last_sync = Instant::now();
@@ -252,6 +258,7 @@ fn checkpoint_loop(shared: &Shared, closed: Receiver<u64>, sync_all: SyncAll) {
             tracing::error!("commit log checkpoint failed, segments kept: {e}");
             continue;
         }
+        shared.figures.checkpoints.increment();
         for seq in pending.drain(..) {
             let freed = retire::retire(dir, seq).and_then(|path| {
                 retire::shrink_away(&path, retire::SLICE_BYTES, retire::PAUSE, hurry)

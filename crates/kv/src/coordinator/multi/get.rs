@@ -96,7 +96,7 @@ impl Node {
                         true => KvError::AnswerTooLarge { max },
                         false => KvError::Timeout,
                     };
-                    run.place(job.index, Err(e));
+                    run.skip(job.index, Err(e));
                 }
                 break;
             }

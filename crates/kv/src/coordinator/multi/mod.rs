@@ -28,6 +28,11 @@
 //! `multi.answer_bytes_max` bytes (a result that would pass it sheds its
 //! object, and keys of a get not yet started are not run); one deadline
 //! bounds the whole request.
+//!
+//! Figures: each key that runs is counted in the node's gets or puts and
+//! its time (from the start of its request's run to its answer) recorded
+//! as a single key's FSM time ([`Recorded`]); the keys a request names
+//! are counted apart too.
 
 mod get;
 mod plan;
@@ -40,6 +45,7 @@ use tokio::time::Instant;
 
 use super::{content_bytes, quorum};
 use crate::coordinator::delete::DeleteOutcome;
+use crate::metrics::NodeMetrics;
 use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::limits::MultiLimits;
@@ -249,6 +255,8 @@ impl Node {
         let limits = self.config.multi;
         Run {
             deadline: self.deadline(timeout_ms),
+            started: std::time::Instant::now(),
+            metrics: self.metrics.clone(),
             limits,
             budget: Budget {
                 used: 0,
@@ -276,20 +284,36 @@ fn check_delete_quorums(o: &DeleteOptions, props: &BucketProps) -> Result<(), Kv
 /// the results so far, by item.
 struct Run<R> {
     deadline: Instant,
+    /// When the run began: each key's FSM time is counted from here.
+    started: std::time::Instant,
+    metrics: Arc<NodeMetrics>,
     limits: MultiLimits,
     budget: Budget,
     results: Vec<Option<Result<R, KvError>>>,
 }
 
-impl<R: Weighed> Run<R> {
-    /// Places item `i`'s result, its object counted against the budget.
+impl<R: Weighed + Recorded> Run<R> {
+    /// Places the result of item `i`, whose key ran, its object counted
+    /// against the budget.
     fn answer(&mut self, i: usize, result: Result<R, KvError>) {
+        R::record(&self.metrics, self.started, &result);
         let admitted = self.budget.admit(result);
-        self.place(i, admitted);
+        self.store(i, admitted);
     }
 
-    /// Places item `i`'s result as it is.
+    /// Places the result of item `i`, whose key ran, as it is.
     fn place(&mut self, i: usize, result: Result<R, KvError>) {
+        R::record(&self.metrics, self.started, &result);
+        self.store(i, result);
+    }
+
+    /// Places the result of item `i`, whose key never ran (shed or out of
+    /// time before its wave): not counted.
+    fn skip(&mut self, i: usize, result: Result<R, KvError>) {
+        self.store(i, result);
+    }
+
+    fn store(&mut self, i: usize, result: Result<R, KvError>) {
         if let Some(slot) = self.results.get_mut(i) {
             *slot = Some(result);
         }
@@ -374,6 +398,24 @@ impl Weighed for PutResponse {
             object: None,
             ..self
         })
+    }
+}
+
+/// A per-key answer as the node's figures record it: as the single-key
+/// operation's FSM time (and, for a get, the object's siblings and size).
+trait Recorded: Sized {
+    fn record(m: &NodeMetrics, started: std::time::Instant, result: &Result<Self, KvError>);
+}
+
+impl Recorded for GetResponse {
+    fn record(m: &NodeMetrics, started: std::time::Instant, result: &Result<Self, KvError>) {
+        m.record_get(started, result);
+    }
+}
+
+impl Recorded for PutResponse {
+    fn record(m: &NodeMetrics, started: std::time::Instant, _: &Result<Self, KvError>) {
+        m.put_fsm_time.record_since(started);
     }
 }
 

@@ -104,7 +104,7 @@ impl Node {
         while jobs.peek().is_some() {
             if run.expired() {
                 for job in jobs.by_ref() {
-                    run.place(job.index, Err(KvError::Timeout));
+                    run.skip(job.index, Err(KvError::Timeout));
                 }
                 break;
             }
@@ -445,7 +445,7 @@ impl Node {
                     siblings: written.siblings,
                 };
                 let key = std::mem::take(&mut slot.key);
-                self.put_response(key, coordinated, slot.target.options)
+                self.put_response(slot.target.bucket, key, coordinated, slot.target.options)
             }
         };
         run.answer(slot.index, result);
@@ -491,7 +491,7 @@ impl Node {
                     deadline,
                 };
                 let coordinated = node.put_under_props(&target, resolved, write, 1).await?;
-                node.put_response(key, coordinated, &options)
+                node.put_response(&bucket, key, coordinated, &options)
             };
             (index, result.await)
         });

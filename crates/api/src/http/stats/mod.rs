@@ -3,134 +3,31 @@
 //! same ones `/metrics` renders.
 //!
 //! Counts named without `_total` are over the last minute, as Riak's
-//! spirals are: a sampler task reads the node's counters once a second and
-//! keeps a minute of samples. FSM times (µs), sibling counts and object
-//! sizes come from the kv coordinators' histograms, over the last minute.
-//! The cluster fields (`ring_members`, `ring_ownership`,
+//! spirals are ([`spiral`]). FSM times (µs), sibling counts and object
+//! sizes come from the kv coordinators' histograms, over the last minute;
+//! gauges and Riak's plain counters (handoff's) as they are now
+//! ([`figures`]). The cluster fields (`ring_members`, `ring_ownership`,
 //! `connected_nodes`) are this node's view of the membership.
 //! `riak_kv_version` is the Riak compatibility version (plain `X.Y.Z`),
 //! `eddy_version` Eddy's own.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+mod figures;
+mod spiral;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::response::Response;
 use eddy_cluster::{MemberStatus, NodeName, Ring};
 use eddy_kv::Node;
-use eddy_kv::metrics::NodeMetrics;
-use eddy_metrics::{Counter, Histogram};
-use parking_lot::Mutex;
+use eddy_metrics::Histogram;
 use serde_json::{Map, Value, json};
 
 use super::keys::json_response;
 use super::server::App;
 use crate::version::{EDDY_VERSION, RIAK_COMPAT_VERSION};
 
-const MINUTE_SECS: u64 = 60;
-
-/// The node's counters `/stats` shows, each by its name (counted over the
-/// last minute) and with `_total` (since the node started): Riak's for
-/// single-key operations, Eddy's for multi-key requests (design note
-/// 016: requests and the keys they named, per operation, and the batched
-/// vnode messages sent to other nodes; set operations' deltas sent to
-/// replicas, and replicas that were behind one, design note 020 §6).
-const COUNTERS: [(&str, CounterOf); 14] = [
-    ("node_gets", |c| &c.gets),
-    ("node_puts", |c| &c.puts),
-    ("vnode_gets", |c| &c.vnode_gets),
-    ("vnode_puts", |c| &c.vnode_puts),
-    ("read_repairs", |c| &c.read_repairs),
-    ("node_multi_gets", |c| &c.multi_gets),
-    ("node_multi_get_keys", |c| &c.multi_get_keys),
-    ("node_multi_puts", |c| &c.multi_puts),
-    ("node_multi_put_keys", |c| &c.multi_put_keys),
-    ("node_multi_deletes", |c| &c.multi_deletes),
-    ("node_multi_delete_keys", |c| &c.multi_delete_keys),
-    ("vnode_batches", |c| &c.vnode_batches),
-    ("datatype_deltas", |c| &c.datatype_deltas),
-    ("datatype_deltas_behind", |c| &c.datatype_deltas_behind),
-];
-
-/// Where one of [`COUNTERS`] is among the node's figures.
-type CounterOf = fn(&NodeMetrics) -> &Counter;
-
-/// The counters sampled each second, in [`COUNTERS`]' order.
-#[derive(Clone, Copy, Debug, Default)]
-struct Totals([u64; COUNTERS.len()]);
-
-impl Totals {
-    fn read(m: &NodeMetrics) -> Totals {
-        Totals(COUNTERS.map(|(_, counter)| counter(m).get()))
-    }
-
-    /// What each counter counted since `base`.
-    fn since(self, base: Totals) -> Totals {
-        let mut out = self;
-        for (n, b) in out.0.iter_mut().zip(base.0) {
-            *n = n.saturating_sub(b);
-        }
-        out
-    }
-}
-
-/// The one-minute counts of [`COUNTERS`]: samples of their totals.
-pub struct HttpStats {
-    started: Instant,
-    samples: Mutex<VecDeque<(u64, Totals)>>,
-}
-
-impl Default for HttpStats {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl HttpStats {
-    pub fn new() -> Self {
-        HttpStats {
-            started: Instant::now(),
-            samples: Mutex::new(VecDeque::new()),
-        }
-    }
-
-    fn now_secs(&self) -> u64 {
-        self.started.elapsed().as_secs()
-    }
-
-    /// Starts the once-a-second sampler of `node`'s counters; it ends when
-    /// the stats are dropped. Does nothing outside a tokio runtime.
-    pub fn start_sampler(stats: &Arc<HttpStats>, node: Arc<Node>) {
-        stats.sample(&node);
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let weak: Weak<HttpStats> = Arc::downgrade(stats);
-        rt.spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            loop {
-                tick.tick().await;
-                let Some(stats) = weak.upgrade() else { return };
-                stats.sample(&node);
-            }
-        });
-    }
-
-    fn sample(&self, node: &Node) {
-        let now = self.now_secs();
-        let mut samples = self.samples.lock();
-        samples.push_back((now, Totals::read(&node.metrics)));
-        while samples.len() > 2 && samples[1].0 + MINUTE_SECS <= now {
-            samples.pop_front();
-        }
-    }
-
-    /// Counts over the last minute: now minus the oldest kept sample.
-    fn last_minute(&self, now: Totals) -> Totals {
-        let base = self.samples.lock().front().map(|s| s.1).unwrap_or_default();
-        now.since(base)
-    }
-}
+pub use spiral::HttpStats;
 
 /// Answers `/stats`.
 pub fn get(app: &App) -> Response {
@@ -140,29 +37,14 @@ pub fn get(app: &App) -> Response {
 
 /// Every stat, by Riak's names.
 pub fn stats_json(app: &App) -> Map<String, Value> {
-    let stats = &app.stats;
     let node = &app.node;
-    let totals = Totals::read(&node.metrics);
-    let minute = stats.last_minute(totals);
-    let mut m = Map::new();
-    let mut put = |k: &str, v: Value| {
-        m.insert(k.to_string(), v);
-    };
-    for (i, (name, _)) in COUNTERS.iter().enumerate() {
-        put(name, json!(minute.0[i]));
-        put(&format!("{name}_total"), json!(totals.0[i]));
+    let mut m: Map<String, Value> = app.stats.entries().into_iter().collect();
+    for (prefix, h) in figures::histograms(node) {
+        m.extend(percentiles(&prefix, h));
     }
-    let figures = &node.metrics;
-    for (prefix, h) in [
-        ("node_get_fsm_time", &figures.get_fsm_time),
-        ("node_put_fsm_time", &figures.put_fsm_time),
-        ("node_get_fsm_siblings", &figures.get_fsm_siblings),
-        ("node_get_fsm_objsize", &figures.get_fsm_objsize),
-    ] {
-        for (k, v) in percentiles(prefix, h) {
-            m.insert(k, v);
-        }
-    }
+    let pb = app.config.pb_table.as_deref();
+    m.extend(figures::running(node, pb));
+    m.extend(figures::handoffs(app.config.handoffs.as_deref()));
     for (k, v) in node_info(app) {
         m.insert(k, v);
     }

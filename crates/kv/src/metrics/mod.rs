@@ -5,17 +5,22 @@
 //!
 //! `/stats` shows each counter under Riak's name (over the last minute)
 //! and with `_total`; `/metrics` under its `eddy_` name.
+//!
+//! Files: this one (gets, puts, deletes, vnodes, multi-key requests),
+//! [`datatype`] (data type fetches and updates, per type), [`query`] (2i
+//! queries, listings, MapReduce jobs).
+
+pub mod datatype;
+pub mod query;
 
 use std::time::Instant;
 
-use eddy_metrics::{Counter, Histogram, Registry, Unit};
+use eddy_metrics::{Counter, Histogram, Registry, TIME_US_BOUNDS, Unit};
 use eddy_model::request::GetResponse;
 
-/// Buckets of the FSM times, in microseconds: 100 µs to 60 s.
-const TIME_US_BOUNDS: &[u64] = &[
-    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
-    1_000_000, 2_500_000, 5_000_000, 10_000_000, 60_000_000,
-];
+pub use datatype::DatatypeMetrics;
+pub use query::{JobInputs, QueryMetrics};
+
 /// Buckets of sibling counts.
 const SIBLINGS_BOUNDS: &[u64] = &[1, 2, 3, 5, 10, 25, 50, 100];
 /// Buckets of object sizes: 1 KiB to 64 MiB.
@@ -70,6 +75,10 @@ pub struct NodeMetrics {
     /// Siblings and bytes of the objects gets found.
     pub get_fsm_siblings: Histogram,
     pub get_fsm_objsize: Histogram,
+    /// Data type fetches and updates, by type.
+    pub datatypes: DatatypeMetrics,
+    /// 2i queries, listings and MapReduce jobs.
+    pub queries: QueryMetrics,
 }
 
 impl NodeMetrics {
@@ -97,17 +106,34 @@ impl NodeMetrics {
             put_fsm_time: time("eddy_node_put_fsm_time_seconds", "Time of the puts this node coordinated."),
             get_fsm_siblings: r.histogram("eddy_node_get_fsm_siblings", "Siblings in the objects gets found.", Unit::Count, SIBLINGS_BOUNDS),
             get_fsm_objsize: r.histogram("eddy_node_get_fsm_objsize_bytes", "Bytes of the values of the objects gets found.", Unit::Bytes, OBJSIZE_BOUNDS),
+            datatypes: DatatypeMetrics::register(r),
+            queries: QueryMetrics::register(r),
         }
     }
 
     /// Records a coordinated get that began at `start`: its time and,
     /// for an object found, its siblings and size.
     pub(crate) fn record_get<E>(&self, start: Instant, result: &Result<GetResponse, E>) {
-        self.get_fsm_time.record_since(start);
-        if let Ok(GetResponse::Found(obj)) = result {
-            self.get_fsm_siblings.record(obj.siblings.len() as u64);
-            let size: usize = obj.contents().map(|c| c.value.len()).sum();
-            self.get_fsm_objsize.record(size as u64);
-        }
+        let (time, siblings, objsize) = (
+            &self.get_fsm_time,
+            &self.get_fsm_siblings,
+            &self.get_fsm_objsize,
+        );
+        record_get_in([time, siblings, objsize], start, result);
+    }
+}
+
+/// Records a get that began at `start` in its time, siblings and object
+/// size histograms (the last two only for an object found).
+fn record_get_in<E>(
+    [time, siblings, objsize]: [&Histogram; 3],
+    start: Instant,
+    result: &Result<GetResponse, E>,
+) {
+    time.record_since(start);
+    if let Ok(GetResponse::Found(obj)) = result {
+        siblings.record(obj.siblings.len() as u64);
+        let size: usize = obj.contents().map(|c| c.value.len()).sum();
+        objsize.record(size as u64);
     }
 }
