@@ -100,5 +100,8 @@ async fn the_warnings_name_the_object() {
     assert!(siblings.contains("siblings=3"), "{siblings}");
     let large = text.lines().find(|l| l.contains("large object written"));
     let large = large.unwrap_or_else(|| panic!("no large object warning in:\n{text}"));
-    assert!(large.contains("object=default/b\u{fffd}x\\n/big"), "{large}");
+    assert!(
+        large.contains("object=default/b\u{fffd}x\\n/big"),
+        "{large}"
+    );
 }
