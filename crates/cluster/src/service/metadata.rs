@@ -6,7 +6,6 @@
 //! brings the entry to them.
 
 use eddy_model::metadata::MetadataChange;
-use eddy_model::metadata::register::{BucketMetadata, Stamp};
 use eddy_model::props::PropsPatch;
 use eddy_model::types::TypeEntry;
 use eddy_ring::NodeName;
@@ -85,7 +84,7 @@ impl Membership {
         inner
             .update(|s| {
                 let stamp = s.metadata().next_stamp(&me, now_ms);
-                write(s.metadata_mut(), change, stamp);
+                s.metadata_mut().write(change, stamp);
                 Ok(())
             })
             .await?;
@@ -110,21 +109,5 @@ fn bucket_change(bucket_type: &str, bucket: &str, patch: Option<PropsPatch>) -> 
         bucket_type: bucket_type.to_owned(),
         bucket: bucket.to_owned(),
         patch,
-    }
-}
-
-/// Writes `change` to the registers with `stamp`.
-fn write(registers: &mut BucketMetadata, change: MetadataChange, stamp: Stamp) {
-    match change {
-        MetadataChange::Type { name, entry } => {
-            registers.set_bucket_type(&name, entry, stamp);
-        }
-        MetadataChange::Bucket {
-            bucket_type,
-            bucket,
-            patch,
-        } => {
-            registers.set_bucket_props(&bucket_type, &bucket, patch, stamp);
-        }
     }
 }

@@ -73,18 +73,7 @@ impl MetadataStore for MemoryStore {
             clock_ms,
         } = &mut *state;
         let stamp = registers.next_stamp(&self.node, *clock_ms);
-        match change {
-            MetadataChange::Type { name, entry } => {
-                registers.set_bucket_type(&name, entry, stamp);
-            }
-            MetadataChange::Bucket {
-                bucket_type,
-                bucket,
-                patch,
-            } => {
-                registers.set_bucket_props(&bucket_type, &bucket, patch, stamp);
-            }
-        }
+        registers.write(change, stamp);
         if let Some(registry) = self.registry.upgrade() {
             registry.apply_registers(registers)?;
         }

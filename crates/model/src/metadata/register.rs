@@ -29,6 +29,7 @@ use eddy_ring::NodeName;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::MetadataChange;
 use crate::props::PropsPatch;
 use crate::types::TypeEntry;
 
@@ -79,6 +80,19 @@ impl BucketMetadata {
         };
         let map = self.bucket_props.entry(bucket_type.to_owned()).or_default();
         put_register(map, bucket, entry)
+    }
+
+    /// Writes a local change with `stamp`. Returns whether the registers
+    /// changed.
+    pub fn write(&mut self, change: MetadataChange, stamp: Stamp) -> bool {
+        match change {
+            MetadataChange::Type { name, entry } => self.set_bucket_type(&name, entry, stamp),
+            MetadataChange::Bucket {
+                bucket_type,
+                bucket,
+                patch,
+            } => self.set_bucket_props(&bucket_type, &bucket, patch, stamp),
+        }
     }
 
     /// Merges `other` into `self`. Returns whether `self` changed.
