@@ -95,6 +95,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     let state_path = cluster::state_path(&root);
     migrate::migrate(&root, &mut state, &state_path, &settings.node.nodename)?;
     registry.apply_registers(state.metadata())?;
+    let links = cluster::Links::bind(settings, &state)?;
     let watch = eddy_remote::handoff::Watch::new();
     let jobs = eddy_query::Jobs::new(settings.javascript);
     let (node, storage) = open_node(
@@ -104,6 +105,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         state.ring().clone(),
         &watch,
         jobs.clone(),
+        &links,
     )?;
     let damaged = node.damaged_partitions();
     if settings.node.partition_repair == PartitionRepair::Auto && !damaged.is_empty() {
@@ -128,7 +130,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         Err(e) => return Err(close_unserved(&node, &datadir, &root, e).await),
     };
     let partitions = cluster::Partitions { storage, watch };
-    let cluster = match cluster::start(settings, &root, &node, state, partitions).await {
+    let cluster = match cluster::start(settings, &root, &node, state, partitions, links).await {
         Ok(cluster) => cluster,
         Err(e) => return Err(close_unserved(&node, &datadir, &root, e.into()).await),
     };
@@ -225,6 +227,7 @@ fn open_node(
     ring: Ring,
     watch: &Arc<eddy_remote::handoff::Watch>,
     jobs: Arc<eddy_query::Jobs>,
+    links: &cluster::Links,
 ) -> Result<(Arc<Node>, Arc<Storage>), StartError> {
     let storage = Arc::new(Storage::new(
         &settings.storage,
@@ -266,7 +269,11 @@ fn open_node(
         map_runner: Some(jobs),
         ..node_config(settings, datadir.root())
     };
-    let node = Node::start_with(config, registry, ring, &partitions, |p| {
+    let factory = Arc::new(vnodes::Factory {
+        storage: storage.clone(),
+    });
+    let links = links.for_node(watch.wrap_factory(factory));
+    let node = Node::start_linked(config, links, registry, ring, &partitions, |p| {
         opened
             .remove(&p)
             .expect("each hosted partition opened once")
@@ -278,10 +285,6 @@ fn open_node(
         "commit log replayed and vnodes started"
     );
     vnodes::destroy_dropped(&node, &storage)?;
-    let factory = Arc::new(vnodes::Factory {
-        storage: storage.clone(),
-    });
-    node.set_vnode_factory(watch.wrap_factory(factory));
     Ok((node, storage))
 }
 

@@ -200,7 +200,7 @@ async fn serve(h: &Arc<Handoffs>, from: NodeName, request: Request) -> Result<Re
     // A round that follows a finished transfer (a handed vnode sending its
     // latest writes) is small and needs no slot of its own.
     let admitted = !is_start || follows_finished(h, &from, transfer);
-    let Some(entry) = h.inbound_transfers.entry(
+    let Some(entry) = h.underway.inbound.entry(
         key.clone(),
         transfer.kind,
         &h.inbound,
@@ -228,7 +228,7 @@ async fn serve(h: &Arc<Handoffs>, from: NodeName, request: Request) -> Result<Re
         counts.1 += objects;
     }
     if finishing {
-        h.inbound_transfers.end(&key);
+        h.underway.inbound.end(&key);
     }
     Ok(reply)
 }
@@ -300,7 +300,7 @@ fn apply(h: &Handoffs, from: &NodeName, request: Request) -> Result<Reply, Strin
             save(h, &c, true)?;
             if transfer.kind == Kind::Ownership {
                 let p = transfer.partition;
-                h.inbound_transfers.moved(p, c.receiver_incarnation);
+                h.underway.inbound.moved(p, c.receiver_incarnation);
             }
             Ok(Reply::Finished)
         }
