@@ -190,12 +190,29 @@ fn bad_configuration_names_the_setting() {
 #[test]
 fn an_address_in_use_is_a_clear_error() {
     let node = TestNode::start(&[]);
-    let other = tempfile::tempdir().unwrap();
-    let mut cmd = node.command(&["start"]);
-    cmd.env("EDDY_PLATFORM_DATA_DIR", other.path());
-    let out = cmd.output().unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let start_beside = |cluster: Option<String>| {
+        let other = tempfile::tempdir().unwrap();
+        let mut cmd = node.command(&["start"]);
+        cmd.env("EDDY_PLATFORM_DATA_DIR", other.path());
+        if let Some(addr) = cluster {
+            cmd.env("EDDY_LISTENER_CLUSTER_INTERNAL", addr);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // Every port taken: the cluster's is bound first, before the
+    // partitions are opened (design note 021).
+    let err = start_beside(None);
+    assert!(
+        err.contains("cannot listen on") && err.contains("listener.cluster.internal"),
+        "{err}"
+    );
+    // The cluster's free: the HTTP listener's is named.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap();
+    let err = start_beside(Some(free.to_string()));
     assert!(
         err.contains("cannot listen on") && err.contains("listener.http.internal"),
         "{err}"

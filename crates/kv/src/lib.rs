@@ -5,8 +5,9 @@
 //! - [`coordinator`]: the async get/put/delete/list, 2i, key-filter, map,
 //!   multi-key and data type drivers;
 //! - [`node`]: the node that ties them together: its vnodes, ring, registry
-//!   and counters, and what it is given to reach beyond itself (other nodes'
-//!   vnodes, liveness, a vnode factory, the handoffs under way);
+//!   and counters, and what it is given, when built, to reach beyond itself
+//!   ([`NodeLinks`]: other nodes' vnodes, liveness, a vnode factory, the
+//!   transfers under way);
 //! - [`router`]: delivery of vnode messages to a vnode here or elsewhere
 //!   (through the [`router::RemoteVnodes`] the node is given; the network
 //!   adapter is eddy-remote's);
@@ -53,5 +54,6 @@ pub mod router;
 
 pub use coordinator::delete::DeleteOutcome;
 pub use node::{
-    DeleteMode, Liveness, Node, NodeConfig, StartError, Transfers, VnodeFactory, VnodeParts,
+    DeleteMode, Liveness, Node, NodeConfig, NodeLinks, StartError, Transfers, VnodeFactory,
+    VnodeParts,
 };

@@ -9,7 +9,7 @@
 //! log's segments.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -140,16 +140,15 @@ pub struct Node {
     pub(crate) write_refusal: crate::refusal::WriteRefusal,
     /// The tombstone reap queue.
     pub(crate) reaper: crate::coordinator::reap::Reaper,
-    /// How requests reach other nodes' vnodes; unset on a single node.
-    pub(crate) remote: OnceLock<Arc<dyn crate::router::RemoteVnodes>>,
+    /// How requests reach other nodes' vnodes; `None` on a single node.
+    pub(crate) remote: Option<Arc<dyn crate::router::RemoteVnodes>>,
     /// Opens the backends of vnodes started after the node (fallbacks,
-    /// handoff receivers); unset: no vnode is started later.
-    factory: OnceLock<Arc<dyn VnodeFactory>>,
-    /// Which partitions are being handed off, once the cluster layer
-    /// started its handoffs.
-    handoffs: OnceLock<std::sync::Weak<dyn Transfers>>,
-    /// Which other nodes are up; unset: all are (a single node).
-    pub(crate) liveness: OnceLock<Arc<dyn Liveness>>,
+    /// handoff receivers); `None`: no vnode is started later.
+    factory: Option<Arc<dyn VnodeFactory>>,
+    /// Which partitions are being handed off; `None`: none is.
+    transfers: Option<Arc<dyn Transfers>>,
+    /// Which other nodes are up; `None`: all are (a single node).
+    pub(crate) liveness: Option<Arc<dyn Liveness>>,
     /// Serialises the start of vnodes, so a partition gets one.
     starting: parking_lot::Mutex<()>,
     /// Serialises the sweeps of dropped buckets (design note 018).
@@ -161,6 +160,27 @@ pub struct Node {
     dropped_at_start: Vec<(Partition, u64)>,
 }
 
+/// What a node reaches beyond itself, given when it is built (design
+/// note 021): each is made before the node and, where it changes, fed by
+/// the cluster side afterwards. The default is a node alone: every vnode
+/// local, every node up, no transfer, no vnode started later.
+#[derive(Clone, Default)]
+pub struct NodeLinks {
+    /// How requests reach other nodes' vnodes (eddy-remote's `NetRemote`,
+    /// built before the node and serving other nodes once it runs);
+    /// `None`: such requests are answered `Unreachable`.
+    pub remote: Option<Arc<dyn crate::router::RemoteVnodes>>,
+    /// Opens the backends of vnodes started after the node (fallbacks,
+    /// handoff receivers); `None`: no vnode is started later.
+    pub vnode_factory: Option<Arc<dyn VnodeFactory>>,
+    /// Which other nodes are up, as the membership publishes it; `None`:
+    /// all are.
+    pub liveness: Option<Arc<dyn Liveness>>,
+    /// The transfers under way, as the handoff manager records them
+    /// (eddy-remote's `Underway`); `None`: none is.
+    pub transfers: Option<Arc<dyn Transfers>>,
+}
+
 /// Which nodes are up, as the cluster's failure detector sees them.
 pub trait Liveness: Send + Sync {
     /// True while `node` is believed up.
@@ -168,7 +188,8 @@ pub trait Liveness: Send + Sync {
 }
 
 /// The partitions being handed off from or to this node, as the node's
-/// handoff manager knows them (eddy-remote's `Handoffs`).
+/// handoff manager records them (eddy-remote's `Underway`, which its
+/// `Handoffs` updates).
 pub trait Transfers: Send + Sync {
     /// True while a transfer of `p` from or to this node runs.
     fn is_pending(&self, p: Partition) -> bool;
@@ -219,13 +240,28 @@ impl Node {
         Node::start_with(config, registry, ring, &partitions, open)
     }
 
-    /// Starts a node of `ring` running a vnode for each of `partitions`
-    /// (those it owns and those it holds data for); `open(p)` gives each
-    /// one's backend and actor. With a commit log, what it holds for these
-    /// partitions is replayed into their backends first; records of other
-    /// partitions belong to vnodes this node no longer runs.
+    /// Starts a node of `ring` without links ([`NodeLinks::default`]):
+    /// see [`Node::start_linked`].
     pub fn start_with(
         config: NodeConfig,
+        registry: Arc<BucketRegistry>,
+        ring: Ring,
+        partitions: &[Partition],
+        open: impl FnMut(Partition) -> VnodeParts,
+    ) -> Result<Arc<Node>, StartError> {
+        let links = NodeLinks::default();
+        Node::start_linked(config, links, registry, ring, partitions, open)
+    }
+
+    /// Starts a node of `ring` running a vnode for each of `partitions`
+    /// (those it owns and those it holds data for), reaching beyond itself
+    /// through `links`; `open(p)` gives each vnode's backend and actor.
+    /// With a commit log, what it holds for these partitions is replayed
+    /// into their backends first; records of other partitions belong to
+    /// vnodes this node no longer runs.
+    pub fn start_linked(
+        config: NodeConfig,
+        links: NodeLinks,
         registry: Arc<BucketRegistry>,
         ring: Ring,
         partitions: &[Partition],
@@ -270,10 +306,10 @@ impl Node {
             repair: Default::default(),
             write_refusal: Default::default(),
             reaper: Default::default(),
-            remote: OnceLock::new(),
-            factory: OnceLock::new(),
-            liveness: OnceLock::new(),
-            handoffs: OnceLock::new(),
+            remote: links.remote,
+            factory: links.vnode_factory,
+            liveness: links.liveness,
+            transfers: links.transfers,
             starting: parking_lot::Mutex::new(()),
             sweeping: parking_lot::Mutex::new(()),
             me: std::sync::Weak::new(),
@@ -347,43 +383,16 @@ impl Node {
         &self.dropped_at_start
     }
 
-    /// Connects the node to other nodes' vnodes (once).
-    pub fn set_remote(&self, remote: Arc<dyn crate::router::RemoteVnodes>) {
-        let _ = self.remote.set(remote);
-    }
-
-    /// Tells the node its handoff manager (once): reaping waits while a
-    /// partition is being handed off.
-    pub fn set_handoffs<T: Transfers + 'static>(&self, handoffs: &Arc<T>) {
-        let weak = Arc::downgrade(handoffs);
-        let weak: std::sync::Weak<dyn Transfers> = weak;
-        let _ = self.handoffs.set(weak);
-    }
-
     /// True while partition `p` is being handed off from or to this node,
     /// or the ring plans to move it.
     pub(crate) fn handoff_pending(&self, p: Partition) -> bool {
-        let local = self
-            .handoffs
-            .get()
-            .and_then(std::sync::Weak::upgrade)
-            .is_some_and(|h| h.is_pending(p));
+        let local = self.transfers.as_ref().is_some_and(|t| t.is_pending(p));
         local || self.ring_now().next_owner(p).is_some()
-    }
-
-    /// Lets the node route around nodes that are down (once).
-    pub fn set_liveness(&self, liveness: Arc<dyn Liveness>) {
-        let _ = self.liveness.set(liveness);
     }
 
     /// The node's map runner, if it was given one.
     pub fn map_runner(&self) -> Option<Arc<dyn eddy_vnode::mapphase::MapRunner>> {
         self.config.map_runner.clone()
-    }
-
-    /// Lets the node start vnodes while it runs (once).
-    pub fn set_vnode_factory(&self, factory: Arc<dyn VnodeFactory>) {
-        let _ = self.factory.set(factory);
     }
 
     /// Starts partition `p`'s vnode on this node if it runs none, and
@@ -398,7 +407,7 @@ impl Node {
                 eddy_model::error::Signal::NotHosted(p.0),
             ));
         }
-        let factory = self.factory.get().ok_or(eddy_model::KvError::Signal(
+        let factory = self.factory.as_ref().ok_or(eddy_model::KvError::Signal(
             eddy_model::error::Signal::NotHosted(p.0),
         ))?;
         let parts = factory.open(p).map_err(eddy_model::KvError::VnodeStart)?;

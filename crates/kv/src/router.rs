@@ -64,7 +64,7 @@ impl Node {
                 None => self.deliver_to_new_vnode(to.partition, req, reply),
             };
         }
-        match self.remote.get() {
+        match &self.remote {
             Some(remote) => remote.send(to, req, reply),
             None => {
                 let e = KvError::Unreachable(to.node.to_string());
@@ -91,7 +91,7 @@ impl Node {
             return;
         }
         self.metrics.vnode_batches.increment();
-        match self.remote.get() {
+        match &self.remote {
             Some(remote) => remote.send_batch(node, items),
             None => {
                 for (item, reply) in items {

@@ -127,18 +127,28 @@ fn cluster_with(size: usize, multi: MultiLimits, maps: fn(usize) -> bool) -> Clu
                 ..NodeConfig::default()
             };
             let owned = ring.owned_by(me);
-            let node = Node::start_with(config, registry.clone(), ring.clone(), &owned, |p| {
-                Memory.open(p).unwrap()
-            })
-            .unwrap();
-            node.set_remote(wires.clone());
-            node.set_liveness(wires.clone());
-            node.set_vnode_factory(Arc::new(Memory));
+            let registry = registry.clone();
+            let node =
+                Node::start_linked(config, links(&wires), registry, ring.clone(), &owned, |p| {
+                    Memory.open(p).unwrap()
+                })
+                .unwrap();
             wires.nodes.lock().insert(me.clone(), Arc::downgrade(&node));
             node
         })
         .collect();
     Cluster { wires, nodes, ring }
+}
+
+/// A node's links over `wires`: every other node's vnodes and liveness
+/// through them, vnodes started later in memory.
+fn links(wires: &Arc<Wires>) -> NodeLinks {
+    NodeLinks {
+        remote: Some(wires.clone()),
+        liveness: Some(wires.clone()),
+        vnode_factory: Some(Arc::new(Memory)),
+        transfers: None,
+    }
 }
 
 fn bucket() -> BucketRef {
@@ -383,13 +393,11 @@ async fn a_node_outside_the_ring_with_every_owner_down_refuses_requests() {
         ..NodeConfig::default()
     };
     let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
-    let outside = Node::start_with(config, registry, c.ring.clone(), &[], |p| {
+    let links = links(&c.wires);
+    let outside = Node::start_linked(config, links, registry, c.ring.clone(), &[], |p| {
         Memory.open(p).unwrap()
     })
     .unwrap();
-    outside.set_remote(c.wires.clone());
-    outside.set_liveness(c.wires.clone());
-    outside.set_vnode_factory(Arc::new(Memory));
     c.wires.down.lock().extend((0..3).map(name));
     let err = outside
         .put(put("k", "v", PutOptions::default()))

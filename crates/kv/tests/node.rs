@@ -299,8 +299,11 @@ async fn a_node_owning_nothing_with_every_owner_down_refuses_a_put() {
         ring_size: 8,
         ..NodeConfig::default()
     };
-    let node = Node::start_with(config, registry, ring, &[], |_| unreachable!()).unwrap();
-    node.set_liveness(Arc::new(AloneUp));
+    let links = NodeLinks {
+        liveness: Some(Arc::new(AloneUp)),
+        ..NodeLinks::default()
+    };
+    let node = Node::start_linked(config, links, registry, ring, &[], |_| unreachable!()).unwrap();
     let put = node.put(put_req(BucketRef::default_type(b"b".to_vec()), "k", "v"));
     match put.await {
         Err(KvError::WriteQuorum(failure)) => assert_eq!(

@@ -45,7 +45,7 @@ pub use config::NetConfig;
 pub use eddy_ring::NodeName;
 pub use error::{CallError, HandlerAlreadySet, ReplyError, SendError};
 pub use responder::Responder;
-pub use transport::Transport;
+pub use transport::{Listener, Transport};
 pub use waiting::Waiting;
 
 /// Which connection (TCP) or queue (simulation) a message travels on.

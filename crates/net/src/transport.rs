@@ -85,6 +85,26 @@ impl std::fmt::Debug for Transport {
     }
 }
 
+/// The bound socket of a [`Transport::tcp_bound`], not accepting yet.
+pub struct Listener {
+    node: Arc<tcp::TcpNode>,
+    socket: tokio::net::TcpSocket,
+}
+
+impl Listener {
+    /// Starts accepting peers' connections. Must be called inside a tokio
+    /// runtime.
+    pub fn listen(self) -> std::io::Result<()> {
+        self.node.listen(self.socket)
+    }
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Listener({})", self.node.listen_addr())
+    }
+}
+
 impl Transport {
     /// Starts a TCP transport listening on `listen` (port 0 picks one; see
     /// [`Transport::listen_addr`]). Must be called inside a tokio runtime.
@@ -93,12 +113,32 @@ impl Transport {
         listen: SocketAddr,
         config: NetConfig,
     ) -> std::io::Result<Transport> {
+        let (transport, listener) = Transport::tcp_bound(local, listen, config)?;
+        listener.listen()?;
+        Ok(transport)
+    }
+
+    /// A TCP transport bound to `listen` that does not accept peers'
+    /// connections until [`Listener::listen`]: meanwhile a peer's connect
+    /// is refused (it sees this node down, not silent), while this node
+    /// may already send. A node builds its links on it before it replays
+    /// its commit log, and listens once it can serve.
+    pub fn tcp_bound(
+        local: NodeName,
+        listen: SocketAddr,
+        config: NetConfig,
+    ) -> std::io::Result<(Transport, Listener)> {
         let core = Arc::new(Core::new(local, config));
-        let node = tcp::TcpNode::start(core.clone(), listen).await?;
-        Ok(Transport {
+        let (node, socket) = tcp::TcpNode::bind(core.clone(), listen)?;
+        let listener = Listener {
+            node: node.clone(),
+            socket,
+        };
+        let transport = Transport {
             core,
             kind: Kind::Tcp(node),
-        })
+        };
+        Ok((transport, listener))
     }
 
     pub(crate) fn sim(core: Arc<Core>, endpoint: sim::Endpoint) -> Transport {

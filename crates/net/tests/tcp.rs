@@ -80,6 +80,54 @@ async fn calls_and_one_ways_between_three_nodes() {
 }
 
 #[tokio::test]
+async fn a_bound_transport_refuses_peers_until_it_listens() {
+    let addr = "127.0.0.1:0".parse().unwrap();
+    let (late, listener) = Transport::tcp_bound(name("late"), addr, NetConfig::default()).unwrap();
+    let _inbox = echo(&late);
+    let early = start("early", NetConfig::default()).await;
+    introduce(&[&early, &late]);
+    let refused = early
+        .call(
+            late.local(),
+            Lane::Control,
+            Bytes::from_static(b"hi"),
+            soon(),
+        )
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(CallError::Unreachable(_) | CallError::Refused(_))
+        ),
+        "{refused:?}"
+    );
+    // It may send before it listens: its links are its own connects.
+    let _from_early = echo(&early);
+    let reply = late
+        .call(
+            early.local(),
+            Lane::Control,
+            Bytes::from_static(b"out"),
+            soon(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply, format!("{}:out", early.local()));
+    // Its connect to `early` ended the backoff of `early`'s link to it.
+    listener.listen().unwrap();
+    let reply = early
+        .call(
+            late.local(),
+            Lane::Control,
+            Bytes::from_static(b"hi"),
+            soon(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply, format!("{}:hi", late.local()));
+}
+
+#[tokio::test]
 async fn many_concurrent_calls_are_matched_to_their_replies() {
     let a = start("a", NetConfig::default()).await;
     let b = start("b", NetConfig::default()).await;

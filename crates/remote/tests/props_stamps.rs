@@ -109,25 +109,34 @@ fn pair() -> Pair {
                 ..NodeConfig::default()
             };
             let owned = ring.owned_by(name);
-            let node = Node::start_with(config, registry, ring.clone(), &owned, |p| {
+            let remote = remote(&net, name);
+            let links = NodeLinks {
+                remote: Some(remote.clone()),
+                vnode_factory: Some(Arc::new(Memory)),
+                ..NodeLinks::default()
+            };
+            let node = Node::start_linked(config, links, registry, ring.clone(), &owned, |p| {
                 Memory.open(p).unwrap()
             })
             .unwrap();
-            node.set_vnode_factory(Arc::new(Memory));
-            connect(&node, &net, name);
+            serve(&remote, &node);
             node
         })
         .collect();
     Pair { _net: net, nodes }
 }
 
-fn connect(node: &Arc<Node>, net: &SimNetwork, name: &NodeName) {
+/// Node `name`'s remote vnodes over `net`, built before its node.
+fn remote(net: &SimNetwork, name: &NodeName) -> Arc<NetRemote> {
     let config = RemoteConfig {
         request_id_start: 1,
         ..RemoteConfig::default()
     };
-    let remote = NetRemote::new(net.add_node(name.clone()).unwrap(), config);
-    node.set_remote(remote.clone());
+    NetRemote::new(net.add_node(name.clone()).unwrap(), config)
+}
+
+/// Serves other nodes' requests to `node` once it runs.
+fn serve(remote: &Arc<NetRemote>, node: &Arc<Node>) {
     remote.serve(inbound_for(node), Arc::new(Inline)).unwrap();
     remote.install().unwrap();
     tokio::spawn(remote.watch_peers());

@@ -115,7 +115,7 @@ pub(crate) async fn relay_ping(inner: &Inner, target: &NodeName) -> Option<Reply
     let deadline = Instant::now() + inner.config.probe_timeout;
     match inner.call(target, &Message::Ping { epoch }, deadline).await {
         Ok(Reply::Ack { epoch }) => {
-            inner.detector.lock().heard(target, epoch, Instant::now());
+            heard(inner, target, epoch);
             Some(Reply::Ack { epoch })
         }
         _ => None,

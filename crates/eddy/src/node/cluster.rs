@@ -3,6 +3,13 @@
 //! service (gossip, failure detection, the claimant's duties), and what a
 //! ring change does to the node.
 //!
+//! Two steps, around the node's start (design note 021): [`Links::bind`]
+//! makes what the node is built with (the transport, bound but refusing
+//! peers until the node can serve; kv's remote vnodes over it; the
+//! members up, which the membership feeds later; the transfers under way,
+//! which handoff records), then [`start`] serves the started node, listens
+//! and starts the membership and handoff.
+//!
 //! One transport handler serves every service: membership's messages
 //! first (`b'M'`), then kv's vnode requests and replies (`b'K'`); the rest
 //! is dropped with a debug line.
@@ -19,14 +26,15 @@
 //! node stops once its removal completes. Otherwise a client still talking
 //! to it would have writes acknowledged by a cluster nobody reads.
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
 use eddy_cluster::{ClusterState, Membership, MembershipConfig};
-use eddy_kv::{Liveness, Node};
-use eddy_net::{Lane, NetConfig, Transport};
-use eddy_remote::handoff::{HandoffConfig, Handoffs, Watch};
+use eddy_kv::{Liveness, Node, NodeLinks, VnodeFactory};
+use eddy_net::{Lane, Listener, NetConfig, Transport};
+use eddy_remote::handoff::{HandoffConfig, Handoffs, Underway, Watch};
 use eddy_remote::{NetRemote, RemoteConfig, WorkerPool, inbound_for};
 use eddy_ring::{NodeName, Ring};
 
@@ -122,30 +130,84 @@ pub struct Partitions {
     pub watch: Arc<Watch>,
 }
 
-/// Starts the transport, kv's remote vnodes and the membership service
-/// for `node`, from `state`.
+/// What the node reaches its cluster through, made before the node.
+pub struct Links {
+    transport: Transport,
+    /// The transport's socket, bound; it listens once the node serves.
+    listener: Listener,
+    remote: Arc<NetRemote>,
+    services: Arc<Services>,
+    /// The members up, as the membership publishes them once it runs.
+    up: tokio::sync::watch::Sender<Arc<BTreeSet<NodeName>>>,
+    underway: Arc<Underway>,
+}
+
+impl Links {
+    /// Binds the cluster listener (a peer's connect is refused until
+    /// [`start`] listens) and builds kv's remote vnodes over it. Until the
+    /// membership runs, the members of `state` count as up, as its
+    /// failure detector starts by counting them. Inside the runtime.
+    pub fn bind(settings: &Settings, state: &ClusterState) -> Result<Links, ClusterError> {
+        let me = settings.node.nodename.clone();
+        let addr = settings.listeners.cluster;
+        let net = NetConfig {
+            cluster_name: settings.cluster.cookie.clone(),
+            frame_body_bytes_max: settings.objects.size_max_bytes + FRAME_SLACK,
+            ..NetConfig::default()
+        };
+        let (transport, listener) = Transport::tcp_bound(me, addr, net)
+            .map_err(|source| ClusterError::Listen { addr, source })?;
+        let remote = NetRemote::new(transport.clone(), RemoteConfig::default());
+        let services = route_inbound(&transport, &remote);
+        let members = state.members().keys().cloned().collect();
+        let (up, _) = tokio::sync::watch::channel(Arc::new(members));
+        Ok(Links {
+            transport,
+            listener,
+            remote,
+            services,
+            up,
+            underway: Underway::new(),
+        })
+    }
+
+    /// The node's links: remote vnodes, the members up, the transfers
+    /// under way, and `vnode_factory` for vnodes started later.
+    pub fn for_node(&self, vnode_factory: Arc<dyn VnodeFactory>) -> NodeLinks {
+        NodeLinks {
+            remote: Some(self.remote.clone()),
+            vnode_factory: Some(vnode_factory),
+            liveness: Some(Arc::new(Alive(self.up.subscribe()))),
+            transfers: Some(self.underway.clone()),
+        }
+    }
+}
+
+/// Serves `node` (built with `links`) to the cluster: other nodes'
+/// vnode requests, then the listener, the membership service from
+/// `state`, and handoff.
 pub async fn start(
     settings: &Settings,
     root: &Path,
     node: &Arc<Node>,
     state: ClusterState,
     partitions: Partitions,
+    links: Links,
 ) -> Result<Cluster, ClusterError> {
-    let me = settings.node.nodename.clone();
-    let addr = settings.listeners.cluster;
-    let net = NetConfig {
-        cluster_name: settings.cluster.cookie.clone(),
-        frame_body_bytes_max: settings.objects.size_max_bytes + FRAME_SLACK,
-        ..NetConfig::default()
-    };
-    let transport = Transport::tcp(me, addr, net)
-        .await
-        .map_err(|source| ClusterError::Listen { addr, source })?;
-    let remote = NetRemote::new(transport.clone(), RemoteConfig::default());
-    node.set_remote(remote.clone());
+    let Links {
+        transport,
+        listener,
+        remote,
+        services,
+        up,
+        underway,
+    } = links;
     let workers = WorkerPool::new(INBOUND_THREADS, INBOUND_QUEUE).map_err(ClusterError::Workers)?;
     let _ = remote.serve(inbound_for(node), Arc::new(workers));
-    let services = route_inbound(&transport, &remote);
+    let addr = settings.listeners.cluster;
+    listener
+        .listen()
+        .map_err(|source| ClusterError::Listen { addr, source })?;
     let mut config = MembershipConfig::new(state_path(root));
     config.transfer_limit = settings.cluster.transfer_limit;
     let membership = Membership::start(config, transport.clone(), state)
@@ -158,19 +220,19 @@ pub async fn start(
     };
     let handoffs = handoff::start(
         node,
+        underway,
         &transport,
         &membership,
         partitions.storage,
         partitions.watch,
         config,
     );
-    node.set_handoffs(&handoffs);
     super::metadata::share(node, &membership);
     let _ = services.membership.set(membership.clone());
     let _ = services.handoffs.set(Arc::downgrade(&handoffs));
     tokio::spawn(remote.watch_peers());
     tokio::spawn(remote.watch_up(membership.up_watch()));
-    node.set_liveness(Arc::new(Alive(membership.clone())));
+    feed_up(&membership, up);
     let removed = follow_ring(node, &membership);
     Ok(Cluster {
         membership,
@@ -180,9 +242,8 @@ pub async fn start(
     })
 }
 
-/// One handler for the transport, set as soon as kv's remote vnodes are:
-/// handoff's bulk calls; on the control lane, membership's messages, then
-/// kv's.
+/// One handler for the transport, set before it listens: handoff's bulk
+/// calls; on the control lane, membership's messages, then kv's.
 fn route_inbound(transport: &Transport, remote: &Arc<NetRemote>) -> Arc<Services> {
     let services = Arc::new(Services::default());
     let (remote, routes) = (remote.clone(), services.clone());
@@ -213,8 +274,9 @@ fn route_inbound(transport: &Transport, remote: &Arc<NetRemote>) -> Arc<Services
 }
 
 /// The services the transport's handler routes to once they run: kv's
-/// requests are served from the start, so that no peer's request is
-/// dropped unanswered while the node's other services start.
+/// requests are answered from the start (refused until the node serves),
+/// so that no peer's request is dropped unanswered while the node's other
+/// services start.
 #[derive(Default)]
 struct Services {
     membership: std::sync::OnceLock<Membership>,
@@ -274,11 +336,27 @@ fn adopt(node: &Arc<Node>, ring: &Ring) {
     });
 }
 
-/// The membership service's view of who is up, for kv's preflists.
-struct Alive(Membership);
+/// Publishes the membership's members up to the node's liveness (`up`)
+/// now and at every change, until either side goes.
+fn feed_up(membership: &Membership, up: tokio::sync::watch::Sender<Arc<BTreeSet<NodeName>>>) {
+    let mut ups = membership.up_watch();
+    up.send_replace(ups.borrow_and_update().clone());
+    tokio::spawn(async move {
+        while ups.changed().await.is_ok() {
+            let now = ups.borrow_and_update().clone();
+            if up.send(now).is_err() {
+                return;
+            }
+        }
+    });
+}
+
+/// The members up as the membership publishes them, for kv's preflists
+/// and coverage plans: a read of the watch, no lock of the membership's.
+struct Alive(tokio::sync::watch::Receiver<Arc<BTreeSet<NodeName>>>);
 
 impl Liveness for Alive {
     fn is_up(&self, node: &NodeName) -> bool {
-        self.0.is_up(node)
+        self.0.borrow().contains(node)
     }
 }

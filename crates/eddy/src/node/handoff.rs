@@ -18,7 +18,7 @@ use eddy_cluster::Membership;
 use eddy_kv::Node;
 use eddy_net::Transport;
 use eddy_remote::handoff::{
-    HandoffConfig, HandoffError, Handoffs, Kind, PartitionStore, TransferState, Watch,
+    HandoffConfig, HandoffError, Handoffs, Kind, PartitionStore, TransferState, Underway, Watch,
 };
 use eddy_ring::Partition;
 
@@ -36,9 +36,11 @@ impl PartitionStore for PartitionDirs {
     }
 }
 
-/// Starts the node's handoff manager and the task that decides transfers.
+/// Starts the node's handoff manager, recording its transfers in the
+/// node's `underway`, and the task that decides transfers.
 pub fn start(
     node: &Arc<Node>,
+    underway: Arc<Underway>,
     transport: &Transport,
     membership: &Membership,
     storage: Arc<Storage>,
@@ -46,7 +48,7 @@ pub fn start(
     config: HandoffConfig,
 ) -> Arc<Handoffs> {
     let store = Arc::new(PartitionDirs(storage));
-    let handoffs = Handoffs::new(node, transport.clone(), store, watch, config);
+    let handoffs = Handoffs::new(node, underway, transport.clone(), store, watch, config);
     let reporter = membership.clone();
     handoffs.on_complete(Arc::new(move |done| {
         let membership = reporter.clone();

@@ -80,6 +80,7 @@ pub fn start(settings: &Settings) -> Result<(), StartError> {
 
 async fn run(settings: &Settings) -> Result<(), StartError> {
     let started = Instant::now();
+    let mut signals = StopSignals::install();
     let root = settings.node.platform_data_dir.clone();
     let datadir = DataDir::lock(&root)?;
     tracing::info!(data = %root.display(), "starting: data directory locked");
@@ -95,6 +96,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
     let state_path = cluster::state_path(&root);
     migrate::migrate(&root, &mut state, &state_path, &settings.node.nodename)?;
     registry.apply_registers(state.metadata())?;
+    let links = cluster::Links::bind(settings, &state)?;
     let watch = eddy_remote::handoff::Watch::new();
     let jobs = eddy_query::Jobs::new(settings.javascript);
     let (node, storage) = open_node(
@@ -104,6 +106,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         state.ring().clone(),
         &watch,
         jobs.clone(),
+        &links,
     )?;
     let damaged = node.damaged_partitions();
     if settings.node.partition_repair == PartitionRepair::Auto && !damaged.is_empty() {
@@ -128,7 +131,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         Err(e) => return Err(close_unserved(&node, &datadir, &root, e).await),
     };
     let partitions = cluster::Partitions { storage, watch };
-    let cluster = match cluster::start(settings, &root, &node, state, partitions).await {
+    let cluster = match cluster::start(settings, &root, &node, state, partitions, links).await {
         Ok(cluster) => cluster,
         Err(e) => return Err(close_unserved(&node, &datadir, &root, e.into()).await),
     };
@@ -171,7 +174,7 @@ async fn run(settings: &Settings) -> Result<(), StartError> {
         root.display()
     );
     tokio::select! {
-        () = wait_for_signal() => {}
+        () = signals.recv() => {}
         () = cluster.removed() => {}
     }
     tracing::info!("shutting down");
@@ -225,6 +228,7 @@ fn open_node(
     ring: Ring,
     watch: &Arc<eddy_remote::handoff::Watch>,
     jobs: Arc<eddy_query::Jobs>,
+    links: &cluster::Links,
 ) -> Result<(Arc<Node>, Arc<Storage>), StartError> {
     let storage = Arc::new(Storage::new(
         &settings.storage,
@@ -266,7 +270,11 @@ fn open_node(
         map_runner: Some(jobs),
         ..node_config(settings, datadir.root())
     };
-    let node = Node::start_with(config, registry, ring, &partitions, |p| {
+    let factory = Arc::new(vnodes::Factory {
+        storage: storage.clone(),
+    });
+    let links = links.for_node(watch.wrap_factory(factory));
+    let node = Node::start_linked(config, links, registry, ring, &partitions, |p| {
         opened
             .remove(&p)
             .expect("each hosted partition opened once")
@@ -278,10 +286,6 @@ fn open_node(
         "commit log replayed and vnodes started"
     );
     vnodes::destroy_dropped(&node, &storage)?;
-    let factory = Arc::new(vnodes::Factory {
-        storage: storage.clone(),
-    });
-    node.set_vnode_factory(watch.wrap_factory(factory));
     Ok((node, storage))
 }
 
@@ -305,18 +309,46 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|stop| *stop).await;
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {},
-        _ = int.recv() => {},
+/// SIGTERM and SIGINT, taken over when the start begins: one that comes
+/// before the node serves is kept and stops it once it does, instead of
+/// killing the process with the default action while a client may
+/// already have been answered.
+struct StopSignals {
+    term: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn install() -> StopSignals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let taken = |kind: SignalKind| match signal(kind) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!("cannot handle signal {kind:?}: {e}");
+                None
+            }
+        };
+        StopSignals {
+            term: taken(SignalKind::terminate()),
+            int: taken(SignalKind::interrupt()),
+        }
+    }
+
+    /// Resolves at the first SIGTERM or SIGINT (never, if neither could
+    /// be handled).
+    async fn recv(&mut self) {
+        async fn one(signal: Option<&mut tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            () = one(self.term.as_mut()) => {},
+            () = one(self.int.as_mut()) => {},
+        }
     }
 }
 

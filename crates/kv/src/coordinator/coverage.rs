@@ -196,7 +196,7 @@ impl Node {
     fn coverage_vnodes(&self, n_val: u32) -> Result<(u32, Vec<CoverageVnode>), KvError> {
         let ring = self.ring();
         let me = &self.config.node_name;
-        let is_up = |n: &NodeName| n == me || self.liveness.get().is_none_or(|l| l.is_up(n));
+        let is_up = |n: &NodeName| n == me || self.liveness.as_ref().is_none_or(|l| l.is_up(n));
         let offset = rand::random::<u32>();
         let plan = eddy_ring::coverage_plan(&ring, n_val, is_up, offset).map_err(uncovered)?;
         Ok((ring.size(), plan.vnodes))

@@ -116,7 +116,7 @@ impl Node {
     pub(crate) fn preflist_entries(&self, hash: u64, n_val: u32) -> Arc<[PreflistEntry]> {
         let view = self.ring_now();
         let primaries = view.primaries(hash, n_val);
-        match self.liveness.get() {
+        match &self.liveness {
             Some(l) if !primaries.iter().all(|e| e.local || l.is_up(&e.id.node)) => {
                 view.with_fallbacks(hash, n_val, &**l)
             }

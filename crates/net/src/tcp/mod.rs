@@ -24,13 +24,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub(crate) use conn::{Outbound, ReplyQueue};
 use parking_lot::{Mutex, RwLock};
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::task::AbortHandle;
 
 use crate::handshake::{Hello, Welcome};
 use crate::transport::Core;
 use crate::{CallError, Lane, NodeName, PeerState, SendError};
 use link::Link;
+
+/// Peers' connections the kernel queues before they are accepted (what
+/// `TcpListener::bind` asks for).
+const LISTEN_BACKLOG: u32 = 1024;
 
 /// The state behind a TCP [`crate::Transport`].
 pub(crate) struct TcpNode {
@@ -43,21 +47,37 @@ pub(crate) struct TcpNode {
 }
 
 impl TcpNode {
-    pub(crate) async fn start(
+    /// Binds `listen` without accepting yet: until [`TcpNode::listen`],
+    /// a peer's connect is refused, as if nothing were bound.
+    pub(crate) fn bind(
         core: Arc<Core>,
         listen: SocketAddr,
-    ) -> std::io::Result<Arc<TcpNode>> {
-        let listener = TcpListener::bind(listen).await?;
+    ) -> std::io::Result<(Arc<TcpNode>, TcpSocket)> {
+        let socket = match listen {
+            SocketAddr::V4(_) => TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => TcpSocket::new_v6()?,
+        };
+        // As `TcpListener::bind` does: a restarted node rebinds its port
+        // while the last process's connections linger in TIME_WAIT.
+        socket.set_reuseaddr(true)?;
+        socket.bind(listen)?;
         let node = Arc::new(TcpNode {
             core,
-            listen_addr: listener.local_addr()?,
+            listen_addr: socket.local_addr()?,
             addresses: RwLock::new(HashMap::new()),
             links: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
             shut_down: AtomicBool::new(false),
         });
-        node.spawn(inbound::accept_loop(node.clone(), listener));
-        Ok(node)
+        Ok((node, socket))
+    }
+
+    /// Starts accepting peers' connections on the socket [`TcpNode::bind`]
+    /// bound. Must be called inside a tokio runtime.
+    pub(crate) fn listen(self: &Arc<Self>, socket: TcpSocket) -> std::io::Result<()> {
+        let listener = socket.listen(LISTEN_BACKLOG)?;
+        self.spawn(inbound::accept_loop(self.clone(), listener));
+        Ok(())
     }
 
     pub(crate) fn listen_addr(&self) -> SocketAddr {

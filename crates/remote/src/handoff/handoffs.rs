@@ -1,21 +1,21 @@
 //! The node's handoff manager: starts outbound transfers under the
 //! transfer limit, serves inbound ones, and shows them all.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use eddy_net::{Incoming, Transport};
 use eddy_ring::{NodeName, Partition};
-use parking_lot::Mutex;
 
 use super::checkpoint::Checkpoints;
 use super::figures::HandoffFigures;
 use super::limit::TransferLimit;
 use super::progress::{TransferState, TransferStatus};
-use super::receiver::{Inbound, InboundStatus};
+use super::receiver::InboundStatus;
 use super::sender::Outgoing;
-use super::{HandoffConfig, HandoffError, Kind, OnComplete, PartitionStore, Watch, receiver};
+use super::{
+    HandoffConfig, HandoffError, Kind, OnComplete, PartitionStore, Underway, Watch, receiver,
+};
 use eddy_kv::node::Node;
 
 /// A node's handoffs, outbound and inbound.
@@ -27,9 +27,9 @@ pub struct Handoffs {
     pub(crate) config: HandoffConfig,
     pub(crate) outbound: Arc<TransferLimit>,
     pub(crate) inbound: Arc<TransferLimit>,
-    pub(crate) inbound_transfers: Inbound,
+    /// The transfers under way, which the node reads too.
+    pub(crate) underway: Arc<Underway>,
     pub(crate) checkpoints: Checkpoints,
-    outgoing: Mutex<BTreeMap<u32, Arc<Outgoing>>>,
     pub(crate) on_complete: OnceLock<OnComplete>,
     /// What the sender and receiver count, in the node's registry.
     pub(crate) figures: HandoffFigures,
@@ -49,10 +49,13 @@ impl std::fmt::Debug for Handoffs {
 
 impl Handoffs {
     /// The handoff manager of `node`, whose vnodes' backends `watch`
-    /// wrapped, sending over `transport`. Route the transport's
-    /// [`eddy_net::Lane::Bulk`] calls to [`Handoffs::handle_bulk`].
+    /// wrapped, sending over `transport`, recording its transfers in
+    /// `underway` (the node's `NodeLinks::transfers`). Route the
+    /// transport's [`eddy_net::Lane::Bulk`] calls to
+    /// [`Handoffs::handle_bulk`].
     pub fn new(
         node: &Arc<Node>,
+        underway: Arc<Underway>,
         transport: Transport,
         store: Arc<dyn PartitionStore>,
         watch: Arc<Watch>,
@@ -70,10 +73,9 @@ impl Handoffs {
             watch,
             outbound: TransferLimit::new(config.transfer_limit),
             inbound: TransferLimit::new(config.transfer_limit),
-            inbound_transfers: Inbound::default(),
+            underway,
             checkpoints: Checkpoints::new(config.checkpoint_dir.clone()),
             config,
-            outgoing: Mutex::default(),
             on_complete: OnceLock::new(),
             figures: HandoffFigures::register(node.metrics_registry()),
             inline: node.config().blocking_inline,
@@ -112,7 +114,7 @@ impl Handoffs {
             .watch
             .of(p, vnode.backend())
             .ok_or(HandoffError::NotWatched(p.0))?;
-        let mut outgoing = self.outgoing.lock();
+        let mut outgoing = self.underway.outgoing.lock();
         if let Some(t) = outgoing.get(&p.0)
             && t.status.state() != TransferState::Dropped
             && Arc::ptr_eq(&t.vnode, &vnode)
@@ -148,7 +150,7 @@ impl Handoffs {
     /// and its data destroyed, in a task.
     pub fn drop_handed_off(&self, p: Partition) -> Result<(), HandoffError> {
         let node = self.node.upgrade().ok_or(HandoffError::ShuttingDown)?;
-        let t = self.outgoing.lock().get(&p.0).cloned();
+        let t = self.underway.outgoing.lock().get(&p.0).cloned();
         let t = t
             .filter(|t| t.kind == Kind::Ownership && t.status.state() == TransferState::Handed)
             .ok_or(HandoffError::NotHanded(p.0))?;
@@ -163,24 +165,19 @@ impl Handoffs {
 
     /// Every outbound transfer this node knows of, by partition.
     pub fn transfers(&self) -> Vec<TransferStatus> {
-        let outgoing = self.outgoing.lock();
+        let outgoing = self.underway.outgoing.lock();
         outgoing.values().map(|t| t.status.snapshot()).collect()
     }
 
     /// The inbound transfers being received now.
     pub fn inbound(&self) -> Vec<InboundStatus> {
-        self.inbound_transfers.statuses()
+        self.underway.inbound.statuses()
     }
 
     /// True while a transfer of `p` from or to this node is not over:
     /// a tombstone of `p` must not be reaped meanwhile.
     pub fn is_pending(&self, p: Partition) -> bool {
-        let out = self
-            .outgoing
-            .lock()
-            .get(&p.0)
-            .is_some_and(|t| t.status.state() != TransferState::Dropped);
-        out || self.inbound_transfers.is_active(p.0)
+        self.underway.is_pending(p)
     }
 
     /// True while an ownership transfer of `p` into this node runs, or a
@@ -189,7 +186,8 @@ impl Handoffs {
     /// next home, whatever this node's ring says yet.
     pub(crate) fn moving_here(&self, p: Partition, incarnation: u64) -> bool {
         let stale_after = self.config.call_timeout * 2;
-        self.inbound_transfers
+        self.underway
+            .inbound
             .moving_here(p.0, incarnation, stale_after)
     }
 
@@ -222,11 +220,5 @@ impl Handoffs {
     /// True once the node is stopping.
     pub(crate) fn stopping(&self) -> bool {
         self.stopping.load(Ordering::Acquire) || self.node.strong_count() == 0
-    }
-}
-
-impl eddy_kv::Transfers for Handoffs {
-    fn is_pending(&self, p: Partition) -> bool {
-        Handoffs::is_pending(self, p)
     }
 }

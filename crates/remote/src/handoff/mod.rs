@@ -45,6 +45,7 @@ pub mod progress;
 mod reader;
 mod receiver;
 mod sender;
+mod underway;
 pub mod watch;
 pub mod wire;
 
@@ -58,6 +59,7 @@ pub use handoffs::Handoffs;
 pub use limit::DEFAULT_TRANSFER_LIMIT;
 pub use progress::{TransferState, TransferStatus};
 pub use receiver::{InboundStatus, MOVED_HERE_HOLD};
+pub use underway::Underway;
 pub use watch::Watch;
 pub use wire::Kind;
 

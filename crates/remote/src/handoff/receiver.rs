@@ -205,7 +205,7 @@ async fn serve(h: &Arc<Handoffs>, from: NodeName, request: Request) -> Result<Re
     // latest writes) is small and needs no slot of its own.
     let admitted = !is_start || follows_finished(h, &from, transfer);
     let figures = h.figures.of(transfer.kind);
-    let Some(entry) = h.inbound_transfers.entry(
+    let Some(entry) = h.underway.inbound.entry(
         key.clone(),
         transfer.kind,
         &h.inbound,
@@ -235,7 +235,7 @@ async fn serve(h: &Arc<Handoffs>, from: NodeName, request: Request) -> Result<Re
         counts.1 += objects;
     }
     if finishing {
-        h.inbound_transfers.end(&key);
+        h.underway.inbound.end(&key);
     }
     Ok(reply)
 }
@@ -311,7 +311,7 @@ fn apply(h: &Handoffs, from: &NodeName, request: Request) -> Result<Reply, Strin
             save(h, &c, true)?;
             if transfer.kind == Kind::Ownership {
                 let p = transfer.partition;
-                h.inbound_transfers.moved(p, c.receiver_incarnation);
+                h.underway.inbound.moved(p, c.receiver_incarnation);
             }
             Ok(Reply::Finished)
         }

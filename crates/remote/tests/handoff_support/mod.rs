@@ -22,7 +22,9 @@ use eddy_model::*;
 use eddy_net::sim::SimNetwork;
 use eddy_net::{Incoming, Lane, Transport};
 use eddy_object::{Actor, Content, RiakObject, codec};
-use eddy_remote::handoff::{HandoffConfig, Handoffs, PartitionStore, TransferState, Watch};
+use eddy_remote::handoff::{
+    HandoffConfig, Handoffs, PartitionStore, TransferState, Underway, Watch,
+};
 use eddy_ring::{NodeName, Partition, Ring};
 use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
@@ -201,9 +203,15 @@ pub fn start_with_store(
         commit_log_dir,
         ..NodeConfig::default()
     };
+    let underway = Underway::new();
+    let links = NodeLinks {
+        vnode_factory: Some(watch.wrap_factory(Arc::new(Factory(store.clone())))),
+        transfers: Some(underway.clone()),
+        ..NodeLinks::default()
+    };
     let opener = store.clone();
     let w = watch.clone();
-    let node = Node::start_with(node_config, registry(), ring, partitions, move |p| {
+    let node = Node::start_linked(node_config, links, registry(), ring, partitions, move |p| {
         let parts = opener.open(p);
         VnodeParts {
             backend: w.wrap(p, parts.backend),
@@ -211,10 +219,10 @@ pub fn start_with_store(
         }
     })
     .unwrap();
-    node.set_vnode_factory(watch.wrap_factory(Arc::new(Factory(store.clone()))));
     let checkpoints = store.root.join("handoff");
     let handoffs = Handoffs::new(
         &node,
+        underway,
         transport.clone(),
         store.clone(),
         watch,

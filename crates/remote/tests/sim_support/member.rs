@@ -10,7 +10,7 @@ use std::time::Duration;
 use eddy_kv::*;
 use eddy_model::types::BucketRegistry;
 use eddy_net::{Incoming, Lane, Transport};
-use eddy_remote::handoff::{Completed, HandoffConfig, Handoffs, Watch};
+use eddy_remote::handoff::{Completed, HandoffConfig, Handoffs, Underway, Watch};
 use eddy_remote::{Inline, NetRemote, RemoteConfig, inbound_for};
 use eddy_ring::{NodeName, Partition, Ring};
 use eddy_storage::Clock;
@@ -91,8 +91,17 @@ pub fn start(boot: Boot) -> Member {
         blocking_inline: true,
         ..NodeConfig::default()
     };
+    let remote = remote(&boot.transport, boot.generation);
+    let underway = Underway::new();
+    let links = NodeLinks {
+        remote: Some(remote.clone()),
+        vnode_factory: Some(watch.wrap_factory(boot.disk.clone())),
+        liveness: Some(boot.liveness),
+        transfers: Some(underway.clone()),
+    };
     let (disk, w) = (boot.disk.clone(), watch.clone());
-    let node = Node::start_with(config, boot.registry, boot.ring, &partitions, move |p| {
+    let (registry, ring) = (boot.registry, boot.ring);
+    let node = Node::start_linked(config, links, registry, ring, &partitions, move |p| {
         let parts = disk.open(p);
         VnodeParts {
             backend: w.wrap(p, parts.backend),
@@ -104,17 +113,15 @@ pub fn start(boot: Boot) -> Member {
     for (p, _) in node.dropped_at_start() {
         store.destroy(*p).unwrap();
     }
-    node.set_liveness(boot.liveness);
-    node.set_vnode_factory(watch.wrap_factory(boot.disk.clone()));
-    let remote = serve_remote(&node, &boot.transport, boot.generation);
+    remote.serve(inbound_for(&node), Arc::new(Inline)).unwrap();
     let handoffs = Handoffs::new(
         &node,
+        underway,
         boot.transport.clone(),
         store,
         watch,
         handoff_config(),
     );
-    node.set_handoffs(&handoffs);
     let completed = boot.completed;
     handoffs.on_complete(Arc::new(move |c| completed.lock().push(c)));
     route(&boot.transport, &remote, &handoffs);
@@ -122,17 +129,14 @@ pub fn start(boot: Boot) -> Member {
     Member { node, handoffs }
 }
 
-/// Kv's remote vnodes over `transport`, requests run inline on the
-/// network's driver (deterministic).
-fn serve_remote(node: &Arc<Node>, transport: &Transport, generation: u64) -> Arc<NetRemote> {
+/// Kv's remote vnodes over `transport`, built before the node; once it
+/// serves, requests run inline on the network's driver (deterministic).
+fn remote(transport: &Transport, generation: u64) -> Arc<NetRemote> {
     let config = RemoteConfig {
         request_id_start: generation * 1_000_000_000 + 1,
         ..RemoteConfig::default()
     };
-    let remote = NetRemote::new(transport.clone(), config);
-    node.set_remote(remote.clone());
-    remote.serve(inbound_for(node), Arc::new(Inline)).unwrap();
-    remote
+    NetRemote::new(transport.clone(), config)
 }
 
 /// One handler for the transport: bulk calls to handoff, the rest to kv.
