@@ -25,6 +25,7 @@ use tokio::time::{Instant, timeout_at};
 use super::put_delta::Behind;
 use super::{PreflistEntry, quorum, storage_key};
 use crate::core::put::{NodeIndex, PutCore, PutReply};
+use crate::core::put_run::{PutAction, PutEvent, PutRun, Retry};
 use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::error::PutFailure;
@@ -207,8 +208,8 @@ impl Node {
         let remote = preflist.iter().any(|e| !e.local);
         let fsm = PutFsm {
             node: self,
+            run: PutRun::new(preflist.len(), first),
             preflist,
-            first,
             key,
             policy: self.write_policy(props),
             sync: Syncs {
@@ -288,8 +289,8 @@ impl Write {
 pub(super) struct PutFsm<'a> {
     node: &'a Arc<Node>,
     pub(super) preflist: Arc<[PreflistEntry]>,
-    /// The coordinating vnode's place in `preflist`.
-    pub(super) first: usize,
+    /// Who coordinates, and who next after a refusal.
+    pub(super) run: PutRun,
     key: StorageKey,
     policy: WritePolicy,
     sync: Syncs,
@@ -393,44 +394,35 @@ impl PutFsm<'_> {
             true => write.client.clone(),
             false => None,
         };
-        // A data type operation is not idempotent: after an answer that
-        // leaves open whether the vnode applied it (its node became
-        // unreachable while the request was out), sending it to another
-        // replica could apply it twice. It fails instead (Riak's
-        // `retry_put_coordinator_failure=false` for data types).
         let idempotent = write.client.as_ref().is_none_or(|c| c.update.is_none());
-        let mut tries = 1;
+        self.run.retry(Retry::of(spare.is_some(), idempotent));
         loop {
             let (tx, mut rx) = unbounded_channel::<Reply>();
             let Some(client) = write.client.take().or_else(|| spare.clone()) else {
                 return Err(KvError::Unreachable("no replica took the write".into()));
             };
-            let req = self.request(PutKind::Coordinate(Box::new(client)), self.first);
-            let to = &self.preflist[self.first].id;
+            let first = self.first();
+            let req = self.request(PutKind::Coordinate(Box::new(client)), first);
+            let to = &self.preflist[first].id;
             node.deliver(to, req, ReplyTo::Local(tx.clone()), LocalHint::default());
             match self.await_coordinated(&mut rx, core).await {
                 Ok(coordinated) => {
                     write.spare = spare;
                     let hint = coordinated.hint;
-                    self.replicate(&coordinated, hint, &tx, Some(self.first));
+                    self.replicate(&coordinated, hint, &tx, Some(first));
                     return Ok((tx, rx, coordinated));
                 }
-                Err(e)
-                    if moving(&e)
-                        && (idempotent || !matches!(e, KvError::Unreachable(_)))
-                        && tries < self.preflist.len()
-                        && spare.is_some() =>
-                {
-                    tracing::debug!(partition = to.partition.0, "coordinating elsewhere: {e}");
-                    tries += 1;
-                    self.first = (self.first + 1) % self.preflist.len();
-                }
-                Err(e) => {
-                    // Kept for a run under newer props, which follows only
-                    // a refusal: the vnode wrote nothing.
-                    write.client = spare;
-                    return Err(e);
-                }
+                Err(e) => match self.run.step(PutEvent::CoordinateFailed(&e)) {
+                    PutAction::Coordinate(_) => {
+                        tracing::debug!(partition = to.partition.0, "coordinating elsewhere: {e}");
+                    }
+                    PutAction::Fail => {
+                        // Kept for a run under newer props, which follows
+                        // only a refusal: the vnode wrote nothing.
+                        write.client = spare;
+                        return Err(e);
+                    }
+                },
             }
         }
     }
@@ -458,7 +450,7 @@ impl PutFsm<'_> {
                         encoded,
                         siblings,
                         hint: reply.hint,
-                        delta: delta.map(|d| (*d, self.preflist[self.first].id.clone())),
+                        delta: delta.map(|d| (*d, self.preflist[self.first()].id.clone())),
                     });
                 }
                 VnodeReply::Put(Err(e)) => {
@@ -561,6 +553,11 @@ impl PutFsm<'_> {
         (node as NodeIndex, entry.primary)
     }
 
+    /// The coordinating vnode's place in the preflist.
+    pub(super) fn first(&self) -> usize {
+        self.run.first()
+    }
+
     pub(super) fn node(&self) -> &Arc<Node> {
         self.node
     }
@@ -580,7 +577,7 @@ impl PutFsm<'_> {
             key: self.key.clone(),
             kind,
             policy: self.policy,
-            sync: self.sync.level(i == self.first),
+            sync: self.sync.level(i == self.first()),
             props: match entry.local {
                 true => None,
                 false => self.props.clone(),
@@ -597,18 +594,6 @@ pub(super) struct Written {
     /// A set or map operation's delta, replicated instead of the object, and the
     /// vnode that coordinated it (which holds the whole object).
     pub(super) delta: Option<(DtDelta, VnodeId)>,
-}
-
-/// A coordinating vnode that did not apply the write because it is being
-/// handed off, closing, or out of reach: another replica may.
-pub(super) fn moving(e: &KvError) -> bool {
-    matches!(
-        e,
-        KvError::Storage(eddy_storage::StorageError::Closed)
-            | KvError::Signal(Signal::NotHosted(_))
-            | KvError::ShuttingDown
-            | KvError::Unreachable(_)
-    )
 }
 
 /// A replica refused for want of a resource (disk, descriptors, memory)

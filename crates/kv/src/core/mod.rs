@@ -5,3 +5,4 @@
 
 pub mod get;
 pub mod put;
+pub mod put_run;

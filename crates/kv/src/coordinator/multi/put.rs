@@ -9,11 +9,11 @@
 //! through the wave's [`Outbox`], which sends a node's batch when it is
 //! full and every batch once the wave's keys were coordinated (and again
 //! whenever replies bring more objects). Every reply feeds the key's
-//! [`PutCore`] through the single put's [`PutFsm`]; a coordinating vnode
-//! that is moving or out of reach is replaced by the next replica, once
-//! each, as a single put does. A replica refusing under newer bucket
-//! props hands its key to the single put's restart
-//! ([`Node::put_under_props`]), run as a task of the wave.
+//! [`PutCore`] through the single put's [`PutFsm`]; which replica
+//! coordinates after a refusal is decided by the single put's
+//! [`PutRun`](crate::core::put_run::PutRun), stepped here as there. A
+//! replica refusing under newer bucket props hands its key to the single
+//! put's restart ([`Node::put_under_props`]), run as a task of the wave.
 
 use std::sync::Arc;
 
@@ -26,8 +26,9 @@ use tokio::time::timeout_at;
 use super::Run;
 use super::plan::{Admission, Outbox};
 use crate::coordinator::content_bytes;
-use crate::coordinator::put::{Coordinated, PutFsm, Target, Write, Written, moving};
+use crate::coordinator::put::{Coordinated, PutFsm, Target, Write, Written};
 use crate::core::put::{PutCore, PutReply};
+use crate::core::put_run::{PutAction, PutEvent, Retry};
 use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::error::Signal;
@@ -67,8 +68,6 @@ struct Slot<'t> {
     /// The client's write, kept for another coordinating vnode when one
     /// of another node may refuse it (as a single put keeps it).
     spare: Option<Coordinate>,
-    /// Coordinating vnodes tried.
-    tries: usize,
     exhausted: Option<KvError>,
 }
 
@@ -187,7 +186,7 @@ impl Node {
             if s % WRITES_PER_YIELD == WRITES_PER_YIELD - 1 {
                 tokio::task::yield_now().await;
             }
-            let (fsm, core) = match self.put_fsm(target, props, entries.clone()) {
+            let (mut fsm, core) = match self.put_fsm(target, props, entries.clone()) {
                 Ok(started) => started,
                 Err(e) => {
                     run.place(ready.index, Err(e));
@@ -200,6 +199,8 @@ impl Node {
                 .iter()
                 .any(|e| !e.local)
                 .then(|| ready.client.clone());
+            let idempotent = ready.client.update.is_none();
+            fsm.run.retry(Retry::of(spare.is_some(), idempotent));
             let slot = Slot {
                 index: ready.index,
                 key: ready.key,
@@ -208,7 +209,6 @@ impl Node {
                 core,
                 stage: Stage::Coordinating,
                 spare,
-                tries: 1,
                 exhausted: None,
             };
             self.send_coordinate(&slot, s, ready.client, &send);
@@ -244,17 +244,13 @@ impl Node {
     /// Hands the client's write to the slot's coordinating vnode.
     fn send_coordinate(&self, slot: &Slot<'_>, s: usize, client: Coordinate, send: &Sender<'_>) {
         let fsm = &slot.fsm;
-        let req = fsm.request(PutKind::Coordinate(Box::new(client)), fsm.first);
+        let first = fsm.first();
+        let req = fsm.request(PutKind::Coordinate(Box::new(client)), first);
         let reply = ReplyTo::Keyed {
             tx: send.tx.clone(),
             key: s as u32,
         };
-        self.deliver(
-            &fsm.preflist[fsm.first].id,
-            req,
-            reply,
-            LocalHint::default(),
-        );
+        self.deliver(&fsm.preflist[first].id, req, reply, LocalHint::default());
     }
 
     /// Handles every reply already received, without waiting.
@@ -349,14 +345,10 @@ impl Node {
             }
             VnodeReply::Put(Err(e)) => {
                 self.write_refusal.refused(&e);
-                let len = slot.fsm.preflist.len();
-                if moving(&e) && slot.tries < len && slot.spare.is_some() {
-                    tracing::debug!(
-                        partition = slot.fsm.preflist[slot.fsm.first].id.partition.0,
-                        "coordinating elsewhere: {e}"
-                    );
-                    slot.tries += 1;
-                    slot.fsm.first = (slot.fsm.first + 1) % len;
+                let refused = slot.fsm.preflist[slot.fsm.first()].id.partition;
+                if let PutAction::Coordinate(_) = slot.fsm.run.step(PutEvent::CoordinateFailed(&e))
+                {
+                    tracing::debug!(partition = refused.0, "coordinating elsewhere: {e}");
                     if let Some(client) = slot.spare.clone() {
                         self.send_coordinate(slot, s, client, send);
                     }
@@ -399,7 +391,7 @@ impl Node {
         let fsm = &slot.fsm;
         self.metrics.vnode_puts.add(fsm.preflist.len() as u64);
         for (i, entry) in fsm.preflist.iter().enumerate() {
-            if i == fsm.first {
+            if i == fsm.first() {
                 continue;
             }
             let kind = PutKind::Replicate {
