@@ -24,7 +24,7 @@ use tokio::time::{Instant, timeout_at};
 
 use super::put_delta::Behind;
 use super::{PreflistEntry, quorum, storage_key};
-use crate::core::put::{NodeIndex, PutCore, PutReply};
+use crate::core::put::{NodeIndex, PutCore};
 use crate::core::put_run::{PutAction, PutEvent, PutRun, Retry};
 use crate::node::Node;
 use eddy_model::error::KvError;
@@ -153,8 +153,8 @@ impl Node {
     ) -> Result<Coordinated, KvError> {
         loop {
             let (props, entries) = resolved;
-            let (mut fsm, core) = self.put_fsm(target, &props, entries)?;
-            match fsm.run(&mut write, core).await {
+            let mut fsm = self.put_fsm(target, &props, entries)?;
+            match fsm.run(&mut write).await {
                 Err(KvError::Signal(Signal::PropsNewer(theirs)))
                     if restarts < PROPS_RESTARTS_MAX =>
                 {
@@ -178,14 +178,13 @@ impl Node {
         }
     }
 
-    /// The coordinator of one run of a put under `props`, and its quorum
-    /// core.
+    /// The coordinator of one run of a put under `props`.
     pub(super) fn put_fsm<'a>(
         self: &'a Arc<Self>,
         target: &'a Target<'a>,
         props: &BucketProps,
         entries: Arc<PropsEntries>,
-    ) -> Result<(PutFsm<'a>, PutCore), KvError> {
+    ) -> Result<PutFsm<'a>, KvError> {
         let options = target.options;
         let n = props.n_val;
         let w = quorum("w", options.w, props.w, n)?;
@@ -206,9 +205,10 @@ impl Node {
             vnode.check_writable(&key.bucket)?;
         }
         let remote = preflist.iter().any(|e| !e.local);
-        let fsm = PutFsm {
+        let core = PutCore::new(preflist.len() as u32, w, dw, pw).with_node_confirms(node_confirms);
+        Ok(PutFsm {
             node: self,
-            run: PutRun::new(preflist.len(), first),
+            steps: PutRun::new(preflist.len(), first, core),
             preflist,
             key,
             policy: self.write_policy(props),
@@ -219,10 +219,7 @@ impl Node {
             props: remote.then_some(entries),
             deadline: target.deadline,
             wants_object: options.return_body || options.return_head,
-        };
-        let core =
-            PutCore::new(fsm.preflist.len() as u32, w, dw, pw).with_node_confirms(node_confirms);
-        Ok((fsm, core))
+        })
     }
 
     /// The vnode that should coordinate: the first local one not marked
@@ -289,8 +286,9 @@ impl Write {
 pub(super) struct PutFsm<'a> {
     node: &'a Arc<Node>,
     pub(super) preflist: Arc<[PreflistEntry]>,
-    /// Who coordinates, and who next after a refusal.
-    pub(super) run: PutRun,
+    /// The run's decisions: who coordinates, who next after a refusal,
+    /// when the replies are enough.
+    pub(super) steps: PutRun,
     key: StorageKey,
     policy: WritePolicy,
     sync: Syncs,
@@ -325,43 +323,54 @@ impl PutFsm<'_> {
     /// every quorum is met. A replica's refusal under newer bucket props
     /// ends the run at once, `write` keeping what was not yet sent or
     /// what was coordinated.
-    async fn run(&mut self, write: &mut Write, mut core: PutCore) -> Result<Coordinated, KvError> {
+    async fn run(&mut self, write: &mut Write) -> Result<Coordinated, KvError> {
         let node = self.node;
         let (tx, mut rx, coordinated) = match write.coordinated.take() {
-            None => self.coordinate(write, &mut core).await?,
+            None => self.coordinate(write).await?,
             Some(coordinated) => {
                 let (tx, rx) = unbounded_channel::<Reply>();
-                self.replicate(&coordinated, LocalHint::default(), &tx, None);
+                let hint = LocalHint::default();
+                if let PutAction::Replicate { except } =
+                    self.steps.step(PutEvent::CoordinatedBefore)
+                {
+                    self.replicate(&coordinated, hint, &tx, except);
+                }
                 (tx, rx, coordinated)
             }
         };
         node.metrics.vnode_puts.add(self.preflist.len() as u64);
         drop(tx);
-        let mut exhausted = None;
         let mut behind = Behind::default();
-        while !core.enough() {
+        let mut action = self.steps.step(PutEvent::Replicated);
+        let answer = loop {
+            match action {
+                PutAction::Done(answer) => break answer,
+                PutAction::Newer(newer) => {
+                    write.coordinated = Some(coordinated);
+                    return Err(newer);
+                }
+                _ => {}
+            }
             let reply = match timeout_at(self.deadline, behind.next(&mut rx)).await {
                 Ok(Some(reply)) => reply,
                 Ok(None) if behind.waiting() => {
                     self.send_whole(&coordinated, &mut behind).await?;
                     continue;
                 }
-                Ok(None) => break,
+                Ok(None) => {
+                    action = self.steps.step(PutEvent::RepliesEnded);
+                    continue;
+                }
                 Err(_) => return Err(KvError::Timeout),
             };
-            let Some(reply) = self.catch_up(reply, &mut behind) else {
-                continue;
-            };
-            if let Some(newer) = self.record(&mut core, reply, &mut exhausted) {
-                write.coordinated = Some(coordinated);
-                return Err(newer);
+            if let Some(reply) = self.catch_up(reply, &mut behind) {
+                action = self.record(reply);
             }
-        }
+        };
         // A quorum missed for want of disk or descriptors is answered with
         // that cause, so the client hears it is transient; /health reports
         // it until a write is acknowledged again.
-        if let Err(q) = core.response() {
-            let e = exhausted.unwrap_or(KvError::WriteQuorum(q));
+        if let Err(e) = answer {
             node.write_refusal.refused(&e);
             return Err(e);
         }
@@ -385,7 +394,6 @@ impl PutFsm<'_> {
     async fn coordinate(
         &mut self,
         write: &mut Write,
-        core: &mut PutCore,
     ) -> Result<(UnboundedSender<Reply>, UnboundedReceiver<Reply>, Written), KvError> {
         let node = self.node;
         // A vnode of another node may be handing its partition off or be
@@ -395,7 +403,7 @@ impl PutFsm<'_> {
             false => None,
         };
         let idempotent = write.client.as_ref().is_none_or(|c| c.update.is_none());
-        self.run.retry(Retry::of(spare.is_some(), idempotent));
+        self.steps.retry(Retry::of(spare.is_some(), idempotent));
         loop {
             let (tx, mut rx) = unbounded_channel::<Reply>();
             let Some(client) = write.client.take().or_else(|| spare.clone()) else {
@@ -404,19 +412,23 @@ impl PutFsm<'_> {
             let first = self.first();
             let req = self.request(PutKind::Coordinate(Box::new(client)), first);
             let to = &self.preflist[first].id;
+            let partition = to.partition;
             node.deliver(to, req, ReplyTo::Local(tx.clone()), LocalHint::default());
-            match self.await_coordinated(&mut rx, core).await {
+            match self.await_coordinated(&mut rx).await {
                 Ok(coordinated) => {
                     write.spare = spare;
                     let hint = coordinated.hint;
-                    self.replicate(&coordinated, hint, &tx, Some(first));
+                    if let PutAction::Replicate { except } = self.steps.step(PutEvent::Coordinated)
+                    {
+                        self.replicate(&coordinated, hint, &tx, except);
+                    }
                     return Ok((tx, rx, coordinated));
                 }
-                Err(e) => match self.run.step(PutEvent::CoordinateFailed(&e)) {
+                Err(e) => match self.steps.step(PutEvent::CoordinateFailed(&e)) {
                     PutAction::Coordinate(_) => {
-                        tracing::debug!(partition = to.partition.0, "coordinating elsewhere: {e}");
+                        tracing::debug!(partition = partition.0, "coordinating elsewhere: {e}");
                     }
-                    PutAction::Fail => {
+                    _ => {
                         // Kept for a run under newer props, which follows
                         // only a refusal: the vnode wrote nothing.
                         write.client = spare;
@@ -430,9 +442,8 @@ impl PutFsm<'_> {
     /// Waits for the coordinating vnode's object. A refusal before it
     /// wrote is the put's answer: nothing was replicated.
     async fn await_coordinated(
-        &self,
+        &mut self,
         rx: &mut UnboundedReceiver<Reply>,
-        core: &mut PutCore,
     ) -> Result<Written, KvError> {
         loop {
             let reply = match timeout_at(self.deadline, rx.recv()).await {
@@ -457,13 +468,9 @@ impl PutFsm<'_> {
                     self.node.write_refusal.refused(&e);
                     return Err(e);
                 }
-                VnodeReply::Put(Ok(ack)) => {
-                    let (node, primary) = self.replier(reply.partition);
-                    core.add_result(PutReply::Ok {
-                        node,
-                        primary,
-                        durable: ack.durable,
-                    })
+                VnodeReply::Put(Ok(_)) => {
+                    // Counted; the run answers only once it replicated.
+                    self.record(reply);
                 }
                 VnodeReply::Get(_) | VnodeReply::Fold(_) => {}
             }
@@ -505,37 +512,30 @@ impl PutFsm<'_> {
         }
     }
 
-    /// Counts one replica's reply; returns a refusal under newer bucket
-    /// props, which ends the run.
-    pub(super) fn record(
-        &self,
-        core: &mut PutCore,
-        reply: Reply,
-        exhausted: &mut Option<KvError>,
-    ) -> Option<KvError> {
+    /// Counts one replica's reply; what the run does next.
+    pub(super) fn record(&mut self, reply: Reply) -> PutAction {
         let (node, primary) = self.replier(reply.partition);
-        match reply.reply {
-            VnodeReply::Put(Err(e @ KvError::Signal(Signal::PropsNewer(_)))) => return Some(e),
-            VnodeReply::Put(Ok(ack)) => core.add_result(PutReply::Ok {
+        let event = match reply.reply {
+            VnodeReply::Put(Ok(ack)) => PutEvent::Applied {
                 node,
                 primary,
                 durable: ack.durable,
-            }),
-            VnodeReply::Put(Err(e)) => {
-                match e {
+            },
+            VnodeReply::Put(Err(error)) => {
+                match &error {
+                    KvError::Signal(Signal::PropsNewer(_)) => {}
                     KvError::Unreachable(_) => {
-                        tracing::debug!(partition = reply.partition.0, "{e}")
+                        tracing::debug!(partition = reply.partition.0, "{error}")
                     }
-                    _ => tracing::warn!(partition = reply.partition.0, "vnode put failed: {e}"),
+                    _ => tracing::warn!(partition = reply.partition.0, "vnode put failed: {error}"),
                 }
-                core.add_result(PutReply::Failed { primary });
-                if is_exhaustion(&e) {
-                    exhausted.get_or_insert(e);
-                }
+                PutEvent::Refused { primary, error }
             }
-            VnodeReply::Coordinated { .. } | VnodeReply::Get(_) | VnodeReply::Fold(_) => {}
-        }
-        None
+            VnodeReply::Coordinated { .. } | VnodeReply::Get(_) | VnodeReply::Fold(_) => {
+                return PutAction::Wait;
+            }
+        };
+        self.steps.step(event)
     }
 
     /// The node a reply's vnode runs on (as the index of its first entry
@@ -555,7 +555,7 @@ impl PutFsm<'_> {
 
     /// The coordinating vnode's place in the preflist.
     pub(super) fn first(&self) -> usize {
-        self.run.first()
+        self.steps.first()
     }
 
     pub(super) fn node(&self) -> &Arc<Node> {
@@ -594,19 +594,6 @@ pub(super) struct Written {
     /// A set or map operation's delta, replicated instead of the object, and the
     /// vnode that coordinated it (which holds the whole object).
     pub(super) delta: Option<(DtDelta, VnodeId)>,
-}
-
-/// A replica refused for want of a resource (disk, descriptors, memory)
-/// or of room in its term index: the put's answer, if it fails, says so
-/// rather than only that too few replicas wrote.
-pub(super) fn is_exhaustion(e: &KvError) -> bool {
-    matches!(
-        e,
-        KvError::Storage(
-            eddy_storage::StorageError::Exhausted { .. }
-                | eddy_storage::StorageError::IndexFull { .. }
-        )
-    )
 }
 
 /// A plain object put into a bucket of a data type is refused: its value
