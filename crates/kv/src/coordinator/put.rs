@@ -24,7 +24,8 @@ use tokio::time::{Instant, timeout_at};
 
 use super::put_delta::Behind;
 use super::{PreflistEntry, quorum, storage_key};
-use crate::core::put::{NodeIndex, PutCore, PutReply};
+use crate::core::put::{NodeIndex, PutCore};
+use crate::core::put_run::{PutAction, PutEvent, PutRun, Retry};
 use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::error::PutFailure;
@@ -153,8 +154,8 @@ impl Node {
     ) -> Result<Coordinated, KvError> {
         loop {
             let (props, entries) = resolved;
-            let (mut fsm, core) = self.put_fsm(target, &props, entries)?;
-            match fsm.run(&mut write, core).await {
+            let mut fsm = self.put_fsm(target, &props, entries)?;
+            match fsm.run(&mut write).await {
                 Err(KvError::Signal(Signal::PropsNewer(theirs)))
                     if restarts < PROPS_RESTARTS_MAX =>
                 {
@@ -178,14 +179,13 @@ impl Node {
         }
     }
 
-    /// The coordinator of one run of a put under `props`, and its quorum
-    /// core.
+    /// The coordinator of one run of a put under `props`.
     pub(super) fn put_fsm<'a>(
         self: &'a Arc<Self>,
         target: &'a Target<'a>,
         props: &BucketProps,
         entries: Arc<PropsEntries>,
-    ) -> Result<(PutFsm<'a>, PutCore), KvError> {
+    ) -> Result<PutFsm<'a>, KvError> {
         let options = target.options;
         let n = props.n_val;
         let w = quorum("w", options.w, props.w, n)?;
@@ -206,10 +206,11 @@ impl Node {
             vnode.check_writable(&key.bucket)?;
         }
         let remote = preflist.iter().any(|e| !e.local);
-        let fsm = PutFsm {
+        let core = PutCore::new(preflist.len() as u32, w, dw, pw).with_node_confirms(node_confirms);
+        Ok(PutFsm {
             node: self,
+            steps: PutRun::new(preflist.len(), first, core),
             preflist,
-            first,
             key,
             policy: self.write_policy(props),
             sync: Syncs {
@@ -219,10 +220,7 @@ impl Node {
             props: remote.then_some(entries),
             deadline: target.deadline,
             wants_object: options.return_body || options.return_head,
-        };
-        let core =
-            PutCore::new(fsm.preflist.len() as u32, w, dw, pw).with_node_confirms(node_confirms);
-        Ok((fsm, core))
+        })
     }
 
     /// The vnode that should coordinate: the first local one not marked
@@ -293,8 +291,9 @@ impl Write {
 pub(super) struct PutFsm<'a> {
     node: &'a Arc<Node>,
     pub(super) preflist: Arc<[PreflistEntry]>,
-    /// The coordinating vnode's place in `preflist`.
-    pub(super) first: usize,
+    /// The run's decisions: who coordinates, who next after a refusal,
+    /// when the replies are enough.
+    pub(super) steps: PutRun,
     key: StorageKey,
     policy: WritePolicy,
     sync: Syncs,
@@ -329,43 +328,54 @@ impl PutFsm<'_> {
     /// every quorum is met. A replica's refusal under newer bucket props
     /// ends the run at once, `write` keeping what was not yet sent or
     /// what was coordinated.
-    async fn run(&mut self, write: &mut Write, mut core: PutCore) -> Result<Coordinated, KvError> {
+    async fn run(&mut self, write: &mut Write) -> Result<Coordinated, KvError> {
         let node = self.node;
         let (tx, mut rx, coordinated) = match write.coordinated.take() {
-            None => self.coordinate(write, &mut core).await?,
+            None => self.coordinate(write).await?,
             Some(coordinated) => {
                 let (tx, rx) = unbounded_channel::<Reply>();
-                self.replicate(&coordinated, LocalHint::default(), &tx, None);
+                let hint = LocalHint::default();
+                if let PutAction::Replicate { except } =
+                    self.steps.step(PutEvent::CoordinatedBefore)
+                {
+                    self.replicate(&coordinated, hint, &tx, except);
+                }
                 (tx, rx, coordinated)
             }
         };
         node.metrics.vnode_puts.add(self.preflist.len() as u64);
         drop(tx);
-        let mut exhausted = None;
         let mut behind = Behind::default();
-        while !core.enough() {
+        let mut action = self.steps.step(PutEvent::Replicated);
+        let answer = loop {
+            match action {
+                PutAction::Done(answer) => break answer,
+                PutAction::Newer(newer) => {
+                    write.coordinated = Some(coordinated);
+                    return Err(newer);
+                }
+                _ => {}
+            }
             let reply = match timeout_at(self.deadline, behind.next(&mut rx)).await {
                 Ok(Some(reply)) => reply,
                 Ok(None) if behind.waiting() => {
                     self.send_whole(&coordinated, &mut behind).await?;
                     continue;
                 }
-                Ok(None) => break,
+                Ok(None) => {
+                    action = self.steps.step(PutEvent::RepliesEnded);
+                    continue;
+                }
                 Err(_) => return Err(KvError::Timeout),
             };
-            let Some(reply) = self.catch_up(reply, &mut behind) else {
-                continue;
-            };
-            if let Some(newer) = self.record(&mut core, reply, &mut exhausted) {
-                write.coordinated = Some(coordinated);
-                return Err(newer);
+            if let Some(reply) = self.catch_up(reply, &mut behind) {
+                action = self.record(reply);
             }
-        }
+        };
         // A quorum missed for want of disk or descriptors is answered with
         // that cause, so the client hears it is transient; /health reports
         // it until a write is acknowledged again.
-        if let Err(q) = core.response() {
-            let e = exhausted.unwrap_or(KvError::WriteQuorum(q));
+        if let Err(e) = answer {
             node.write_refusal.refused(&e);
             return Err(e);
         }
@@ -389,7 +399,6 @@ impl PutFsm<'_> {
     async fn coordinate(
         &mut self,
         write: &mut Write,
-        core: &mut PutCore,
     ) -> Result<(UnboundedSender<Reply>, UnboundedReceiver<Reply>, Written), KvError> {
         let node = self.node;
         // A vnode of another node may be handing its partition off or be
@@ -398,44 +407,39 @@ impl PutFsm<'_> {
             true => write.client.clone(),
             false => None,
         };
-        // A data type operation is not idempotent: after an answer that
-        // leaves open whether the vnode applied it (its node became
-        // unreachable while the request was out), sending it to another
-        // replica could apply it twice. It fails instead (Riak's
-        // `retry_put_coordinator_failure=false` for data types).
         let idempotent = write.client.as_ref().is_none_or(|c| c.update.is_none());
-        let mut tries = 1;
+        self.steps.retry(Retry::of(spare.is_some(), idempotent));
         loop {
             let (tx, mut rx) = unbounded_channel::<Reply>();
             let Some(client) = write.client.take().or_else(|| spare.clone()) else {
                 return Err(KvError::Unreachable("no replica took the write".into()));
             };
-            let req = self.request(PutKind::Coordinate(Box::new(client)), self.first);
-            let to = &self.preflist[self.first].id;
+            let first = self.first();
+            let req = self.request(PutKind::Coordinate(Box::new(client)), first);
+            let to = &self.preflist[first].id;
+            let partition = to.partition;
             node.deliver(to, req, ReplyTo::Local(tx.clone()), LocalHint::default());
-            match self.await_coordinated(&mut rx, core).await {
+            match self.await_coordinated(&mut rx).await {
                 Ok(coordinated) => {
                     write.spare = spare;
                     let hint = coordinated.hint;
-                    self.replicate(&coordinated, hint, &tx, Some(self.first));
+                    if let PutAction::Replicate { except } = self.steps.step(PutEvent::Coordinated)
+                    {
+                        self.replicate(&coordinated, hint, &tx, except);
+                    }
                     return Ok((tx, rx, coordinated));
                 }
-                Err(e)
-                    if moving(&e)
-                        && (idempotent || !matches!(e, KvError::Unreachable(_)))
-                        && tries < self.preflist.len()
-                        && spare.is_some() =>
-                {
-                    tracing::debug!(partition = to.partition.0, "coordinating elsewhere: {e}");
-                    tries += 1;
-                    self.first = (self.first + 1) % self.preflist.len();
-                }
-                Err(e) => {
-                    // Kept for a run under newer props, which follows only
-                    // a refusal: the vnode wrote nothing.
-                    write.client = spare;
-                    return Err(e);
-                }
+                Err(e) => match self.steps.step(PutEvent::CoordinateFailed(&e)) {
+                    PutAction::Coordinate(_) => {
+                        tracing::debug!(partition = partition.0, "coordinating elsewhere: {e}");
+                    }
+                    _ => {
+                        // Kept for a run under newer props, which follows
+                        // only a refusal: the vnode wrote nothing.
+                        write.client = spare;
+                        return Err(e);
+                    }
+                },
             }
         }
     }
@@ -443,9 +447,8 @@ impl PutFsm<'_> {
     /// Waits for the coordinating vnode's object. A refusal before it
     /// wrote is the put's answer: nothing was replicated.
     async fn await_coordinated(
-        &self,
+        &mut self,
         rx: &mut UnboundedReceiver<Reply>,
-        core: &mut PutCore,
     ) -> Result<Written, KvError> {
         loop {
             let reply = match timeout_at(self.deadline, rx.recv()).await {
@@ -463,20 +466,16 @@ impl PutFsm<'_> {
                         encoded,
                         siblings,
                         hint: reply.hint,
-                        delta: delta.map(|d| (*d, self.preflist[self.first].id.clone())),
+                        delta: delta.map(|d| (*d, self.preflist[self.first()].id.clone())),
                     });
                 }
                 VnodeReply::Put(Err(e)) => {
                     self.node.write_refusal.refused(&e);
                     return Err(e);
                 }
-                VnodeReply::Put(Ok(ack)) => {
-                    let (node, primary) = self.replier(reply.partition);
-                    core.add_result(PutReply::Ok {
-                        node,
-                        primary,
-                        durable: ack.durable,
-                    })
+                VnodeReply::Put(Ok(_)) => {
+                    // Counted; the run answers only once it replicated.
+                    self.record(reply);
                 }
                 VnodeReply::Get(_) | VnodeReply::Fold(_) => {}
             }
@@ -518,37 +517,30 @@ impl PutFsm<'_> {
         }
     }
 
-    /// Counts one replica's reply; returns a refusal under newer bucket
-    /// props, which ends the run.
-    pub(super) fn record(
-        &self,
-        core: &mut PutCore,
-        reply: Reply,
-        exhausted: &mut Option<KvError>,
-    ) -> Option<KvError> {
+    /// Counts one replica's reply; what the run does next.
+    pub(super) fn record(&mut self, reply: Reply) -> PutAction {
         let (node, primary) = self.replier(reply.partition);
-        match reply.reply {
-            VnodeReply::Put(Err(e @ KvError::Signal(Signal::PropsNewer(_)))) => return Some(e),
-            VnodeReply::Put(Ok(ack)) => core.add_result(PutReply::Ok {
+        let event = match reply.reply {
+            VnodeReply::Put(Ok(ack)) => PutEvent::Applied {
                 node,
                 primary,
                 durable: ack.durable,
-            }),
-            VnodeReply::Put(Err(e)) => {
-                match e {
+            },
+            VnodeReply::Put(Err(error)) => {
+                match &error {
+                    KvError::Signal(Signal::PropsNewer(_)) => {}
                     KvError::Unreachable(_) => {
-                        tracing::debug!(partition = reply.partition.0, "{e}")
+                        tracing::debug!(partition = reply.partition.0, "{error}")
                     }
-                    _ => tracing::warn!(partition = reply.partition.0, "vnode put failed: {e}"),
+                    _ => tracing::warn!(partition = reply.partition.0, "vnode put failed: {error}"),
                 }
-                core.add_result(PutReply::Failed { primary });
-                if is_exhaustion(&e) {
-                    exhausted.get_or_insert(e);
-                }
+                PutEvent::Refused { primary, error }
             }
-            VnodeReply::Coordinated { .. } | VnodeReply::Get(_) | VnodeReply::Fold(_) => {}
-        }
-        None
+            VnodeReply::Coordinated { .. } | VnodeReply::Get(_) | VnodeReply::Fold(_) => {
+                return PutAction::Wait;
+            }
+        };
+        self.steps.step(event)
     }
 
     /// The node a reply's vnode runs on (as the index of its first entry
@@ -564,6 +556,11 @@ impl PutFsm<'_> {
             .position(|e| e.id.node == entry.id.node)
             .unwrap_or(0);
         (node as NodeIndex, entry.primary)
+    }
+
+    /// The coordinating vnode's place in the preflist.
+    pub(super) fn first(&self) -> usize {
+        self.steps.first()
     }
 
     pub(super) fn node(&self) -> &Arc<Node> {
@@ -585,7 +582,7 @@ impl PutFsm<'_> {
             key: self.key.clone(),
             kind,
             policy: self.policy,
-            sync: self.sync.level(i == self.first),
+            sync: self.sync.level(i == self.first()),
             props: match entry.local {
                 true => None,
                 false => self.props.clone(),
@@ -602,31 +599,6 @@ pub(super) struct Written {
     /// A set or map operation's delta, replicated instead of the object, and the
     /// vnode that coordinated it (which holds the whole object).
     pub(super) delta: Option<(DtDelta, VnodeId)>,
-}
-
-/// A coordinating vnode that did not apply the write because it is being
-/// handed off, closing, or out of reach: another replica may.
-pub(super) fn moving(e: &KvError) -> bool {
-    matches!(
-        e,
-        KvError::Storage(eddy_storage::StorageError::Closed)
-            | KvError::Signal(Signal::NotHosted(_))
-            | KvError::ShuttingDown
-            | KvError::Unreachable(_)
-    )
-}
-
-/// A replica refused for want of a resource (disk, descriptors, memory)
-/// or of room in its term index: the put's answer, if it fails, says so
-/// rather than only that too few replicas wrote.
-pub(super) fn is_exhaustion(e: &KvError) -> bool {
-    matches!(
-        e,
-        KvError::Storage(
-            eddy_storage::StorageError::Exhausted { .. }
-                | eddy_storage::StorageError::IndexFull { .. }
-        )
-    )
 }
 
 /// A plain object put into a bucket of a data type is refused: its value

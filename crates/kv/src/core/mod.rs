@@ -1,7 +1,11 @@
 //! Pure quorum cores (Riak's `riak_kv_put_core` / `riak_kv_get_core`):
 //! replies go in with `add_result`, `enough` says when to stop waiting, and
 //! `response` gives the answer. No I/O, no time: the async coordinators
-//! drive them, and tests drive them with every reply order.
+//! drive them, and tests drive them with every reply order. `put_run` is
+//! the put's whole run as a sans-IO state machine (who coordinates, whom
+//! the object goes to, when to answer), around its `PutCore`, stepped by
+//! the single put and by a multi-put's waves alike.
 
 pub mod get;
 pub mod put;
+pub mod put_run;

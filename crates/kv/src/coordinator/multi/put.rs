@@ -8,11 +8,12 @@
 //! object goes to the local replicas at once and to the remote ones
 //! through the wave's [`Outbox`], which sends a node's batch when it is
 //! full and every batch once the wave's keys were coordinated (and again
-//! whenever replies bring more objects). Every reply feeds the key's
-//! [`PutCore`] through the single put's [`PutFsm`]; a coordinating vnode
-//! that is moving or out of reach is replaced by the next replica, once
-//! each, as a single put does. A replica refusing under newer bucket
-//! props hands its key to the single put's restart
+//! whenever replies bring more objects). Every reply is a step of the
+//! key's [`PutRun`](crate::core::put_run::PutRun) through the single put's
+//! [`PutFsm`], as the single put steps it: the run decides which replica
+//! coordinates after a refusal, whom the object goes to, and when the
+//! replies are enough; the wave does the sends. A replica refusing under
+//! newer bucket props hands its key to the single put's restart
 //! ([`Node::put_under_props`]), run as a task of the wave.
 
 use std::sync::Arc;
@@ -26,8 +27,8 @@ use tokio::time::timeout_at;
 use super::Run;
 use super::plan::{Admission, Outbox};
 use crate::coordinator::content_bytes;
-use crate::coordinator::put::{Coordinated, PutFsm, Target, Write, Written, moving};
-use crate::core::put::{PutCore, PutReply};
+use crate::coordinator::put::{Coordinated, PutFsm, Target, Write, Written};
+use crate::core::put_run::{PutAction, PutEvent, Retry};
 use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::error::Signal;
@@ -62,14 +63,10 @@ struct Slot<'t> {
     key: Vec<u8>,
     target: &'t Target<'t>,
     fsm: PutFsm<'t>,
-    core: PutCore,
     stage: Stage,
     /// The client's write, kept for another coordinating vnode when one
     /// of another node may refuse it (as a single put keeps it).
     spare: Option<Coordinate>,
-    /// Coordinating vnodes tried.
-    tries: usize,
-    exhausted: Option<KvError>,
 }
 
 enum Stage {
@@ -187,7 +184,7 @@ impl Node {
             if s % WRITES_PER_YIELD == WRITES_PER_YIELD - 1 {
                 tokio::task::yield_now().await;
             }
-            let (fsm, core) = match self.put_fsm(target, props, entries.clone()) {
+            let mut fsm = match self.put_fsm(target, props, entries.clone()) {
                 Ok(started) => started,
                 Err(e) => {
                     run.place(ready.index, Err(e));
@@ -200,16 +197,15 @@ impl Node {
                 .iter()
                 .any(|e| !e.local)
                 .then(|| ready.client.clone());
+            let idempotent = ready.client.update.is_none();
+            fsm.steps.retry(Retry::of(spare.is_some(), idempotent));
             let slot = Slot {
                 index: ready.index,
                 key: ready.key,
                 target,
                 fsm,
-                core,
                 stage: Stage::Coordinating,
                 spare,
-                tries: 1,
-                exhausted: None,
             };
             self.send_coordinate(&slot, s, ready.client, &send);
             slots.push(Some(slot));
@@ -244,17 +240,13 @@ impl Node {
     /// Hands the client's write to the slot's coordinating vnode.
     fn send_coordinate(&self, slot: &Slot<'_>, s: usize, client: Coordinate, send: &Sender<'_>) {
         let fsm = &slot.fsm;
-        let req = fsm.request(PutKind::Coordinate(Box::new(client)), fsm.first);
+        let first = fsm.first();
+        let req = fsm.request(PutKind::Coordinate(Box::new(client)), first);
         let reply = ReplyTo::Keyed {
             tx: send.tx.clone(),
             key: s as u32,
         };
-        self.deliver(
-            &fsm.preflist[fsm.first].id,
-            req,
-            reply,
-            LocalHint::default(),
-        );
+        self.deliver(&fsm.preflist[first].id, req, reply, LocalHint::default());
     }
 
     /// Handles every reply already received, without waiting.
@@ -299,25 +291,39 @@ impl Node {
             Stage::Done => {}
             Stage::Coordinating => self.on_coordinating(slot, s, reply, send, restarts, run),
             Stage::Replicating(_) => {
-                let newer = slot.fsm.record(&mut slot.core, reply, &mut slot.exhausted);
-                match newer {
-                    Some(KvError::Signal(Signal::PropsNewer(theirs))) => {
-                        let Stage::Replicating(written) =
-                            std::mem::replace(&mut slot.stage, Stage::Done)
-                        else {
-                            return;
-                        };
-                        let write = Write {
-                            client: None,
-                            coordinated: Some(written),
-                            spare: slot.spare.take(),
-                        };
-                        self.restart_put(slot, write, *theirs, restarts, run);
-                    }
-                    Some(e) => self.finish_put(slot, Err(e), run),
-                    None => self.settle_put(slot, run),
-                }
+                let action = slot.fsm.record(reply);
+                self.on_put_action(slot, action, restarts, run);
             }
+        }
+    }
+
+    /// Does what a replicating key's run decided.
+    fn on_put_action(
+        self: &Arc<Self>,
+        slot: &mut Slot<'_>,
+        action: PutAction,
+        restarts: &mut JoinSet<(usize, Result<PutResponse, KvError>)>,
+        run: &mut Run<PutResponse>,
+    ) {
+        match action {
+            PutAction::Newer(KvError::Signal(Signal::PropsNewer(theirs))) => {
+                let Stage::Replicating(written) = std::mem::replace(&mut slot.stage, Stage::Done)
+                else {
+                    return;
+                };
+                let write = Write {
+                    client: None,
+                    coordinated: Some(written),
+                    spare: slot.spare.take(),
+                };
+                self.restart_put(slot, write, *theirs, restarts, run);
+            }
+            PutAction::Newer(e) => self.finish_put(slot, Err(e), run),
+            PutAction::Done(answer) => self.settle_put(slot, answer, run),
+            PutAction::Coordinate(_)
+            | PutAction::Fail
+            | PutAction::Replicate { .. }
+            | PutAction::Wait => {}
         }
     }
 
@@ -343,20 +349,21 @@ impl Node {
                     hint: reply.hint,
                     delta: None,
                 };
-                self.replicate_batched(slot, s, &written, send);
+                if let PutAction::Replicate { except } = slot.fsm.steps.step(PutEvent::Coordinated)
+                {
+                    self.replicate_batched(slot, s, &written, except, send);
+                }
                 slot.stage = Stage::Replicating(written);
-                self.settle_put(slot, run);
+                let action = slot.fsm.steps.step(PutEvent::Replicated);
+                self.on_put_action(slot, action, restarts, run);
             }
             VnodeReply::Put(Err(e)) => {
                 self.write_refusal.refused(&e);
-                let len = slot.fsm.preflist.len();
-                if moving(&e) && slot.tries < len && slot.spare.is_some() {
-                    tracing::debug!(
-                        partition = slot.fsm.preflist[slot.fsm.first].id.partition.0,
-                        "coordinating elsewhere: {e}"
-                    );
-                    slot.tries += 1;
-                    slot.fsm.first = (slot.fsm.first + 1) % len;
+                let refused = slot.fsm.preflist[slot.fsm.first()].id.partition;
+                if let PutAction::Coordinate(_) =
+                    slot.fsm.steps.step(PutEvent::CoordinateFailed(&e))
+                {
+                    tracing::debug!(partition = refused.0, "coordinating elsewhere: {e}");
                     if let Some(client) = slot.spare.clone() {
                         self.send_coordinate(slot, s, client, send);
                     }
@@ -375,13 +382,9 @@ impl Node {
                     e => self.finish_put(slot, Err(e), run),
                 }
             }
-            VnodeReply::Put(Ok(ack)) => {
-                let (node, primary) = slot.fsm.replier(reply.partition);
-                slot.core.add_result(PutReply::Ok {
-                    node,
-                    primary,
-                    durable: ack.durable,
-                });
+            VnodeReply::Put(Ok(_)) => {
+                // Counted; the run answers only once it replicated.
+                slot.fsm.record(reply);
             }
             VnodeReply::Get(_) | VnodeReply::Fold(_) => {}
         }
@@ -394,12 +397,13 @@ impl Node {
         slot: &Slot<'_>,
         s: usize,
         written: &Written,
+        except: Option<usize>,
         send: &mut Sender<'_>,
     ) {
         let fsm = &slot.fsm;
         self.metrics.vnode_puts.add(fsm.preflist.len() as u64);
         for (i, entry) in fsm.preflist.iter().enumerate() {
-            if i == fsm.first {
+            if Some(i) == except {
                 continue;
             }
             let kind = PutKind::Replicate {
@@ -423,18 +427,19 @@ impl Node {
         }
     }
 
-    /// Answers a replicating key whose core has enough (the end of the
-    /// single put's run).
-    fn settle_put(&self, slot: &mut Slot<'_>, run: &mut Run<PutResponse>) {
-        if !slot.core.enough() {
-            return;
-        }
+    /// Answers a replicating key whose run has its answer (the end of
+    /// the single put's run).
+    fn settle_put(
+        &self,
+        slot: &mut Slot<'_>,
+        answer: Result<(), KvError>,
+        run: &mut Run<PutResponse>,
+    ) {
         let Stage::Replicating(written) = std::mem::replace(&mut slot.stage, Stage::Done) else {
             return;
         };
-        let result = match slot.core.response() {
-            Err(q) => {
-                let e = slot.exhausted.take().unwrap_or(KvError::WriteQuorum(q));
+        let result = match answer {
+            Err(e) => {
                 self.write_refusal.refused(&e);
                 Err(e)
             }
