@@ -32,12 +32,25 @@ pub struct TestNode {
     env: Vec<(String, String)>,
 }
 
+/// A port for a node to listen on, free when asked: below Linux's
+/// ephemeral range (32768–60999), so no outgoing connection of this or
+/// another test takes it before the node binds it (a port the kernel hands
+/// out for `:0` can be), and spread by pid and a counter over the test
+/// processes running at once.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = std::process::id().wrapping_mul(97) % SPAN;
+    loop {
+        // 7 and SPAN are coprime: the steps visit every port of the span.
+        let step = NEXT.fetch_add(1, Ordering::Relaxed).wrapping_mul(7);
+        let port = u16::try_from(LOW + base.wrapping_add(step) % SPAN).expect("below 32000");
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 impl TestNode {
