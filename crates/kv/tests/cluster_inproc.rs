@@ -112,7 +112,7 @@ fn cluster_with(size: usize, multi: MultiLimits, maps: fn(usize) -> bool) -> Clu
     let plan = claim(&single, &members, &ClaimParams::default()).unwrap();
     let ring = Ring::from_owners(plan.owners).unwrap();
     let wires = Arc::new(Wires::default());
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let nodes: Vec<Arc<Node>> = members
         .iter()
         .enumerate()
@@ -392,7 +392,7 @@ async fn a_node_outside_the_ring_with_every_owner_down_refuses_requests() {
         ring_size: RING_SIZE,
         ..NodeConfig::default()
     };
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let links = links(&c.wires);
     let outside = Node::start_linked(config, links, registry, c.ring.clone(), &[], |p| {
         Memory.open(p).unwrap()

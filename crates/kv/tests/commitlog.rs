@@ -109,7 +109,7 @@ impl Backend for Lossy {
 }
 
 fn start(backends: &[Arc<Lossy>], log_dir: &Path, opts: LogOptions) -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let config = NodeConfig {
         ring_size: RING,
         commit_log_dir: Some(log_dir.to_path_buf()),
@@ -552,7 +552,7 @@ async fn a_failed_log_sync_fails_its_writes_and_refuses_the_next() {
 /// A node over `backends` and the log in `log_dir` with a `sets` bucket
 /// type (sets stored in segments: the lossy backends persist).
 fn start_with_sets(backends: &[Arc<Lossy>], log_dir: &Path) -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let props = serde_json::json!({ "datatype": "set" });
     registry
         .create_type(

@@ -38,7 +38,7 @@ fn node(cache_bytes: usize) -> Arc<Node> {
 /// A node whose partitions are bitcasks under `dir` (which allow
 /// segments), or in memory (which does not) without one.
 fn node_over(cache_bytes: usize, dir: Option<&std::path::Path>) -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     for (name, datatype) in [("sets", "set"), ("maps", "map")] {
         let props = json!({ "datatype": datatype });
         registry

@@ -19,7 +19,7 @@ use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use serde_json::json;
 
 fn node() -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     for (name, props) in [
         ("counters", json!({"datatype": "counter"})),
         ("sets", json!({"datatype": "set"})),

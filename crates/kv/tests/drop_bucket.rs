@@ -18,7 +18,7 @@ use eddy_storage::{Backend, FoldControl, FoldOptions};
 const RING: u32 = 16;
 
 fn node() -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let config = NodeConfig {
         ring_size: RING,
         ..NodeConfig::default()

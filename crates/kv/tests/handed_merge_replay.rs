@@ -21,7 +21,7 @@ use eddy_vnode::msg::{StorageKey, WritePolicy};
 const RING: u32 = 8;
 
 fn start(dir: &Path) -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let config = NodeConfig {
         ring_size: RING,
         commit_log_dir: Some(dir.join("commit_log")),

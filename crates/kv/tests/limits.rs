@@ -13,7 +13,7 @@ use eddy_storage::Backend;
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 
 fn node_with(meta_limits: MetaLimits) -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let config = NodeConfig {
         ring_size: 8,
         meta_limits,

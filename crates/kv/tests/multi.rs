@@ -16,7 +16,7 @@ use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use serde_json::json;
 
 fn node_with(config: NodeConfig) -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let patch = eddy_model::props::PropsPatch::from_json(json!({}).as_object().unwrap()).unwrap();
     registry.create_type("maps", &patch).unwrap();
     registry.activate_type("maps").unwrap();

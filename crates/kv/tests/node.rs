@@ -13,7 +13,7 @@ use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use serde_json::json;
 
 fn node_with(config: NodeConfig) -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let patch = eddy_model::props::PropsPatch::from_json(json!({}).as_object().unwrap()).unwrap();
     registry.create_type("maps", &patch).unwrap();
     registry.activate_type("maps").unwrap();
@@ -293,7 +293,7 @@ impl Liveness for AloneUp {
 async fn a_node_owning_nothing_with_every_owner_down_refuses_a_put() {
     let owner = eddy_ring::NodeName("owner@127.0.0.1".into());
     let ring = eddy_ring::Ring::single(8, owner).unwrap();
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let config = NodeConfig {
         node_name: eddy_ring::NodeName("joining@127.0.0.1".into()),
         ring_size: 8,

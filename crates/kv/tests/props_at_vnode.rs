@@ -19,7 +19,7 @@ use serde_json::json;
 const RING: u32 = 8;
 
 fn node(dir: &std::path::Path) -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let w1c =
         eddy_model::props::PropsPatch::from_json(json!({"write_once": true}).as_object().unwrap())
             .unwrap();

@@ -17,7 +17,7 @@ use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use serde_json::{Value, json};
 
 fn node() -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let config = NodeConfig {
         ring_size: 8,
         ..NodeConfig::default()

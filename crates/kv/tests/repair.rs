@@ -70,7 +70,7 @@ impl Disk {
             partitions_dir: Some(self.partitions()),
             ..NodeConfig::default()
         };
-        let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+        let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
         Node::start(config, registry, |p| opened[p.0 as usize].clone()).unwrap()
     }
 
@@ -286,7 +286,7 @@ fn memory_node() -> Arc<Node> {
         ring_size: RING,
         ..NodeConfig::default()
     };
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     Node::start(config, registry, |p| {
         let backend: Arc<dyn Backend> = Arc::new(eddy_storage::memory::MemoryBackend::new(
             eddy_storage::memory::MemoryConfig::default(),

@@ -47,7 +47,7 @@ fn node() -> Arc<Node> {
         allow_mult: true,
         ..BucketProps::default()
     };
-    let registry = Arc::new(BucketRegistry::in_memory(defaults));
+    let registry = Arc::new(BucketRegistry::new(defaults));
     let config = NodeConfig {
         ring_size: 8,
         siblings_warn: 2,

@@ -138,7 +138,8 @@ pub struct BucketRegistry {
 
 impl BucketRegistry {
     /// An empty registry: the `default` type with `defaults`, until the
-    /// cluster's registers are applied.
+    /// cluster's registers are applied (or, with no store, its changes are
+    /// kept in memory: tests).
     pub fn new(defaults: BucketProps) -> Self {
         BucketRegistry {
             defaults,
@@ -149,11 +150,6 @@ impl BucketRegistry {
             local: parking_lot::Mutex::new(()),
             on_generation: std::sync::OnceLock::new(),
         }
-    }
-
-    /// A registry whose changes stay in memory (tests).
-    pub fn in_memory(defaults: BucketProps) -> Self {
-        Self::new(defaults)
     }
 
     /// Restricts the `backend` property to these sub-backend names.
@@ -362,10 +358,10 @@ impl BucketRegistry {
         if info.status != TypeStatus::Active {
             return Err(RegistryError::NotActive(bucket_type.to_string()));
         }
-        match find_bucket(stored, bucket_type, bucket) {
-            Some(b) => {
-                let mut props = info.props.patched(&b.patch)?;
-                props.generation = b.patch.generation.unwrap_or(0);
+        match crate::metadata::bucket_patch(stored, bucket_type, &to_hex(bucket)) {
+            Some(patch) => {
+                let mut props = info.props.patched(patch)?;
+                props.generation = patch.generation.unwrap_or(0);
                 Ok(props)
             }
             None => Ok(info.props),
@@ -474,21 +470,9 @@ pub(crate) fn bucket_change(
 /// Bucket `bucket` of `bucket_type`'s own patch in `stored` (empty if it
 /// has none).
 pub(crate) fn bucket_patch_of(stored: &Stored, bucket_type: &str, bucket: &[u8]) -> PropsPatch {
-    find_bucket(stored, bucket_type, bucket)
-        .map(|b| b.patch.clone())
+    crate::metadata::bucket_patch(stored, bucket_type, &to_hex(bucket))
+        .cloned()
         .unwrap_or_default()
-}
-
-fn find_bucket<'a>(
-    stored: &'a Stored,
-    bucket_type: &str,
-    bucket: &[u8],
-) -> Option<&'a StoredBucket> {
-    let hex = to_hex(bucket);
-    stored
-        .buckets
-        .iter()
-        .find(|b| b.bucket_type == bucket_type && b.bucket == hex)
 }
 
 fn check_type_name(name: &str) -> Result<(), RegistryError> {
@@ -566,7 +550,7 @@ mod tests {
 
     #[test]
     fn cached_props_follow_every_change() {
-        let reg = BucketRegistry::in_memory(BucketProps::default());
+        let reg = BucketRegistry::new(BucketProps::default());
         let n = |reg: &BucketRegistry| reg.bucket_props_shared(DEFAULT_TYPE, b"b").unwrap().n_val;
         assert_eq!(n(&reg), 3);
         reg.set_bucket_props(DEFAULT_TYPE, b"b", &patch(json!({"n_val": 1})))
@@ -588,7 +572,7 @@ mod tests {
     #[test]
     fn backend_names_are_checked_on_a_multi_node() {
         let names = vec!["bitcask".to_string(), "memory".to_string()];
-        let reg = BucketRegistry::in_memory(BucketProps::default()).with_backend_names(names);
+        let reg = BucketRegistry::new(BucketProps::default()).with_backend_names(names);
         reg.set_bucket_props(DEFAULT_TYPE, b"b", &patch(json!({"backend": "memory"})))
             .unwrap();
         assert_eq!(
@@ -610,7 +594,7 @@ mod tests {
             reg.create_type("t", &patch(json!({"backend": "nope"})))
                 .is_err()
         );
-        let single = BucketRegistry::in_memory(BucketProps::default());
+        let single = BucketRegistry::new(BucketProps::default());
         single
             .set_bucket_props(DEFAULT_TYPE, b"b", &patch(json!({"backend": "anything"})))
             .unwrap();

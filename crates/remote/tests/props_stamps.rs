@@ -99,7 +99,7 @@ fn pair() -> Pair {
     let nodes = names
         .iter()
         .map(|name| {
-            let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+            let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
             registry
                 .apply_shared(&shared(json!({"allow_mult": false}), 10))
                 .unwrap();

@@ -94,7 +94,7 @@ pub async fn start_on(
         map_runner: Some(http.jobs.clone()),
         ..config
     };
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let empty = eddy_model::props::PropsPatch::new();
     registry.create_type("maps", &empty).unwrap();
     registry.activate_type("maps").unwrap();

@@ -29,7 +29,7 @@ pub struct Server {
 }
 
 pub fn node() -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let config = NodeConfig {
         ring_size: 8,
         map_runner: Some(eddy_query::Jobs::new(Some(

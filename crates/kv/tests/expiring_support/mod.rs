@@ -25,7 +25,7 @@ pub fn node_with(
     expiry_secs: u64,
     map_runner: Option<Arc<dyn eddy_vnode::mapphase::MapRunner>>,
 ) -> Arc<Node> {
-    let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
     let config = NodeConfig {
         ring_size: 16,
         delete_mode: DeleteMode::Keep,

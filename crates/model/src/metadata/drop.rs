@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn a_drop_raises_the_generation_and_props_survive() {
-        let r = BucketRegistry::in_memory(BucketProps::default());
+        let r = BucketRegistry::new(BucketProps::default());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let s = seen.clone();
         r.on_generation(Arc::new(move |b, g| s.lock().unwrap().push((b.clone(), g))));
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn clients_cannot_set_the_generation_and_a_reset_keeps_it() {
-        let r = BucketRegistry::in_memory(BucketProps::default());
+        let r = BucketRegistry::new(BucketProps::default());
         r.drop_bucket("default", b"b").unwrap();
         r.set_bucket_props(
             "default",
@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn unknown_types_cannot_be_dropped() {
-        let r = BucketRegistry::in_memory(BucketProps::default());
+        let r = BucketRegistry::new(BucketProps::default());
         assert!(matches!(
             r.drop_bucket("nope", b"b"),
             Err(RegistryError::NoSuchType(_))

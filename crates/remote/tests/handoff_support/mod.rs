@@ -145,7 +145,7 @@ fn registry() -> Arc<BucketRegistry> {
         n_val: 1,
         ..BucketProps::default()
     };
-    let registry = Arc::new(BucketRegistry::in_memory(defaults));
+    let registry = Arc::new(BucketRegistry::new(defaults));
     let patch = serde_json::json!({"n_val": 1, "allow_mult": true});
     registry
         .create_type(

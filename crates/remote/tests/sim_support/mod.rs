@@ -104,7 +104,7 @@ impl SimCluster {
         let owners = claim(&single, &names, &ClaimParams::default())
             .unwrap()
             .owners;
-        let registry = Arc::new(BucketRegistry::in_memory(BucketProps::default()));
+        let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
         registry
             .create_type(
                 "sim",
