@@ -23,8 +23,8 @@ impl Windowed {
         }
     }
 
-    /// Records `value` at `now_secs` (seconds since the histogram began).
-    pub(crate) fn record(&self, now_secs: u64, value: u64) {
+    /// Records `values` at `now_secs` (seconds since the histogram began).
+    pub(crate) fn record_many(&self, now_secs: u64, values: &[u64]) {
         let epoch = now_secs / SLOT_SECS;
         let mut slots = self.slots.lock();
         let Some(slot) = slots.get_mut((epoch % SLOTS) as usize) else {
@@ -34,7 +34,9 @@ impl Windowed {
             slot.1.reset();
             slot.0 = epoch;
         }
-        slot.1.saturating_record(value);
+        for value in values {
+            slot.1.saturating_record(*value);
+        }
     }
 
     /// Every value of the slots still within the minute before `now_secs`.
@@ -61,8 +63,8 @@ mod tests {
     #[test]
     fn a_value_leaves_the_window_a_minute_later() {
         let w = Windowed::new();
-        w.record(5, 100);
-        w.record(65, 7);
+        w.record_many(5, &[100]);
+        w.record_many(65, &[7]);
         assert_eq!(w.snapshot(59).len(), 1);
         let later = w.snapshot(65);
         assert_eq!((later.len(), later.max()), (1, 7));

@@ -133,7 +133,12 @@ fn record_get_in<E>(
     time.record_since(start);
     if let Ok(GetResponse::Found(obj)) = result {
         siblings.record(obj.siblings.len() as u64);
-        let size: usize = obj.contents().map(|c| c.value.len()).sum();
-        objsize.record(size as u64);
+        objsize.record(value_bytes(obj));
     }
+}
+
+/// The bytes of the values of `obj`'s siblings, as the object size
+/// histogram counts them.
+pub(crate) fn value_bytes(obj: &eddy_object::RiakObject) -> u64 {
+    obj.contents().map(|c| c.value.len() as u64).sum()
 }

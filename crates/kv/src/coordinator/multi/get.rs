@@ -118,9 +118,10 @@ impl Node {
         let mut admission = Admission::new(run.caps(), run.limits.concurrency);
         let bucket_bytes = bucket.storage_bucket().len();
         let mut wave = Vec::new();
+        let mut refused = 0;
         while let Some(job) = jobs.peek() {
             if let Err(e) = self.check_key(&job.key) {
-                self.metrics.gets.increment();
+                refused += 1;
                 run.place(job.index, Err(e));
                 jobs.next();
                 continue;
@@ -135,11 +136,11 @@ impl Node {
             if !admission.admit(&remote) {
                 break;
             }
-            self.metrics.gets.increment();
             if let Some(job) = jobs.next() {
                 wave.push((job, preflist));
             }
         }
+        self.metrics.gets.add(refused + wave.len() as u64);
         wave
     }
 
