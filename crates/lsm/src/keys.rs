@@ -1,30 +1,22 @@
 //! Order-preserving key encoding: tuples of byte strings to fjall keys.
 //!
-//! A component that is followed by another is *escaped*: every `0x00` byte
-//! becomes `0x00 0xFF`, and the component ends with the terminator
-//! `0x00 0x00`. The last component of a tuple (always the object key) is
-//! appended raw. Layouts:
+//! Tuples are encoded by [`eddy_storage::tuple`]: every component but the
+//! last (always the object key) escaped and terminated, the last raw, so
+//! byte order is tuple order (checked for these layouts by the proptests
+//! below). Layouts:
 //!
 //! - object keyspace: `esc(bucket) key`
 //! - aux keyspace, terms record: `b't' esc(bucket) key`
 //! - aux keyspace, index entry: `b'i' esc(bucket) esc(field) esc(term) key`
 //!
-//! Invariant (checked by a proptest below): for tuples of the same shape,
-//! byte order of the encodings equals lexicographic tuple order, and an
-//! escaped component is prefix-free. Why: the terminator `00 00` sorts below
-//! any escaped `00 FF` and below every non-zero byte, so a component that is
-//! a proper prefix of another encodes lower, exactly like the raw bytes; and
-//! since escaped components are prefix-free, comparison never runs across a
-//! component boundary.
-//!
 //! Every encoded key holds a terminator, so it is at least two bytes long
 //! and never empty (fjall rejects empty keys). fjall also rejects keys over
 //! [`ENCODED_KEY_BYTES_MAX`]; [`check_len`] turns that into an error.
 
-use std::borrow::Cow;
 use std::ops::Bound;
 
 use eddy_storage::StorageError;
+pub use eddy_storage::tuple::{TERMINATOR, push_escaped, split_escaped, terminated_upper};
 
 /// Longest key fjall accepts.
 pub const ENCODED_KEY_BYTES_MAX: usize = u16::MAX as usize;
@@ -33,20 +25,6 @@ pub const ENCODED_KEY_BYTES_MAX: usize = u16::MAX as usize;
 pub const TERMS_TAG: u8 = b't';
 /// Region tag of index entries in the aux keyspace.
 pub const INDEX_TAG: u8 = b'i';
-
-const ESCAPE: u8 = 0xFF;
-const TERMINATOR: [u8; 2] = [0x00, 0x00];
-
-/// Appends `part` escaped and terminated.
-pub fn push_escaped(out: &mut Vec<u8>, part: &[u8]) {
-    for &byte in part {
-        out.push(byte);
-        if byte == 0 {
-            out.push(ESCAPE);
-        }
-    }
-    out.extend_from_slice(&TERMINATOR);
-}
 
 /// The object keyspace key of `(bucket, key)`.
 pub fn object_key(bucket: &[u8], key: &[u8]) -> Vec<u8> {
@@ -87,49 +65,6 @@ pub fn index_key(bucket: &[u8], field: &[u8], term: &[u8], key: &[u8]) -> Vec<u8
     push_escaped(&mut out, term);
     out.extend_from_slice(key);
     out
-}
-
-/// The exclusive upper bound of every key that starts with `prefix`, where
-/// `prefix` ends in a terminator: the terminator's last byte raised to 1.
-/// Nothing that extends `prefix` reaches it, and nothing that sorts after
-/// every such key is below it (an escaped byte after `00` is `FF`).
-pub fn terminated_upper(prefix: &[u8]) -> Vec<u8> {
-    let mut out = prefix.to_vec();
-    if let Some(last) = out.last_mut() {
-        *last = 1;
-    }
-    out
-}
-
-/// Splits the first escaped component off `encoded`: the unescaped component
-/// and the rest. `None` when no terminator is found or an escape is invalid.
-pub fn split_escaped(encoded: &[u8]) -> Option<(Cow<'_, [u8]>, &[u8])> {
-    let first_zero = encoded.iter().position(|&b| b == 0)?;
-    if encoded.get(first_zero + 1) == Some(&0) {
-        let (part, rest) = encoded.split_at(first_zero);
-        return Some((Cow::Borrowed(part), &rest[2..]));
-    }
-    split_escaped_slow(encoded)
-}
-
-fn split_escaped_slow(encoded: &[u8]) -> Option<(Cow<'_, [u8]>, &[u8])> {
-    let mut part = Vec::with_capacity(encoded.len());
-    let mut i = 0;
-    while i < encoded.len() {
-        let byte = encoded[i];
-        if byte != 0 {
-            part.push(byte);
-            i += 1;
-            continue;
-        }
-        match encoded.get(i + 1)? {
-            0 => return Some((Cow::Owned(part), &encoded[i + 2..])),
-            &ESCAPE => part.push(0),
-            _ => return None,
-        }
-        i += 2;
-    }
-    None
 }
 
 /// Fails when an encoded key is longer than fjall accepts.
@@ -227,16 +162,6 @@ mod tests {
         }
 
         #[test]
-        fn escaped_parts_round_trip(part in bytes(), rest in bytes()) {
-            let mut encoded = Vec::new();
-            push_escaped(&mut encoded, &part);
-            encoded.extend_from_slice(&rest);
-            let (decoded, tail) = split_escaped(&encoded).unwrap();
-            prop_assert_eq!(decoded.as_ref(), part.as_slice());
-            prop_assert_eq!(tail, rest.as_slice());
-        }
-
-        #[test]
         fn bucket_range_holds_exactly_the_bucket(bucket in bytes(), other in (bytes(), bytes())) {
             let (lo, hi) = object_range(Some(&bucket), None, None);
             let encoded = object_key(&other.0, &other.1);
@@ -278,12 +203,5 @@ mod tests {
         assert!((lo.as_ref(), hi.as_ref()).contains(&terms_key(b"b", b"")));
         assert!(!(lo.as_ref(), hi.as_ref()).contains(&terms_key(b"b\x00", b"")));
         assert!(!(lo.as_ref(), hi.as_ref()).contains(&index_key(b"b", b"", b"", b"")));
-    }
-
-    #[test]
-    fn bad_escapes_are_rejected() {
-        assert!(split_escaped(b"ab").is_none());
-        assert!(split_escaped(b"a\x00\x07b\x00\x00").is_none());
-        assert!(split_escaped(b"a\x00").is_none());
     }
 }

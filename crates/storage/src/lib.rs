@@ -8,7 +8,8 @@
 //! ([`limits`]), two backends that need no files: [`memory`] and [`multi`],
 //! how a backend destroys its directory crash-atomically ([`destroy`]), and
 //! what every durable log shares: the [`Clock`] ([`clock`]) and group commit
-//! with its [`SyncPolicy`] ([`group_commit`]).
+//! with its [`SyncPolicy`] ([`group_commit`]), and the order-preserving
+//! tuple encoding of the ordered stores ([`tuple`]).
 //! The conformance suite every backend must pass lives in `testkit` (feature
 //! `testkit`).
 //!
@@ -47,6 +48,7 @@ pub mod retire;
 pub mod status;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+pub mod tuple;
 
 pub use backend::{Backend, Capabilities};
 pub use batch::{BatchOp, WriteBatch, WriteOptions};
