@@ -1,7 +1,8 @@
 //! `GET /metrics` and `/stats` from the node's one set of figures: gets
 //! over PB and over HTTP are both counted and timed by the node (issue 27,
-//! item 5's check), per API too, and two nodes in one process keep apart
-//! figures.
+//! item 5's check), per API too, two nodes in one process keep apart
+//! figures, and the vnodes' merges and data type updates appear under
+//! Riak's names.
 
 mod http_support;
 
@@ -244,6 +245,23 @@ async fn stats_has_riaks_data_type_handoff_and_pb_names() {
             let name = format!("{}_95", prefix.replace("{}", t));
             assert_eq!(stats[name.as_str()], 0, "{name}");
         }
+        for name in [
+            format!("object_{t}_merge"),
+            format!("object_{t}_merge_total"),
+            format!("object_{t}_merge_time_median"),
+            format!("vnode_{t}_update"),
+            format!("vnode_{t}_update_total"),
+            format!("vnode_{t}_update_time_100"),
+        ] {
+            assert_eq!(stats[name.as_str()], 0, "{name}");
+        }
+    }
+    for name in [
+        "object_merge",
+        "object_merge_total",
+        "object_merge_time_mean",
+    ] {
+        assert_eq!(stats[name], 0, "{name}");
     }
     assert_eq!(stats["rejected_handoffs"], 0, "no handoff manager: zeros");
     for kind in ["ownership", "hinted"] {
@@ -260,6 +278,8 @@ async fn stats_has_riaks_data_type_handoff_and_pb_names() {
     assert_eq!(stats["pbc_active"], 0);
     let text = metrics(&server).await;
     assert!(text.contains("# TYPE eddy_datatype_gets_total counter\n"));
+    assert!(text.contains("# TYPE eddy_vnode_object_merges_total counter\n"));
+    assert!(text.contains("# TYPE eddy_vnode_datatype_update_time_seconds histogram\n"));
     // This node has no commit log and no handoff manager: those parts
     // register their figures when they are built.
     assert!(!text.contains("eddy_commitlog_"), "{text}");
@@ -292,4 +312,73 @@ async fn pb_connections_are_riaks_pbc_figures() {
     assert_eq!(stats["pbc_active"], 1);
     assert_eq!(stats["pbc_connects_total"], 1);
     assert_eq!(stats["pbc_connects"], 1, "within the last minute");
+}
+
+/// Creates and activates the bucket type `name` of `datatype`.
+fn datatype_bucket_type(server: &Server, name: &str, datatype: &str) {
+    let props = eddy_model::props::PropsPatch {
+        datatype: Some(Some(datatype.into())),
+        ..Default::default()
+    };
+    let registry = server.node.registry();
+    registry.create_type(name, &props).unwrap();
+    registry.activate_type(name).unwrap();
+}
+
+/// One operation on a value of `datatype`.
+fn datatype_op(datatype: &str) -> eddy_dt::Op {
+    use eddy_dt::{Field, FieldOp, MapOp, MapUpdate, Op, SetOp};
+    match datatype {
+        "counter" => Op::Counter(1),
+        "set" => Op::Set(SetOp {
+            adds: vec![b"a".to_vec()],
+            removes: vec![],
+        }),
+        _ => Op::Map(MapOp {
+            removes: vec![],
+            updates: vec![MapUpdate {
+                field: Field::new("c", FieldOp::Counter(1).kind()),
+                op: FieldOp::Counter(1),
+            }],
+        }),
+    }
+}
+
+#[tokio::test]
+async fn vnode_merges_and_updates_are_counted_under_riaks_names() {
+    use eddy_kv::coordinator::datatype::DtUpdateRequest;
+    let server = http_support::start().await;
+    let n_val = u64::from(eddy_model::props::BucketProps::default().n_val);
+    for t in ["counter", "set", "map"] {
+        let bucket_type = format!("dt_{t}");
+        datatype_bucket_type(&server, &bucket_type, t);
+        // The first update finds no copy at the replicas; the second is
+        // merged by each replica but the coordinating vnode, all local
+        // here and written before the answer.
+        for _ in 0..2 {
+            let req = DtUpdateRequest {
+                bucket: eddy_model::BucketRef::typed(&bucket_type, b"b".to_vec()),
+                key: Some(b"k".to_vec()),
+                op: datatype_op(t),
+                context: None,
+                options: Default::default(),
+            };
+            server.node.dt_update(req).await.unwrap();
+        }
+    }
+    let stats = stats(&server).await;
+    for t in ["counter", "set", "map"] {
+        let updates = format!("vnode_{t}_update_total");
+        assert_eq!(stats[updates.as_str()], 2, "{updates}");
+        let merges = format!("object_{t}_merge_total");
+        assert_eq!(stats[merges.as_str()], n_val - 1, "{merges}");
+    }
+    assert_eq!(stats["object_merge_total"], 3 * (n_val - 1));
+    let text = metrics(&server).await;
+    let updates = r#"eddy_vnode_datatype_updates_total{datatype="set"}"#;
+    assert_eq!(value(&text, updates), 2.0);
+    let merge_times = r#"eddy_vnode_datatype_merge_time_seconds_count{datatype="map"}"#;
+    assert_eq!(value(&text, merge_times), (n_val - 1) as f64);
+    let object_merges = value(&text, "eddy_vnode_object_merges_total");
+    assert_eq!(object_merges, (3 * (n_val - 1)) as f64);
 }

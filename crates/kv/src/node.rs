@@ -282,6 +282,7 @@ impl Node {
         let states = Arc::new(eddy_vnode::states::StateCache::new(
             config.datatype_cache_bytes,
         ));
+        let metrics = Arc::new(crate::metrics::NodeMetrics::register(&figures));
         for (p, parts) in opened {
             vnodes.insert(eddy_vnode::Vnode::with_incarnation(
                 p,
@@ -290,6 +291,7 @@ impl Node {
                 parts.backend,
                 log.clone(),
                 states.clone(),
+                metrics.vnodes.clone(),
             ));
         }
         let me = config.node_name.clone();
@@ -300,7 +302,7 @@ impl Node {
             log,
             states,
             registry,
-            metrics: Arc::new(crate::metrics::NodeMetrics::register(&figures)),
+            metrics,
             figures,
             metadata_pushes: Default::default(),
             repair: Default::default(),
@@ -418,6 +420,7 @@ impl Node {
             parts.backend,
             self.log.clone(),
             self.states.clone(),
+            self.metrics.vnodes.clone(),
         );
         self.vnodes.insert(vnode.clone());
         tracing::info!(partition = p.0, "vnode started");

@@ -363,10 +363,17 @@ async fn a_replica_behind_a_delta_is_sent_the_whole_object() {
         let c = &n.metrics;
         (c.datatype_deltas.get(), c.datatype_deltas_behind.get())
     };
+    let set_merges = |n: &Arc<Node>| n.metrics.vnodes.of(DataType::Set).merges.get();
     for node in [&segmented, &plain] {
         preload(node).await;
+        let before = set_merges(node);
         let op = set_op(vec![member("x", 1)], vec![]);
         assert_eq!(update(node, "sets", op, false).await, "ok");
+        assert_eq!(
+            set_merges(node) - before,
+            2,
+            "each other replica merged the operation, a delta or a whole object"
+        );
     }
     assert_eq!(
         deltas(&segmented),

@@ -39,6 +39,14 @@ pub fn state_of(obj: &RiakObject, datatype: DataType) -> Result<Option<State>, K
     Ok(merged)
 }
 
+/// The data type whose value `obj` holds: the type its first live content
+/// of a data type's content type names; `None` for any other object.
+pub fn type_of(obj: &RiakObject) -> Option<DataType> {
+    obj.contents()
+        .filter(|c| !c.meta.deleted)
+        .find_map(|c| DataType::from_content_type(c.meta.content_type.as_deref()?))
+}
+
 /// The new state after `update`, applied as `actor` at `now_us` over
 /// `stored`, the merged state of the stored siblings ([`state_of`]; an
 /// empty value of the type when none).

@@ -3,8 +3,9 @@
 //! sends, its folds, the node's commit log ([`commitlog`]) every vnode
 //! appends to, the repair mark ([`marker`]), data type updates applied at
 //! the coordinating vnode ([`datatype`]), big data type values kept as a
-//! root and segments ([`segments`]), and the map phases run at the vnode
-//! by a runner it is given ([`mapphase`]). It knows nothing of rings
+//! root and segments ([`segments`]), the map phases run at the vnode
+//! by a runner it is given ([`mapphase`]), and the figures vnodes count
+//! into the node's registry ([`figures`]). It knows nothing of rings
 //! beyond a partition's number, of other nodes, or of sockets.
 //!
 //!
@@ -41,6 +42,7 @@ pub mod apply;
 pub mod commitlog;
 pub mod damage;
 pub mod datatype;
+pub mod figures;
 pub mod fold;
 mod gate;
 pub mod index_fold;
@@ -66,6 +68,7 @@ use eddy_storage::{Backend, StorageError, WriteOptions};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::commitlog::{CommitLog, Lsn, Op, Record};
+use crate::figures::VnodeFigures;
 use crate::mapphase::MapRunner;
 use eddy_dt::State;
 use eddy_model::error::KvError;
@@ -107,6 +110,8 @@ pub struct Vnode {
     folds: Arc<gate::Folds>,
     /// The node's decoded data type states ([`states`]).
     states: Arc<StateCache>,
+    /// The node's figures of merges and data type updates ([`figures`]).
+    figures: Arc<VnodeFigures>,
 }
 
 /// What a put stored.
@@ -150,11 +155,13 @@ impl Vnode {
             backend,
             log,
             Arc::default(),
+            Arc::new(VnodeFigures::unregistered()),
         )
     }
 
     /// A vnode of `partition`'s incarnation `incarnation`, keeping decoded
-    /// data type states in `states`.
+    /// data type states in `states` and counting its merges and data type
+    /// updates in `figures` (both the node's, shared by its vnodes).
     pub fn with_incarnation(
         partition: Partition,
         incarnation: u64,
@@ -162,6 +169,7 @@ impl Vnode {
         backend: Arc<dyn Backend>,
         log: Option<Arc<CommitLog>>,
         states: Arc<StateCache>,
+        figures: Arc<VnodeFigures>,
     ) -> VnodeHandle {
         Arc::new(Vnode {
             partition,
@@ -175,6 +183,7 @@ impl Vnode {
             damage: damage::Damage::default(),
             folds: Arc::default(),
             states,
+            figures,
         })
     }
 
@@ -454,20 +463,9 @@ impl Vnode {
                 } = *c;
                 match update {
                     Some(u) => {
-                        let stored = self.stored_state(
-                            key,
-                            encoded.as_deref(),
-                            current.as_ref(),
-                            u.datatype,
-                        )?;
-                        let (next, new_state) = apply::coordinate_datatype(
-                            current.as_ref(),
-                            stored,
-                            &u,
-                            content,
-                            policy,
-                            self.actor,
-                        )?;
+                        let stored = (encoded.as_deref(), current.as_ref());
+                        let (next, new_state) =
+                            self.coordinate_update(key, stored, &u, content, policy)?;
                         state = Some(new_state);
                         next
                     }
@@ -484,7 +482,7 @@ impl Vnode {
             PutKind::DtDelta(_) => return Err(KvError::Signal(Signal::Behind)),
             PutKind::Replicate { encoded } => {
                 let incoming = codec::decode(&encoded)?;
-                let merged = apply::replicate(current.as_ref(), incoming, policy);
+                let merged = self.replicate(current.as_ref(), incoming, policy);
                 if merged.is_incoming {
                     sent = Some((encoded, hint.logged_at));
                 }
@@ -510,6 +508,45 @@ impl Vnode {
             self.keep_state(key, &written.encoded, state);
         }
         Ok(written)
+    }
+
+    /// Applies the data type operation `update` as this vnode's actor to
+    /// the value `key` holds (`stored`: its encoding, if stored whole, and
+    /// the object), counting it in the node's figures. Returns the new
+    /// object and its state. Caller holds the key's lock.
+    fn coordinate_update(
+        &self,
+        key: &StorageKey,
+        (encoded, current): (Option<&[u8]>, Option<&RiakObject>),
+        update: &msg::DtUpdate,
+        content: eddy_object::Content,
+        policy: WritePolicy,
+    ) -> Result<(RiakObject, State), KvError> {
+        let start = std::time::Instant::now();
+        let stored = self.stored_state(key, encoded, current, update.datatype)?;
+        let applied =
+            apply::coordinate_datatype(current, stored, update, content, policy, self.actor)?;
+        self.figures.updated(update.datatype, start);
+        Ok(applied)
+    }
+
+    /// A replica's merge of `incoming` into `current`, the copy it holds
+    /// ([`apply::replicate`]), counted in the node's figures when there is
+    /// a copy to merge with.
+    fn replicate(
+        &self,
+        current: Option<&RiakObject>,
+        incoming: RiakObject,
+        policy: WritePolicy,
+    ) -> apply::Replicated {
+        if current.is_none() {
+            return apply::replicate(current, incoming, policy);
+        }
+        let start = std::time::Instant::now();
+        let datatype = datatype::type_of(&incoming);
+        let merged = apply::replicate(current, incoming, policy);
+        self.figures.merged(datatype, start);
+        merged
     }
 
     /// The merged state of the stored object's siblings of `update`'s

@@ -41,7 +41,12 @@ impl Vnode {
             false => self.read(key)?,
         };
         let next = match &current {
-            Some(stored) => one_version(merge::merge(stored, &incoming)),
+            Some(stored) => {
+                let start = std::time::Instant::now();
+                let merged = one_version(merge::merge(stored, &incoming));
+                self.figures.merged(None, start);
+                merged
+            }
             None => one_version(incoming.clone()),
         };
         let sent = sent

@@ -10,6 +10,7 @@
 //! its new ones.
 
 use std::borrow::Cow;
+use std::time::Instant;
 
 use bytes::Bytes;
 use eddy_dt::{DataType, Delta, DtError, Root, State};
@@ -60,6 +61,7 @@ impl Vnode {
         let Some(update) = update else {
             return Err(KvError::Signal(Signal::Behind));
         };
+        let start = Instant::now();
         let touched = stored.root.touched_by_op(&update.op)?;
         let loaded = segments::read_segments(&*self.backend, key, &stored.root, &touched)?;
         let mut partial = stored.root.partial(loaded)?;
@@ -72,6 +74,7 @@ impl Vnode {
                 datatype: stored.root.datatype(),
             }))?;
         let mut next = self.next_version(&stored.object, content, update.datatype, policy)?;
+        self.figures.updated(update.datatype, start);
         let sent = DtDelta {
             before: stored.object.vv.clone(),
             object: codec::encode(&next).into(),
@@ -130,9 +133,11 @@ impl Vnode {
                     .map_err(|_| KvError::Signal(Signal::Behind))?;
                 let loaded = segments::read_segments(&*self.backend, key, &stored.root, &touched)?;
                 let mut partial = stored.root.partial(loaded)?;
+                let start = Instant::now();
                 partial
                     .join_delta(&delta)
                     .map_err(|_| KvError::Signal(Signal::Behind))?;
+                self.figures.merged(Some(delta.datatype()), start);
                 let mut root = stored.root;
                 let written = root.write_back(partial, &touched)?;
                 next.siblings[0].content.value = root.encode();
@@ -176,9 +181,11 @@ impl Vnode {
         let Some(mut state) = self.stored_state(key, Some(&raw), Some(&current), datatype)? else {
             return Err(KvError::Signal(Signal::Behind));
         };
+        let start = Instant::now();
         state
             .join_delta(delta)
             .map_err(|_| KvError::Signal(Signal::Behind))?;
+        self.figures.merged(Some(datatype), start);
         let specs = apply::index_specs(Some(&current), &next);
         if self.may_segment(key) && segments::worth_segmenting(&next, &state, false) {
             return Ok(self

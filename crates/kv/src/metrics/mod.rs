@@ -8,15 +8,20 @@
 //!
 //! Files: this one (gets, puts, deletes, vnodes, multi-key requests),
 //! [`datatype`] (data type fetches and updates, per type), [`query`] (2i
-//! queries, listings, MapReduce jobs).
+//! queries, listings, MapReduce jobs). The vnodes' own figures (object
+//! merges, data type merges and updates) are eddy-vnode's
+//! [`VnodeFigures`], registered here and handed to every vnode the node
+//! builds.
 
 pub mod datatype;
 pub mod query;
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use eddy_metrics::{Counter, Histogram, Registry, TIME_US_BOUNDS, Unit};
 use eddy_model::request::GetResponse;
+use eddy_vnode::figures::VnodeFigures;
 
 pub use datatype::DatatypeMetrics;
 pub use query::{JobInputs, QueryMetrics};
@@ -79,6 +84,9 @@ pub struct NodeMetrics {
     pub datatypes: DatatypeMetrics,
     /// 2i queries, listings and MapReduce jobs.
     pub queries: QueryMetrics,
+    /// What the node's vnodes count: object merges, data type merges and
+    /// updates (Riak's `object_merge`, `vnode_counter_update`, …).
+    pub vnodes: Arc<VnodeFigures>,
 }
 
 impl NodeMetrics {
@@ -108,6 +116,7 @@ impl NodeMetrics {
             get_fsm_objsize: r.histogram("eddy_node_get_fsm_objsize_bytes", "Bytes of the values of the objects gets found.", Unit::Bytes, OBJSIZE_BOUNDS),
             datatypes: DatatypeMetrics::register(r),
             queries: QueryMetrics::register(r),
+            vnodes: Arc::new(VnodeFigures::register(r)),
         }
     }
 

@@ -13,7 +13,8 @@ use crate::net::ConnectionTable;
 
 /// The histograms `/stats` shows, by the prefix of their names: the FSM
 /// times (µs), sibling counts and object sizes, of every get and put and
-/// of the data types Riak names.
+/// of the data types Riak names, and the times of the vnodes' merges and
+/// data type updates.
 pub(super) fn histograms(node: &Node) -> Vec<(String, &Histogram)> {
     let m = &node.metrics;
     let mut out = vec![
@@ -21,6 +22,7 @@ pub(super) fn histograms(node: &Node) -> Vec<(String, &Histogram)> {
         ("node_put_fsm_time".to_string(), &m.put_fsm_time),
         ("node_get_fsm_siblings".to_string(), &m.get_fsm_siblings),
         ("node_get_fsm_objsize".to_string(), &m.get_fsm_objsize),
+        ("object_merge_time".to_string(), &m.vnodes.object_merge_time),
     ];
     for t in RIAK_DATATYPES {
         let (f, name) = (m.datatypes.of(t), t.name());
@@ -28,6 +30,9 @@ pub(super) fn histograms(node: &Node) -> Vec<(String, &Histogram)> {
         out.push((format!("node_get_fsm_{name}_siblings"), &f.get_fsm_siblings));
         out.push((format!("node_get_fsm_{name}_objsize"), &f.get_fsm_objsize));
         out.push((format!("node_put_fsm_{name}_time"), &f.put_fsm_time));
+        let v = m.vnodes.of(t);
+        out.push((format!("object_{name}_merge_time"), &v.merge_time));
+        out.push((format!("vnode_{name}_update_time"), &v.update_time));
     }
     out
 }

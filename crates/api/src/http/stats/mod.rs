@@ -4,7 +4,8 @@
 //!
 //! Counts named without `_total` are over the last minute, as Riak's
 //! spirals are ([`spiral`]). FSM times (µs), sibling counts and object
-//! sizes come from the kv coordinators' histograms, over the last minute;
+//! sizes come from the kv coordinators' histograms, and the times of
+//! merges and data type updates from the vnodes', over the last minute;
 //! gauges and Riak's plain counters (handoff's) as they are now
 //! ([`figures`]). The cluster fields (`ring_members`, `ring_ownership`,
 //! `connected_nodes`) are this node's view of the membership.

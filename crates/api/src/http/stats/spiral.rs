@@ -52,7 +52,8 @@ impl Spiral {
 
 /// The spirals of `node` and of its PB listener's `pb` table: Riak's for
 /// single-key operations, 2i queries, key listings, MapReduce jobs (Riak's
-/// pipelines), data types and PB connections; Eddy's for multi-key
+/// pipelines), data types, the vnodes' merges and data type updates, and
+/// PB connections; Eddy's for multi-key
 /// requests (design note 016: requests and the keys they named, per
 /// operation, and the batched vnode messages sent to other nodes) and set
 /// operations' deltas (design note 020 §6: sent to replicas, and replicas
@@ -76,6 +77,7 @@ pub(super) fn spirals(node: &Node, pb: Option<&Arc<ConnectionTable>>) -> Vec<Spi
         ("datatype_deltas_behind", &m.datatype_deltas_behind),
         ("vnode_index_reads", &m.queries.vnode_index_reads),
         ("list_fsm_create", &m.queries.list_keys),
+        ("object_merge", &m.vnodes.object_merges),
     ];
     let mut out: Vec<Spiral> = counted
         .into_iter()
@@ -101,6 +103,15 @@ pub(super) fn spirals(node: &Node, pb: Option<&Arc<ConnectionTable>>) -> Vec<Spi
         out.push(Spiral::counted(
             &format!("node_puts_{}", t.name()),
             &figures.puts,
+        ));
+        let at_vnodes = m.vnodes.of(t);
+        out.push(Spiral::counted(
+            &format!("object_{}_merge", t.name()),
+            &at_vnodes.merges,
+        ));
+        out.push(Spiral::counted(
+            &format!("vnode_{}_update", t.name()),
+            &at_vnodes.updates,
         ));
     }
     if let Some(pb) = pb {
