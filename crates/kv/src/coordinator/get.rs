@@ -3,8 +3,10 @@
 //!
 //! Local replicas are read on the caller's thread ([`Vnode::read`]: reads
 //! need no serialisation); remote ones get a `Get` message first so they
-//! read while the local ones are read. Every reply feeds the pure
-//! [`GetCore`]. A get that has its answer before every replica replied
+//! read while the local ones are read. Every reply is stepped into the
+//! sans-IO [`GetRun`], which decides when the get answers and whom read
+//! repair sends what; this driver only sends, receives and keeps the
+//! deadline. A get that has its answer before every replica replied
 //! leaves a task to collect the rest until the deadline and then repair.
 //!
 //! [`Vnode::read`]: eddy_vnode::Vnode::read
@@ -18,7 +20,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::time::{Instant, timeout_at};
 
 use super::{PreflistEntry, quorum, storage_key};
-use crate::core::get::{GetCore, GetOutcome, GetReply};
+use crate::core::get::{GetCore, GetReply};
+use crate::core::get_run::{GetAction, GetEvent, GetRun};
 use crate::node::Node;
 use crate::repair::around::{self, ReplicaRead, Verdict};
 use eddy_model::error::KvError;
@@ -27,7 +30,6 @@ use eddy_vnode::VnodeHandle;
 use eddy_vnode::msg::{
     PutKind, PutRequest, StorageKey, SyncLevel, VnodeReply, VnodeRequest, WritePolicy,
 };
-use eddy_vnode::once::one_version;
 use eddy_vnode::reply::{LocalHint, Reply, ReplyTo};
 
 impl Node {
@@ -51,51 +53,48 @@ impl Node {
         let notfound_ok = req.options.notfound_ok.unwrap_or(props.notfound_ok);
         let basic_quorum = req.options.basic_quorum.unwrap_or(props.basic_quorum);
         let preflist = self.preflist_entries(Node::key_hash(&req.bucket, &req.key), n);
+        let policy = self.write_policy(&props);
+        let core = GetCore::new(preflist.len() as u32, r, pr, notfound_ok, basic_quorum);
         let mut fsm = GetFsm {
-            tally: Tally {
-                core: GetCore::new(preflist.len() as u32, r, pr, notfound_ok, basic_quorum),
-                seen: Vec::with_capacity(preflist.len()),
-            },
+            run: GetRun::new(preflist.len(), core, policy.write_once),
             key: storage_key(&req.bucket, &props, &req.key),
-            policy: self.write_policy(&props),
+            policy,
             deadline: self.deadline(req.options.timeout_ms),
             preflist,
-            all_marked: false,
         };
-        let remote = fsm.ask_remote(self);
-        fsm.all_marked = self.read_local_replicas(&fsm.preflist, &fsm.key, |reply| {
-            fsm.tally.record(&fsm.preflist, reply);
-        });
-        if let Some(mut rx) = remote {
-            while !fsm.tally.core.enough() {
-                match timeout_at(fsm.deadline, rx.recv()).await {
-                    Ok(Some(reply)) => fsm.record_remote(reply),
-                    Ok(None) => break,
-                    Err(_) => return Err(KvError::Timeout),
-                }
+        let mut rx = fsm.ask_remote(self);
+        fsm.read_locally(self);
+        // With every replica local, no reply is left to come.
+        let read = match rx {
+            Some(_) => GetEvent::LocalRead,
+            None => GetEvent::RepliesEnded,
+        };
+        let mut action = fsm.run.step(read);
+        // The run answers before it repairs or ends.
+        let answer = loop {
+            if let GetAction::Answer(answer) = action {
+                break answer;
             }
-            let outcome = fsm.tally.core.response();
-            if !fsm.tally.core.all_replied() {
-                let (node, policy) = (self.clone(), fsm.policy);
-                tokio::spawn(async move { fsm.finish_late(&node, rx).await });
-                return answer(outcome, policy);
-            }
-        }
-        fsm.repair(self);
-        answer(fsm.tally.core.response(), fsm.policy)
+            action = match fsm.next_reply(&mut rx).await {
+                Some(action) => action,
+                None => return Err(KvError::Timeout),
+            };
+        };
+        fsm.after_answer(self, rx);
+        answer
     }
 
     /// Reads the local replicas of `preflist` and hands each reply to
-    /// `record`; a marked replica's object that might bring back lost
-    /// history reads as a failure (design note 009). Returns whether every
-    /// replica is local and marked. With no replica marked (the usual
-    /// case) replies go straight through.
+    /// `record`, with whether its replica is marked damaged; a marked
+    /// replica's object that might bring back lost history reads as a
+    /// failure (design note 009). With no replica marked (the usual case)
+    /// replies go straight through.
     pub(super) fn read_local_replicas(
         &self,
         preflist: &[PreflistEntry],
         key: &StorageKey,
-        mut record: impl FnMut(ReplicaReply),
-    ) -> bool {
+        mut record: impl FnMut(ReplicaReply, bool),
+    ) {
         let vnodes = self.vnodes.snapshot();
         let local = || {
             preflist
@@ -108,8 +107,8 @@ impl Node {
             (v.partition, v.read(key))
         };
         if !local().any(|v| v.is_marked()) {
-            local().for_each(|v| record(read(v)));
-            return false;
+            local().for_each(|v| record(read(v), false));
+            return;
         }
         let reads: Vec<ReplicaRead<_>> = local()
             .map(|v| ReplicaRead {
@@ -118,14 +117,13 @@ impl Node {
             })
             .collect();
         let verdicts = around::verdicts(&reads, |(_, r)| r.as_ref().ok().and_then(|o| o.as_ref()));
-        let all_marked = reads.len() == preflist.len() && reads.iter().all(|r| r.marked);
         for (read, verdict) in reads.into_iter().zip(verdicts) {
-            record(match verdict {
+            let reply = match verdict {
                 Verdict::Keep => read.reply,
                 Verdict::Distrust => (read.reply.0, Err(KvError::Damaged(read.reply.0.0))),
-            });
+            };
+            record(reply, read.marked);
         }
-        all_marked
     }
 
     /// The write policy a replica merges a bucket's objects with.
@@ -142,15 +140,13 @@ impl Node {
 /// One replica's answer to a read.
 pub(super) type ReplicaReply = (Partition, Result<Option<RiakObject>, KvError>);
 
-/// One coordinated get.
+/// One coordinated get: its run and what its sends need.
 pub(super) struct GetFsm {
-    pub(super) tally: Tally,
+    pub(super) run: GetRun,
     pub(super) key: StorageKey,
     pub(super) policy: WritePolicy,
     pub(super) deadline: Instant,
     pub(super) preflist: Arc<[PreflistEntry]>,
-    /// Every replica is local and marked damaged.
-    pub(super) all_marked: bool,
 }
 
 impl GetFsm {
@@ -175,51 +171,81 @@ impl GetFsm {
         Some(rx)
     }
 
-    pub(super) fn record_remote(&mut self, reply: Reply) {
-        if let VnodeReply::Get(got) = reply.reply {
-            let got = (reply.partition, decode_reply(got));
-            self.tally.record(&self.preflist, got);
+    /// Reads the local replicas into the run (it answers only once told
+    /// they were all read).
+    pub(super) fn read_locally(&mut self, node: &Node) {
+        node.read_local_replicas(&self.preflist, &self.key, |reply, marked| {
+            step_reply(&mut self.run, &self.preflist, reply, marked);
+        });
+    }
+
+    /// Steps a remote replica's reply.
+    pub(super) fn record_remote(&mut self, reply: Reply) -> GetAction {
+        match reply.reply {
+            VnodeReply::Get(got) => {
+                let got = (reply.partition, decode_reply(got));
+                step_reply(&mut self.run, &self.preflist, got, false)
+            }
+            _ => GetAction::Wait,
+        }
+    }
+
+    /// The run's next action: on the next reply, or once none is left to
+    /// come (`rx` closed, or none at all). `None` at the deadline.
+    async fn next_reply(&mut self, rx: &mut Option<UnboundedReceiver<Reply>>) -> Option<GetAction> {
+        let Some(rx) = rx else {
+            return Some(self.run.step(GetEvent::RepliesEnded));
+        };
+        match timeout_at(self.deadline, rx.recv()).await {
+            Ok(Some(reply)) => Some(self.record_remote(reply)),
+            Ok(None) => Some(self.run.step(GetEvent::RepliesEnded)),
+            Err(_) => None,
+        }
+    }
+
+    /// Once answered: repairs now if every reply came, or leaves a task
+    /// to collect the rest (until the deadline) and repair then.
+    fn after_answer(mut self, node: &Arc<Node>, rx: Option<UnboundedReceiver<Reply>>) {
+        match self.run.step(GetEvent::Answered) {
+            GetAction::Repair => self.repair(node),
+            GetAction::Wait => {
+                let node = node.clone();
+                tokio::spawn(async move { self.finish_late(&node, rx).await });
+            }
+            GetAction::Answer(_) | GetAction::Done => {}
         }
     }
 
     /// Collects the replies still due (until the deadline), then repairs.
-    async fn finish_late(mut self, node: &Node, mut rx: UnboundedReceiver<Reply>) {
-        while !self.tally.core.all_replied() {
-            match timeout_at(self.deadline, rx.recv()).await {
-                Ok(Some(reply)) => self.record_remote(reply),
-                _ => break,
+    async fn finish_late(mut self, node: &Node, mut rx: Option<UnboundedReceiver<Reply>>) {
+        loop {
+            let action = match self.next_reply(&mut rx).await {
+                Some(action) => action,
+                None => self.run.step(GetEvent::RepliesEnded),
+            };
+            match action {
+                GetAction::Wait => {}
+                GetAction::Repair => return self.repair(node),
+                GetAction::Answer(_) | GetAction::Done => return,
             }
         }
-        self.repair(node);
     }
 
-    /// Sends the merged object to every replica whose copy differs from
-    /// it. Fire and forget: the answer does not wait for repairs. With
-    /// every replica damaged, the merge may hold what the damage brought
-    /// back: it is answered, but not spread.
+    /// Sends the object the run names to the replicas it names. Fire and
+    /// forget: the answer does not wait for repairs.
     pub(super) fn repair(&self, node: &Node) {
-        let Some(merged) = self.tally.core.merged().filter(|_| !self.all_marked) else {
+        let Some(repairs) = self.run.repairs() else {
             return;
         };
-        let resolved;
-        let merged = match self.policy.write_once {
-            true => {
-                resolved = one_version(merged.clone());
-                &resolved
-            }
-            false => merged,
-        };
         let mut encoded = None;
-        for (p, obj) in &self.tally.seen {
-            if obj.as_ref() == Some(merged) {
-                continue;
-            }
-            let Some(entry) = self.preflist.iter().find(|e| e.id.partition == *p) else {
+        for place in repairs.replicas() {
+            let Some(entry) = self.preflist.get(place) else {
                 continue;
             };
             node.metrics.read_repairs.increment();
             node.metrics.vnode_puts.increment();
-            let encoded = encoded.get_or_insert_with(|| Bytes::from(codec::encode(merged)));
+            let encoded =
+                encoded.get_or_insert_with(|| Bytes::from(codec::encode(repairs.object())));
             let req = VnodeRequest::Put(PutRequest {
                 key: self.key.clone(),
                 kind: PutKind::Replicate {
@@ -234,40 +260,39 @@ impl GetFsm {
     }
 }
 
-/// The replies so far.
-pub(super) struct Tally {
-    pub(super) core: GetCore,
-    /// Each replica that answered, and what it holds.
-    pub(super) seen: Vec<(Partition, Option<RiakObject>)>,
-}
-
-impl Tally {
-    pub(super) fn record(&mut self, preflist: &[PreflistEntry], (p, result): ReplicaReply) {
-        let primary = preflist
-            .iter()
-            .find(|e| e.id.partition == p)
-            .is_some_and(|e| e.primary);
-        match result {
-            Ok(Some(object)) => {
-                self.seen.push((p, Some(object.clone())));
-                self.core.add_result(GetReply::Found { primary, object });
-            }
-            Ok(None) => {
-                self.seen.push((p, None));
-                self.core.add_result(GetReply::NotFound { primary });
-            }
-            // Expected while a node is down: said once by the failure
-            // detector, not for every request.
-            Err(e @ (KvError::Damaged(_) | KvError::Unreachable(_))) => {
-                tracing::debug!(partition = p.0, "{e}");
-                self.core.add_result(GetReply::Failed { primary });
-            }
-            Err(e) => {
-                tracing::warn!(partition = p.0, "vnode get failed: {e}");
-                self.core.add_result(GetReply::Failed { primary });
-            }
+/// Steps one replica's reply into `run`, at the replica's place in
+/// `preflist`. Replies come only from the partitions asked, so each has a
+/// place.
+fn step_reply(
+    run: &mut GetRun,
+    preflist: &[PreflistEntry],
+    (p, result): ReplicaReply,
+    marked: bool,
+) -> GetAction {
+    let Some(place) = preflist.iter().position(|e| e.id.partition == p) else {
+        tracing::debug!(partition = p.0, "get reply from a partition not asked");
+        return GetAction::Wait;
+    };
+    let primary = preflist.get(place).is_some_and(|e| e.primary);
+    let reply = match result {
+        Ok(Some(object)) => GetReply::Found { primary, object },
+        Ok(None) => GetReply::NotFound { primary },
+        // Expected while a node is down: said once by the failure
+        // detector, not for every request.
+        Err(e @ (KvError::Damaged(_) | KvError::Unreachable(_))) => {
+            tracing::debug!(partition = p.0, "{e}");
+            GetReply::Failed { primary }
         }
-    }
+        Err(e) => {
+            tracing::warn!(partition = p.0, "vnode get failed: {e}");
+            GetReply::Failed { primary }
+        }
+    };
+    run.step(GetEvent::Replied {
+        place,
+        marked,
+        reply,
+    })
 }
 
 /// A remote replica's encoded object, decoded; a corrupt one is an error.
@@ -275,30 +300,5 @@ fn decode_reply(got: Result<Option<Bytes>, KvError>) -> Result<Option<RiakObject
     match got? {
         Some(bytes) => Ok(Some(codec::decode(&bytes)?)),
         None => Ok(None),
-    }
-}
-
-/// Maps the core's outcome to the API's answer. Tombstone siblings are
-/// hidden when a live sibling exists (the context still covers them).
-pub(super) fn answer(outcome: GetOutcome, policy: WritePolicy) -> Result<GetResponse, KvError> {
-    match outcome {
-        GetOutcome::Found(obj) if policy.write_once => Ok(GetResponse::Found(one_version(obj))),
-        GetOutcome::Found(mut obj) => {
-            obj.siblings.retain(|s| !s.content.meta.deleted);
-            Ok(GetResponse::Found(obj))
-        }
-        GetOutcome::NotFound(tomb) => Ok(GetResponse::NotFound {
-            tombstone_context: tomb.map(|t| t.vv),
-        }),
-        GetOutcome::RUnsatisfied { needed, got } => Err(KvError::ReadQuorum {
-            which: "r",
-            needed,
-            got,
-        }),
-        GetOutcome::PrUnsatisfied { needed, got } => Err(KvError::ReadQuorum {
-            which: "pr",
-            needed,
-            got,
-        }),
     }
 }

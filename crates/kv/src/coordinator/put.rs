@@ -358,19 +358,19 @@ impl PutFsm<'_> {
             }
             let reply = match timeout_at(self.deadline, behind.next(&mut rx)).await {
                 Ok(Some(reply)) => reply,
-                Ok(None) if behind.waiting() => {
-                    self.send_whole(&coordinated, &mut behind).await?;
-                    continue;
-                }
                 Ok(None) => {
                     action = self.steps.step(PutEvent::RepliesEnded);
+                    if let PutAction::CatchUp = action {
+                        self.send_whole(&coordinated, &mut behind).await?;
+                    }
                     continue;
                 }
                 Err(_) => return Err(KvError::Timeout),
             };
-            if let Some(reply) = self.catch_up(reply, &mut behind) {
-                action = self.record(reply);
-            }
+            action = match self.catch_up(reply, &mut behind) {
+                Some(reply) => self.record(reply),
+                None => self.steps.step(PutEvent::Behind),
+            };
         };
         // A quorum missed for want of disk or descriptors is answered with
         // that cause, so the client hears it is transient; /health reports

@@ -2,9 +2,11 @@
 //! instead of the whole object (design note 020 §6): a replica that does
 //! not hold the version the operation was applied to answers
 //! [`Signal::Behind`] and is sent the whole object, read once from the
-//! coordinating vnode: at once if the put cannot meet its quorums without
-//! that replica's answer (which it then counts), else in the background
-//! once the put has its answer, as read repair is.
+//! coordinating vnode. When: the put's run decides
+//! ([`PutAction::CatchUp`](crate::core::put_run::PutAction::CatchUp): at
+//! once if the other replies ended without an answer, its answer then
+//! counted); otherwise in the background once the put has its answer, as
+//! read repair is. This module keeps whom and does the sends.
 //!
 //! Invariant: a replica's `Behind` is never counted as a result; its
 //! answer to the whole object is, when the put waited for it.
@@ -67,17 +69,12 @@ impl Behind {
             }
         }
     }
-
-    /// Whether replicas wait for the whole object.
-    pub(super) fn waiting(&self) -> bool {
-        !self.waiting.is_empty()
-    }
 }
 
 impl PutFsm<'_> {
     /// Passes `reply` on to be counted, unless it is a replica's `Behind`:
     /// that replica waits for the whole object ([`PutFsm::send_whole`]
-    /// if the put needs its answer, else [`PutFsm::catch_up_later`]).
+    /// when the run says so, else [`PutFsm::catch_up_later`]).
     pub(super) fn catch_up(&self, reply: Reply, behind: &mut Behind) -> Option<Reply> {
         if !matches!(
             reply.reply,

@@ -22,6 +22,13 @@
 //! client hears it is transient). A replica's refusal under newer bucket
 //! props ends the run at once: the put runs again under them.
 //!
+//! A data type operation's delta goes out instead of the object (design
+//! note 020 §6); a replica that does not hold the version it applies to
+//! answers `Behind`, which is not counted. If the other replies end
+//! without an answer, the run has the whole object sent to those replicas
+//! and counts their answers; once it answers, the driver catches up the
+//! ones still behind in the background, as read repair does.
+//!
 //! Invariants: the replicas asked to coordinate are distinct, the first
 //! one included, so there are at most as many as the preflist has; the
 //! run answers only after its object went to the replicas.
@@ -49,6 +56,9 @@ pub struct PutRun {
     /// The first refusal for want of a resource: the answer if a quorum
     /// fails.
     exhausted: Option<KvError>,
+    /// Replicas that answered `Behind` and were not yet sent the whole
+    /// object.
+    behind: usize,
 }
 
 /// Which refusals of a coordinating vnode another replica may follow.
@@ -98,6 +108,9 @@ pub enum PutEvent<'a> {
     },
     /// A vnode refused the write.
     Refused { primary: bool, error: KvError },
+    /// A replica does not hold the version a data type operation's delta
+    /// applies to: it waits for the whole object (not counted).
+    Behind,
     /// No reply is left to come.
     RepliesEnded,
 }
@@ -118,6 +131,10 @@ pub enum PutAction {
     /// A replica holds newer bucket props (its refusal, with them): the
     /// run ends, and the put runs again under them.
     Newer(KvError),
+    /// Sends the whole object to the replicas that answered `Behind`
+    /// since the last catch-up; their answers are counted, and the run
+    /// waits for them (their end is another `RepliesEnded`).
+    CatchUp,
     /// The run's answer: every quorum met, or the error to answer with.
     Done(Result<(), KvError>),
 }
@@ -135,6 +152,7 @@ impl PutRun {
             core,
             replicating: false,
             exhausted: None,
+            behind: 0,
         }
     }
 
@@ -178,6 +196,14 @@ impl PutRun {
                     self.exhausted.get_or_insert(error);
                 }
                 self.settle()
+            }
+            PutEvent::Behind => {
+                self.behind += 1;
+                PutAction::Wait
+            }
+            PutEvent::RepliesEnded if self.behind > 0 => {
+                self.behind = 0;
+                PutAction::CatchUp
             }
             PutEvent::RepliesEnded => PutAction::Done(self.answer()),
         }
@@ -257,6 +283,7 @@ mod tests {
         Replicate(Option<usize>),
         Wait,
         Newer,
+        CatchUp,
         Done(Result<(), String>),
     }
 
@@ -267,6 +294,7 @@ mod tests {
             PutAction::Replicate { except } => Seen::Replicate(except),
             PutAction::Wait => Seen::Wait,
             PutAction::Newer(_) => Seen::Newer,
+            PutAction::CatchUp => Seen::CatchUp,
             PutAction::Done(answer) => Seen::Done(answer.map_err(|e| e.to_string())),
         }
     }
@@ -399,6 +427,29 @@ mod tests {
         assert_eq!(seen(run.step(refused(newer()))), Seen::Newer);
     }
 
+    #[test]
+    fn replicas_behind_are_sent_the_whole_object_once_the_replies_end() {
+        let mut run = run_of_three(3);
+        run.step(PutEvent::Coordinated);
+        run.step(PutEvent::Replicated);
+        run.step(applied(0));
+        assert_eq!(seen(run.step(PutEvent::Behind)), Seen::Wait);
+        assert_eq!(seen(run.step(PutEvent::Behind)), Seen::Wait);
+        assert_eq!(seen(run.step(PutEvent::RepliesEnded)), Seen::CatchUp);
+        assert_eq!(seen(run.step(applied(1))), Seen::Wait);
+        assert_eq!(seen(run.step(applied(2))), Seen::Done(Ok(())));
+    }
+
+    #[test]
+    fn a_replica_behind_does_not_hold_up_an_answer() {
+        let mut run = run_of_three(2);
+        run.step(PutEvent::Coordinated);
+        run.step(PutEvent::Replicated);
+        run.step(applied(0));
+        assert_eq!(seen(run.step(PutEvent::Behind)), Seen::Wait);
+        assert_eq!(seen(run.step(applied(1))), Seen::Done(Ok(())));
+    }
+
     /// A reply as the property tests send it.
     #[derive(Clone, Copy, Debug)]
     enum Answer {
@@ -406,6 +457,7 @@ mod tests {
         Failed,
         Exhausted,
         Newer,
+        Behind,
     }
 
     fn answer() -> impl Strategy<Value = Answer> {
@@ -414,6 +466,7 @@ mod tests {
             1 => Just(Answer::Failed),
             1 => Just(Answer::Exhausted),
             1 => Just(Answer::Newer),
+            1 => Just(Answer::Behind),
         ]
     }
 
@@ -455,7 +508,8 @@ mod tests {
         /// Against a model (the quorum core fed alongside): the run waits
         /// until the core has enough, then answers as the core does, an
         /// exhaustion named when a quorum fails; a refusal under newer
-        /// props ends it at once.
+        /// props ends it at once; a replica behind is not counted, and
+        /// is sent the whole object if the replies end without an answer.
         #[test]
         fn answers_follow_the_model(w in 0u32..4, dw in 0u32..4, nc in 0u32..3,
                                     answers in proptest::collection::vec(answer(), 0..4)) {
@@ -463,6 +517,7 @@ mod tests {
             let mut run = PutRun::new(3, 0, core());
             let mut model = core();
             let mut exhausted_seen = false;
+            let mut behind = 0;
             prop_assert_eq!(seen(run.step(PutEvent::Coordinated)), Seen::Replicate(Some(0)));
             let model_answer = |model: &PutCore, exhausted_seen: bool| match model.response() {
                 Ok(()) => Ok(()),
@@ -497,10 +552,17 @@ mod tests {
                         prop_assert_eq!(seen(run.step(refused(newer()))), Seen::Newer);
                         return Ok(());
                     }
+                    Answer::Behind => {
+                        behind += 1;
+                        PutEvent::Behind
+                    }
                 };
                 action = seen(run.step(event));
             }
             if !matches!(action, Seen::Done(_)) {
+                if behind > 0 {
+                    prop_assert_eq!(seen(run.step(PutEvent::RepliesEnded)), Seen::CatchUp);
+                }
                 let ended = seen(run.step(PutEvent::RepliesEnded));
                 prop_assert_eq!(ended, Seen::Done(model_answer(&model, exhausted_seen)));
             }

@@ -3,11 +3,14 @@
 //!
 //! A wave sends its batches first, so remote vnodes read while the local
 //! ones are read on the caller's thread (key by key, in request order);
-//! every reply feeds its key's [`GetFsm`] (the single get's: quorum core,
-//! damaged replicas, read repair). A key is answered as soon as its core
-//! has enough; a key whose replicas all replied is repaired at once, the
-//! others by a task that collects the rest of the wave's replies until
-//! the deadline, as a single get's does.
+//! every reply is stepped into its key's [`GetRun`] (the single get's
+//! state machine: quorums, damaged replicas, when to answer, whom to
+//! repair with what), and the wave does what it returns. Keys still
+//! waiting for their answer at the deadline time out; the answered keys
+//! still waiting for replies are repaired by a task that collects the
+//! rest of the wave's replies until the deadline, as a single get's does.
+//!
+//! [`GetRun`]: crate::core::get_run::GetRun
 
 use std::sync::Arc;
 
@@ -17,9 +20,10 @@ use tokio::time::{Instant, timeout_at};
 
 use super::Run;
 use super::plan::{Admission, Outbox};
-use crate::coordinator::get::{GetFsm, Tally, answer};
+use crate::coordinator::get::GetFsm;
 use crate::coordinator::{PreflistEntry, quorum};
 use crate::core::get::GetCore;
+use crate::core::get_run::{GetAction, GetEvent, GetRun};
 use crate::node::Node;
 use eddy_model::error::KvError;
 use eddy_model::props::BucketProps;
@@ -54,17 +58,6 @@ struct Slot {
     /// The key's place in the request.
     index: usize,
     fsm: GetFsm,
-    state: State,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    /// Not answered yet.
-    Waiting,
-    /// Answered; replies still due before read repair.
-    Answered,
-    /// Answered and repaired, or never to be (timed out, shed).
-    Done,
 }
 
 impl Node {
@@ -183,20 +176,15 @@ impl Node {
                 spec.basic_quorum,
             );
             let fsm = GetFsm {
-                tally: Tally {
-                    core,
-                    seen: Vec::with_capacity(preflist.len()),
-                },
+                run: GetRun::new(preflist.len(), core, spec.policy.write_once),
                 key,
                 policy: spec.policy,
                 deadline: run.deadline,
                 preflist,
-                all_marked: false,
             };
             slots.push(Slot {
                 index: job.index,
                 fsm,
-                state: State::Waiting,
             });
         }
         for (node, items) in outbox.take_all() {
@@ -206,20 +194,14 @@ impl Node {
         // every reply came.
         drop(tx);
         self.read_wave_locally(&mut slots, run).await;
-        let closed = self.await_wave(&mut slots, &mut rx, run).await;
+        self.await_wave(&mut slots, &mut rx, run).await;
         let late: Vec<Option<GetFsm>> = slots
             .into_iter()
-            .map(|s| (s.state == State::Answered).then_some(s.fsm))
+            .map(|s| (!s.fsm.run.over()).then_some(s.fsm))
             .collect();
-        if !late.iter().any(Option::is_some) {
-            return;
-        }
-        match closed {
-            true => late.iter().flatten().for_each(|fsm| fsm.repair(self)),
-            false => {
-                let (node, deadline) = (self.clone(), run.deadline);
-                tokio::spawn(async move { finish_late(&node, late, rx, deadline).await });
-            }
+        if late.iter().any(Option::is_some) {
+            let (node, deadline) = (self.clone(), run.deadline);
+            tokio::spawn(async move { finish_late(&node, late, rx, deadline).await });
         }
     }
 
@@ -234,77 +216,72 @@ impl Node {
             if run.budget.spent {
                 let max = run.budget.max;
                 run.place(slot.index, Err(KvError::AnswerTooLarge { max }));
-                slot.state = State::Done;
+                slot.fsm.run.step(GetEvent::Abandoned);
                 continue;
             }
-            let fsm = &mut slot.fsm;
-            fsm.all_marked = self.read_local_replicas(&fsm.preflist, &fsm.key, |reply| {
-                fsm.tally.record(&fsm.preflist, reply);
-            });
-            self.settle_get(slot, run);
+            slot.fsm.read_locally(self);
+            let action = slot.fsm.run.step(GetEvent::LocalRead);
+            self.act_get(slot, action, run);
         }
     }
 
-    /// Feeds remote replies to their keys until every key is answered;
-    /// at the deadline the keys still waiting time out. Returns whether
-    /// every reply came (the channel closed).
+    /// Steps remote replies into their keys' runs until every key is
+    /// answered. Once every reply came (the channel closed), each run
+    /// answers with what it has and repairs; at the deadline the keys
+    /// still waiting time out.
     async fn await_wave(
         &self,
         slots: &mut [Slot],
         rx: &mut UnboundedReceiver<KeyedReply>,
         run: &mut Run<GetResponse>,
-    ) -> bool {
-        let mut waiting = slots.iter().filter(|s| s.state == State::Waiting).count();
+    ) {
+        let mut waiting = slots.iter().filter(|s| !s.fsm.run.answered()).count();
         while waiting > 0 {
             let keyed = match timeout_at(run.deadline, rx.recv()).await {
                 Ok(Some(keyed)) => keyed,
                 Ok(None) => {
-                    // Every reply came: the cores answer with what they have.
-                    for slot in slots.iter_mut().filter(|s| s.state == State::Waiting) {
-                        self.answer_get(slot, run);
+                    for slot in slots.iter_mut() {
+                        let action = slot.fsm.run.step(GetEvent::RepliesEnded);
+                        self.act_get(slot, action, run);
                     }
-                    return true;
+                    return;
                 }
                 Err(_) => {
-                    for slot in slots.iter_mut().filter(|s| s.state == State::Waiting) {
+                    for slot in slots.iter_mut().filter(|s| !s.fsm.run.answered()) {
                         run.place(slot.index, Err(KvError::Timeout));
-                        slot.state = State::Done;
+                        slot.fsm.run.step(GetEvent::Abandoned);
                     }
-                    return false;
+                    return;
                 }
             };
             let Some(slot) = slots.get_mut(keyed.key as usize) else {
                 continue;
             };
-            if slot.state == State::Done {
+            if slot.fsm.run.over() {
                 continue;
             }
-            slot.fsm.record_remote(keyed.reply);
-            let before = slot.state;
-            self.settle_get(slot, run);
-            if before == State::Waiting && slot.state != State::Waiting {
+            let was_waiting = !slot.fsm.run.answered();
+            let action = slot.fsm.record_remote(keyed.reply);
+            self.act_get(slot, action, run);
+            if was_waiting && slot.fsm.run.answered() {
                 waiting -= 1;
             }
         }
-        false
     }
 
-    /// Answers a waiting key whose core has enough, and repairs an
-    /// answered one whose replicas all replied.
-    fn settle_get(&self, slot: &mut Slot, run: &mut Run<GetResponse>) {
-        if slot.state == State::Waiting && slot.fsm.tally.core.enough() {
-            self.answer_get(slot, run);
+    /// Does what a key's run returned: answers the key (and steps on),
+    /// or repairs its replicas.
+    fn act_get(&self, slot: &mut Slot, mut action: GetAction, run: &mut Run<GetResponse>) {
+        loop {
+            action = match action {
+                GetAction::Answer(answer) => {
+                    run.answer(slot.index, answer);
+                    slot.fsm.run.step(GetEvent::Answered)
+                }
+                GetAction::Repair => return slot.fsm.repair(self),
+                GetAction::Wait | GetAction::Done => return,
+            };
         }
-        if slot.state == State::Answered && slot.fsm.tally.core.all_replied() {
-            slot.fsm.repair(self);
-            slot.state = State::Done;
-        }
-    }
-
-    fn answer_get(&self, slot: &mut Slot, run: &mut Run<GetResponse>) {
-        let outcome = slot.fsm.tally.core.response();
-        run.answer(slot.index, answer(outcome, slot.fsm.policy));
-        slot.state = State::Answered;
     }
 }
 
@@ -326,14 +303,17 @@ async fn finish_late(
             continue;
         };
         let Some(fsm) = slot else { continue };
-        fsm.record_remote(keyed.reply);
-        if fsm.tally.core.all_replied() {
-            fsm.repair(node);
-            *slot = None;
-            left -= 1;
+        match fsm.record_remote(keyed.reply) {
+            GetAction::Wait => continue,
+            GetAction::Repair => fsm.repair(node),
+            GetAction::Answer(_) | GetAction::Done => {}
         }
+        *slot = None;
+        left -= 1;
     }
-    for fsm in late.into_iter().flatten() {
-        fsm.repair(node);
+    for mut fsm in late.into_iter().flatten() {
+        if let GetAction::Repair = fsm.run.step(GetEvent::RepliesEnded) {
+            fsm.repair(node);
+        }
     }
 }

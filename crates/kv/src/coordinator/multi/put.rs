@@ -323,6 +323,7 @@ impl Node {
             PutAction::Coordinate(_)
             | PutAction::Fail
             | PutAction::Replicate { .. }
+            | PutAction::CatchUp
             | PutAction::Wait => {}
         }
     }
