@@ -84,6 +84,11 @@ impl Histogram {
     /// one lock of the last minute's window, as a request that answers
     /// many keys does.
     pub fn record_many(&self, values: &[u64]) {
+        self.record_many_at(values, Instant::now());
+    }
+
+    /// Records `values` as of `now`.
+    fn record_many_at(&self, values: &[u64], now: Instant) {
         if values.is_empty() {
             return;
         }
@@ -97,12 +102,16 @@ impl Histogram {
         }
         h.sum.fetch_add(sum, Ordering::Relaxed);
         h.count.fetch_add(values.len() as u64, Ordering::Relaxed);
-        h.window.record_many(h.started.elapsed().as_secs(), values);
+        let secs = now.saturating_duration_since(h.started).as_secs();
+        h.window.record_many(secs, values);
     }
 
     /// Records the time since `start`, in microseconds.
+    /// (One reading of the clock serves the time and the window.)
     pub fn record_since(&self, start: Instant) {
-        self.record(u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX));
+        let now = Instant::now();
+        let micros = now.saturating_duration_since(start).as_micros();
+        self.record_many_at(&[u64::try_from(micros).unwrap_or(u64::MAX)], now);
     }
 
     /// Values recorded since the node started.
