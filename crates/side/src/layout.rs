@@ -1,0 +1,460 @@
+//! The side store's format v1 (design note 027): what each key and value
+//! of a vnode's side keyspace holds, as bytes.
+//!
+//! Keys start with a region tag; their components are encoded by
+//! [`eddy_storage::tuple`] (escaped and terminated, the last raw), so byte
+//! order is tuple order; integers are big-endian, so they sort as numbers.
+//!
+//! | region | key | value |
+//! |---|---|---|
+//! | meta | `m` name | a meta value (`format`, `epochs`) |
+//! | key record | `k` esc(bucket) key | [`KeyRecord`] |
+//! | change | `s` seq | [`ChangeValue`]: flags · esc(bucket) key · version |
+//! | 2i entry | `i` esc(bucket) esc(field) esc(term) key | the key's expiry (u64), or empty |
+//! | expiry | `x` expiry esc(bucket) key | empty |
+//!
+//! An index entry carries its key's expiry, so a scan skips expired keys
+//! without a lookup per entry.
+//!
+//! Tags `a` (anti-entropy) and `w` (view indexes) are reserved.
+//!
+//! Invariants: every encoding here decodes back to what was encoded, and a
+//! value that does not decode is reported as damage, never read as another
+//! (pinned by the proptests below and the v1 fixture in `tests/`).
+
+use std::ops::Bound;
+
+use eddy_storage::tuple::{push_escaped, split_escaped, terminated_upper};
+
+/// The format this crate writes.
+pub const FORMAT: u32 = 1;
+
+pub const META: u8 = b'm';
+pub const KEY: u8 = b'k';
+pub const CHANGE: u8 = b's';
+pub const INDEX: u8 = b'i';
+pub const EXPIRY: u8 = b'x';
+/// Reserved for anti-entropy trees (issue 29).
+pub const RESERVED_AAE: u8 = b'a';
+/// Reserved for view indexes (issue 30).
+pub const RESERVED_VIEWS: u8 = b'w';
+
+/// The meta key naming the format.
+pub const META_FORMAT: &[u8] = b"mformat";
+/// The meta key of the sequence epochs.
+pub const META_EPOCHS: &[u8] = b"mepochs";
+
+/// The flag bit of a deleted key (a tombstone, or nothing stored).
+const DELETED: u8 = 1;
+
+/// An index entry of a key: (field, term), as the backends store them.
+pub type Term = (Vec<u8>, Vec<u8>);
+
+/// What the side store knows of one key: its latest change's sequence,
+/// when it expires (0: never), whether it is deleted, and its index terms
+/// (sorted, no duplicates).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyRecord {
+    pub seq: u64,
+    pub expiry: u64,
+    pub deleted: bool,
+    pub terms: Vec<Term>,
+}
+
+/// A change entry's value: the key it changed, whether the change left it
+/// deleted, and the version (encoded version vector) it left.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangeValue {
+    pub bucket: Vec<u8>,
+    pub key: Vec<u8>,
+    pub deleted: bool,
+    pub version: Vec<u8>,
+}
+
+/// `k` esc(bucket) key.
+pub fn key_record_key(bucket: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bucket.len() + key.len() + 4);
+    out.push(KEY);
+    push_escaped(&mut out, bucket);
+    out.extend_from_slice(key);
+    out
+}
+
+/// `s` seq.
+pub fn change_key(seq: u64) -> [u8; 9] {
+    let mut out = [CHANGE; 9];
+    out[1..].copy_from_slice(&seq.to_be_bytes());
+    out
+}
+
+/// The sequence of a change key; `None` when it is not one.
+pub fn change_seq(encoded: &[u8]) -> Option<u64> {
+    match encoded {
+        [CHANGE, seq @ ..] => Some(u64::from_be_bytes(seq.try_into().ok()?)),
+        _ => None,
+    }
+}
+
+/// `i` esc(bucket) esc(field) — the prefix of a field's entries.
+pub fn index_prefix(bucket: &[u8], field: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bucket.len() + field.len() + 5);
+    out.push(INDEX);
+    push_escaped(&mut out, bucket);
+    push_escaped(&mut out, field);
+    out
+}
+
+/// `i` esc(bucket) esc(field) esc(term) key.
+pub fn index_key(bucket: &[u8], (field, term): (&[u8], &[u8]), key: &[u8]) -> Vec<u8> {
+    let mut out = index_prefix(bucket, field);
+    push_escaped(&mut out, term);
+    out.extend_from_slice(key);
+    out
+}
+
+/// The (term, key) of an index key under `prefix`.
+pub fn split_index_key<'a>(prefix: &[u8], encoded: &'a [u8]) -> Option<(Vec<u8>, &'a [u8])> {
+    let rest = encoded.strip_prefix(prefix)?;
+    let (term, key) = split_escaped(rest)?;
+    Some((term.into_owned(), key))
+}
+
+/// `x` expiry esc(bucket) key.
+pub fn expiry_key(expiry: u64, bucket: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bucket.len() + key.len() + 11);
+    out.push(EXPIRY);
+    out.extend_from_slice(&expiry.to_be_bytes());
+    push_escaped(&mut out, bucket);
+    out.extend_from_slice(key);
+    out
+}
+
+/// The (expiry, bucket, key) of an expiry key.
+pub fn split_expiry_key(encoded: &[u8]) -> Option<(u64, Vec<u8>, &[u8])> {
+    let rest = encoded.strip_prefix(&[EXPIRY])?;
+    let (at, rest) = rest.split_first_chunk::<8>()?;
+    let (bucket, key) = split_escaped(rest)?;
+    Some((u64::from_be_bytes(*at), bucket.into_owned(), key))
+}
+
+/// The (bucket, key) of a key record's key.
+pub fn split_key_record_key(encoded: &[u8]) -> Option<(Vec<u8>, &[u8])> {
+    let rest = encoded.strip_prefix(&[KEY])?;
+    let (bucket, key) = split_escaped(rest)?;
+    Some((bucket.into_owned(), key))
+}
+
+/// The key records of `bucket` with keys from `start` to `end` (both
+/// inclusive; `None`: unbounded), strictly after `after` when given.
+pub fn key_record_range(
+    bucket: &[u8],
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+    after: Option<&[u8]>,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let from = key_record_key(bucket, start.unwrap_or_default());
+    let lower = match after.map(|k| key_record_key(bucket, k)) {
+        Some(a) if a >= from => Bound::Excluded(a),
+        _ => Bound::Included(from),
+    };
+    let upper = match end {
+        Some(end) => Bound::Included(key_record_key(bucket, end)),
+        None => Bound::Excluded(terminated_upper(&key_record_key(bucket, b""))),
+    };
+    (lower, upper)
+}
+
+/// The index entries under `prefix` with `start <= term <= end`, strictly
+/// after `after` (term, key) when given.
+pub fn index_range(
+    prefix: &[u8],
+    (start, end): (&[u8], &[u8]),
+    after: Option<(&[u8], &[u8])>,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let with_term = |term: &[u8], key: &[u8]| {
+        let mut out = prefix.to_vec();
+        push_escaped(&mut out, term);
+        out.extend_from_slice(key);
+        out
+    };
+    let from = with_term(start, b"");
+    let lower = match after.map(|(t, k)| with_term(t, k)) {
+        Some(a) if a >= from => Bound::Excluded(a),
+        _ => Bound::Included(from),
+    };
+    (
+        lower,
+        Bound::Excluded(terminated_upper(&with_term(end, b""))),
+    )
+}
+
+impl KeyRecord {
+    /// seq u64 · expiry u64 · flags u8 · count u32 · (field len u16 ·
+    /// field · term len u16 · term) per term.
+    pub fn encode(&self) -> Vec<u8> {
+        let size: usize = self.terms.iter().map(|(f, t)| 4 + f.len() + t.len()).sum();
+        let mut out = Vec::with_capacity(21 + size);
+        out.extend_from_slice(&self.seq.to_be_bytes());
+        out.extend_from_slice(&self.expiry.to_be_bytes());
+        out.push(if self.deleted { DELETED } else { 0 });
+        out.extend_from_slice(&(self.terms.len() as u32).to_be_bytes());
+        for (field, term) in &self.terms {
+            push_short(&mut out, field);
+            push_short(&mut out, term);
+        }
+        out
+    }
+
+    /// The record `encoded` holds; `None` when it is not one whole record.
+    pub fn decode(encoded: &[u8]) -> Option<KeyRecord> {
+        let mut r = Reader(encoded);
+        let seq = r.u64()?;
+        let expiry = r.u64()?;
+        let deleted = r.flags()?;
+        let count = r.u32()? as usize;
+        let mut terms = Vec::with_capacity(count.min(r.0.len() / 4));
+        for _ in 0..count {
+            terms.push((r.short()?.to_vec(), r.short()?.to_vec()));
+        }
+        r.0.is_empty().then_some(KeyRecord {
+            seq,
+            expiry,
+            deleted,
+            terms,
+        })
+    }
+}
+
+impl ChangeValue {
+    /// flags u8 · esc(bucket) · key len u16 · key · version.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out =
+            Vec::with_capacity(self.bucket.len() + self.key.len() + 8 + self.version.len());
+        out.push(if self.deleted { DELETED } else { 0 });
+        push_escaped(&mut out, &self.bucket);
+        push_short(&mut out, &self.key);
+        out.extend_from_slice(&self.version);
+        out
+    }
+
+    /// The value `encoded` holds; `None` when it is not one.
+    pub fn decode(encoded: &[u8]) -> Option<ChangeValue> {
+        let mut r = Reader(encoded);
+        let deleted = r.flags()?;
+        let (bucket, rest) = split_escaped(r.0)?;
+        let mut r = Reader(rest);
+        let key = r.short()?.to_vec();
+        Some(ChangeValue {
+            bucket: bucket.into_owned(),
+            key,
+            deleted,
+            version: r.0.to_vec(),
+        })
+    }
+}
+
+/// An index entry's value: the key's expiry, if it has one.
+pub fn encode_expiry(expiry: u64) -> Vec<u8> {
+    match expiry {
+        0 => Vec::new(),
+        at => at.to_be_bytes().to_vec(),
+    }
+}
+
+/// The expiry an index entry's value holds (0: none); `None` when it is
+/// not one.
+pub fn decode_expiry(encoded: &[u8]) -> Option<u64> {
+    match encoded {
+        [] => Some(0),
+        _ => Some(u64::from_be_bytes(encoded.try_into().ok()?)),
+    }
+}
+
+/// The epochs value: (epoch u32 · first sequence u64) per epoch, oldest
+/// first.
+pub fn encode_epochs(epochs: &[(u32, u64)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(epochs.len() * 12);
+    for (epoch, first) in epochs {
+        out.extend_from_slice(&epoch.to_be_bytes());
+        out.extend_from_slice(&first.to_be_bytes());
+    }
+    out
+}
+
+/// The epochs `encoded` holds; `None` when it is not a whole list.
+pub fn decode_epochs(encoded: &[u8]) -> Option<Vec<(u32, u64)>> {
+    let mut r = Reader(encoded);
+    let mut out = Vec::with_capacity(encoded.len() / 12);
+    while !r.0.is_empty() {
+        out.push((r.u32()?, r.u64()?));
+    }
+    Some(out)
+}
+
+/// Appends `bytes` with a u16 length. Keys, fields and terms are at most
+/// 65,535 bytes (`eddy_storage::limits`).
+fn push_short(out: &mut Vec<u8>, bytes: &[u8]) {
+    let len = u16::try_from(bytes.len()).unwrap_or(u16::MAX);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&bytes[..usize::from(len)]);
+}
+
+/// Reads big-endian fields off the front of a slice.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let (head, rest) = self.0.split_first_chunk::<N>()?;
+        self.0 = rest;
+        Some(*head)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        self.take().map(u64::from_be_bytes)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        self.take().map(u32::from_be_bytes)
+    }
+
+    fn flags(&mut self) -> Option<bool> {
+        match self.take::<1>()? {
+            [0] => Some(false),
+            [DELETED] => Some(true),
+            _ => None,
+        }
+    }
+
+    fn short(&mut self) -> Option<&'a [u8]> {
+        let len = usize::from(self.take().map(u16::from_be_bytes)?);
+        let (bytes, rest) = self.0.split_at_checked(len)?;
+        self.0 = rest;
+        Some(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::ops::RangeBounds;
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            prop_oneof![Just(0u8), Just(1), Just(0xFF), any::<u8>()],
+            0..6,
+        )
+    }
+
+    fn record() -> impl Strategy<Value = KeyRecord> {
+        let terms = proptest::collection::btree_set((bytes(), bytes()), 0..4);
+        (any::<u64>(), any::<u64>(), any::<bool>(), terms).prop_map(|(seq, expiry, deleted, t)| {
+            KeyRecord {
+                seq,
+                expiry,
+                deleted,
+                terms: t.into_iter().collect(),
+            }
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn key_records_round_trip_and_cut_ones_do_not_decode(r in record(), cut in any::<prop::sample::Index>()) {
+            let encoded = r.encode();
+            prop_assert_eq!(KeyRecord::decode(&encoded), Some(r));
+            let cut = cut.index(encoded.len());
+            prop_assert_eq!(KeyRecord::decode(&encoded[..cut]), None);
+        }
+
+        #[test]
+        fn change_values_round_trip(bucket in bytes(), key in bytes(), deleted in any::<bool>(), version in bytes()) {
+            let v = ChangeValue { bucket, key, deleted, version };
+            prop_assert_eq!(ChangeValue::decode(&v.encode()), Some(v));
+        }
+
+        #[test]
+        fn epochs_round_trip(epochs in proptest::collection::vec((any::<u32>(), any::<u64>()), 0..5)) {
+            prop_assert_eq!(decode_epochs(&encode_epochs(&epochs)), Some(epochs));
+        }
+
+        #[test]
+        fn changes_sort_by_sequence(a in any::<u64>(), b in any::<u64>()) {
+            prop_assert_eq!(change_key(a).cmp(&change_key(b)), a.cmp(&b));
+            prop_assert_eq!(change_seq(&change_key(a)), Some(a));
+        }
+
+        #[test]
+        fn index_keys_sort_like_tuples(
+            a in (bytes(), bytes(), bytes(), bytes()),
+            b in (bytes(), bytes(), bytes(), bytes()),
+        ) {
+            let ea = index_key(&a.0, (&a.1, &a.2), &a.3);
+            let eb = index_key(&b.0, (&b.1, &b.2), &b.3);
+            prop_assert_eq!(ea.cmp(&eb), a.cmp(&b));
+        }
+
+        #[test]
+        fn expiry_keys_sort_by_time_then_key(
+            a in (any::<u64>(), bytes(), bytes()),
+            b in (any::<u64>(), bytes(), bytes()),
+        ) {
+            let ea = expiry_key(a.0, &a.1, &a.2);
+            prop_assert_eq!(ea.cmp(&expiry_key(b.0, &b.1, &b.2)), a.cmp(&b));
+            let (at, bucket, key) = split_expiry_key(&ea).unwrap();
+            prop_assert_eq!((at, bucket, key.to_vec()), a);
+        }
+
+        #[test]
+        fn index_ranges_hold_exactly_the_terms_after_the_continuation(
+            start in bytes(), end in bytes(), after in proptest::option::of((bytes(), bytes())),
+            entry in (bytes(), bytes()),
+        ) {
+            let prefix = index_prefix(b"b", b"f");
+            let after_ref = after.as_ref().map(|(t, k)| (t.as_slice(), k.as_slice()));
+            let (lo, hi) = index_range(&prefix, (&start, &end), after_ref);
+            let encoded = index_key(b"b", (b"f", &entry.0), &entry.1);
+            let inside = (lo.as_ref(), hi.as_ref()).contains(&encoded);
+            let in_terms = start <= entry.0 && entry.0 <= end;
+            let past = after.as_ref().is_none_or(|(t, k)| (&entry.0, &entry.1) > (t, k));
+            prop_assert_eq!(inside, in_terms && past);
+            prop_assert_eq!(split_index_key(&prefix, &encoded), Some((entry.0.clone(), &entry.1[..])));
+        }
+
+        #[test]
+        fn key_ranges_hold_exactly_the_bucket_keys(
+            start in proptest::option::of(bytes()), end in proptest::option::of(bytes()),
+            after in proptest::option::of(bytes()), other in (bytes(), bytes()),
+        ) {
+            let (lo, hi) = key_record_range(b"b", start.as_deref(), end.as_deref(), after.as_deref());
+            let encoded = key_record_key(&other.0, &other.1);
+            let inside = (lo.as_ref(), hi.as_ref()).contains(&encoded);
+            let k = &other.1;
+            let admitted = other.0 == b"b"
+                && start.as_ref().is_none_or(|s| k >= s)
+                && end.as_ref().is_none_or(|e| k <= e)
+                && after.as_ref().is_none_or(|a| k > a);
+            prop_assert_eq!(inside, admitted);
+            prop_assert_eq!(split_key_record_key(&encoded), Some((other.0.clone(), &other.1[..])));
+        }
+    }
+
+    #[test]
+    fn regions_do_not_overlap() {
+        let tags = [
+            META,
+            KEY,
+            CHANGE,
+            INDEX,
+            EXPIRY,
+            RESERVED_AAE,
+            RESERVED_VIEWS,
+        ];
+        let mut sorted = tags.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), tags.len());
+        assert_eq!(META_FORMAT[0], META);
+        assert_eq!(META_EPOCHS[0], META);
+    }
+}

@@ -1,0 +1,153 @@
+//! Side store format v1, pinned: a fixed history's keyspace, entry by
+//! entry (`fixtures/side_v1.txt`: key and value in hex, in key order), and
+//! that keyspace, written raw, read back by this build. Regenerate only
+//! for a new format (`EDDY_BLESS=1`), keeping v1's file.
+
+use eddy_side::env::SideConfig;
+use eddy_side::{Change, SideEnv, SideStore, Term};
+use eddy_storage::FoldControl;
+use fjall::{Database, KeyspaceCreateOptions};
+
+const FIXTURE: &str = "tests/fixtures/side_v1.txt";
+
+/// Key, version, deleted, terms, expiry.
+type Write = (&'static [u8], &'static [u8], bool, Vec<Term>, u64);
+
+fn history(store: &SideStore) {
+    let int8 = [0x80, 0, 0, 0, 0, 0, 0, 8];
+    let writes: [Write; 4] = [
+        (
+            b"k1",
+            b"v1",
+            false,
+            vec![
+                (b"f_bin".to_vec(), b"a".to_vec()),
+                (b"g_int".to_vec(), int8.to_vec()),
+            ],
+            0,
+        ),
+        (
+            b"k2",
+            b"v2",
+            false,
+            vec![(b"f_bin".to_vec(), b"b\x00".to_vec())],
+            100,
+        ),
+        (
+            b"k1",
+            b"v3",
+            false,
+            vec![(b"f_bin".to_vec(), b"c".to_vec())],
+            0,
+        ),
+        (b"k3", b"v4", true, vec![], 0),
+    ];
+    for (key, version, deleted, terms, expiry) in &writes {
+        let c = Change {
+            bucket: b"type\x00b",
+            key,
+            version,
+            deleted: *deleted,
+            terms,
+            expiry: *expiry,
+        };
+        store.apply(&c).unwrap();
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn format_v1_is_written_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
+    history(&env.open_vnode(1, 1).unwrap());
+    env.persist().unwrap();
+    drop(env);
+    let db = Database::builder(dir.path()).open().unwrap();
+    let ks = db
+        .keyspace("side.1.1", KeyspaceCreateOptions::default)
+        .unwrap();
+    let dump: String = ks
+        .iter()
+        .map(|g| {
+            let (k, v) = g.into_inner().unwrap();
+            format!("{} {}\n", hex(&k), hex(&v))
+        })
+        .collect();
+    if std::env::var_os("EDDY_BLESS").is_some() {
+        std::fs::write(FIXTURE, &dump).unwrap();
+    }
+    assert_eq!(dump, std::fs::read_to_string(FIXTURE).unwrap());
+}
+
+#[test]
+fn a_v1_keyspace_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::builder(dir.path()).open().unwrap();
+        let ks = db
+            .keyspace("side.1.1", KeyspaceCreateOptions::default)
+            .unwrap();
+        for line in std::fs::read_to_string(FIXTURE).unwrap().lines() {
+            let (k, v) = line.split_once(' ').unwrap();
+            ks.insert(unhex(k), unhex(v)).unwrap();
+        }
+        db.persist(fjall::PersistMode::SyncAll).unwrap();
+    }
+    let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
+    let store = env.open_vnode(1, 1).unwrap();
+    assert_eq!(store.epochs(), &[(1, 1), (2, 5)]);
+    let mut changes = Vec::new();
+    store
+        .changes_since(0, &mut |e| {
+            changes.push((e.seq, e.key, e.deleted, e.version));
+            FoldControl::Continue
+        })
+        .unwrap();
+    assert_eq!(
+        changes,
+        [
+            (2, b"k2".to_vec(), false, b"v2".to_vec()),
+            (3, b"k1".to_vec(), false, b"v3".to_vec()),
+            (4, b"k3".to_vec(), true, b"v4".to_vec()),
+        ]
+    );
+    let mut entries = Vec::new();
+    store
+        .index_range(
+            (b"type\x00b", b"f_bin"),
+            (b"", b"z"),
+            None,
+            50,
+            &mut |t, k| {
+                entries.push((t.to_vec(), k.to_vec()));
+                FoldControl::Continue
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        entries,
+        [
+            (b"b\x00".to_vec(), b"k2".to_vec()),
+            (b"c".to_vec(), b"k1".to_vec())
+        ]
+    );
+    let mut gone = Vec::new();
+    store
+        .expired(100, &mut |at, _, k| {
+            gone.push((at, k.to_vec()));
+            FoldControl::Continue
+        })
+        .unwrap();
+    assert_eq!(gone, [(100, b"k2".to_vec())]);
+}
