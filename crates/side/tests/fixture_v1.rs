@@ -1,7 +1,7 @@
 //! Side store format v1, pinned: a fixed history's keyspace, entry by
 //! entry (`fixtures/side_v1.txt`: key and value in hex, in key order), and
 //! that keyspace, written raw, read back by this build. Regenerate only
-//! for a new format (`EDDY_BLESS=1`), keeping v1's file.
+//! for a new format (`EDDY_WRITE_FIXTURES=1`), keeping v1's file.
 
 use eddy_side::env::SideConfig;
 use eddy_side::{Change, SideEnv, SideStore, Term};
@@ -84,7 +84,7 @@ fn format_v1_is_written_byte_for_byte() {
             format!("{} {}\n", hex(&k), hex(&v))
         })
         .collect();
-    if std::env::var_os("EDDY_BLESS").is_some() {
+    if std::env::var_os("EDDY_WRITE_FIXTURES").is_some() {
         std::fs::write(FIXTURE, &dump).unwrap();
     }
     assert_eq!(dump, std::fs::read_to_string(FIXTURE).unwrap());
