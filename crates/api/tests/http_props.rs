@@ -138,6 +138,7 @@ async fn unimplemented_props_are_refused_by_name() {
         ),
         ("consistent", r#"{"props":{"consistent":true}}"#),
         ("old_vclock", r#"{"props":{"old_vclock":1}}"#),
+        ("ttl", r#"{"props":{"ttl":3600}}"#),
     ] {
         let r = put_json(&s, "/buckets/pb/props", body).await;
         assert_eq!(r.status(), 400, "{field}");

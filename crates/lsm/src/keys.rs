@@ -114,19 +114,7 @@ pub fn index_range(
     end: &[u8],
     start_after: Option<(&[u8], &[u8])>,
 ) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
-    let with_term = |term: &[u8], key: &[u8]| {
-        let mut out = prefix.to_vec();
-        push_escaped(&mut out, term);
-        out.extend_from_slice(key);
-        out
-    };
-    let from_start = with_term(start, b"");
-    let lower = match start_after.map(|(t, k)| with_term(t, k)) {
-        Some(after) if after >= from_start => Bound::Excluded(after),
-        _ => Bound::Included(from_start),
-    };
-    let upper = Bound::Excluded(terminated_upper(&with_term(end, b"")));
-    (lower, upper)
+    eddy_storage::tuple::term_range(prefix, (start, end), start_after)
 }
 
 #[cfg(test)]
@@ -135,13 +123,7 @@ mod tests {
     use proptest::prelude::*;
     use std::ops::RangeBounds;
 
-    fn bytes() -> impl Strategy<Value = Vec<u8>> {
-        // Small alphabet so that zeros, escapes and shared prefixes are common.
-        proptest::collection::vec(
-            prop_oneof![Just(0u8), Just(1), Just(0xFF), any::<u8>()],
-            0..6,
-        )
-    }
+    use eddy_storage::tuple::arbitrary_part as bytes;
 
     proptest! {
         #[test]

@@ -17,18 +17,9 @@ use crate::error::{corrupt, engine};
 use crate::keys::{self, object_key, split_escaped};
 use crate::record::split_expiry;
 use crate::write::unstorable;
+use eddy_storage::tuple::is_empty_range;
 
 type Range = (Bound<Vec<u8>>, Bound<Vec<u8>>);
-
-/// True when no key can lie in `range` (fjall wants `lower <= upper`).
-fn is_empty_range((lower, upper): &Range) -> bool {
-    use Bound::{Excluded, Included};
-    match (lower, upper) {
-        (Included(a), Included(b)) => a > b,
-        (Included(a) | Excluded(a), Included(b) | Excluded(b)) => a >= b,
-        _ => false,
-    }
-}
 
 impl Partition {
     fn now_secs(&self) -> u64 {

@@ -168,24 +168,10 @@ pub fn key_record_range(
 /// after `after` (term, key) when given.
 pub fn index_range(
     prefix: &[u8],
-    (start, end): (&[u8], &[u8]),
+    terms: (&[u8], &[u8]),
     after: Option<(&[u8], &[u8])>,
 ) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
-    let with_term = |term: &[u8], key: &[u8]| {
-        let mut out = prefix.to_vec();
-        push_escaped(&mut out, term);
-        out.extend_from_slice(key);
-        out
-    };
-    let from = with_term(start, b"");
-    let lower = match after.map(|(t, k)| with_term(t, k)) {
-        Some(a) if a >= from => Bound::Excluded(a),
-        _ => Bound::Included(from),
-    };
-    (
-        lower,
-        Bound::Excluded(terminated_upper(&with_term(end, b""))),
-    )
+    eddy_storage::tuple::term_range(prefix, terms, after)
 }
 
 impl KeyRecord {
@@ -339,12 +325,7 @@ mod tests {
     use proptest::prelude::*;
     use std::ops::RangeBounds;
 
-    fn bytes() -> impl Strategy<Value = Vec<u8>> {
-        proptest::collection::vec(
-            prop_oneof![Just(0u8), Just(1), Just(0xFF), any::<u8>()],
-            0..6,
-        )
-    }
+    use eddy_storage::tuple::arbitrary_part as bytes;
 
     fn record() -> impl Strategy<Value = KeyRecord> {
         let terms = proptest::collection::btree_set((bytes(), bytes()), 0..4);

@@ -10,6 +10,7 @@
 
 use std::ops::Bound;
 
+use eddy_storage::tuple::is_empty_range;
 use eddy_storage::{FoldControl, StorageError};
 use fjall::{Database, Keyspace, OwnedWriteBatch};
 use parking_lot::Mutex;
@@ -266,7 +267,7 @@ impl SideStore {
     ) -> Result<(), StorageError> {
         let prefix = layout::index_prefix(bucket, field);
         let range = layout::index_range(&prefix, (start, end), after);
-        if is_empty(&range) {
+        if is_empty_range(&range) {
             return Ok(());
         }
         for guard in self.ks.range(range) {
@@ -296,7 +297,7 @@ impl SideStore {
         f: &mut dyn FnMut(&[u8]) -> FoldControl,
     ) -> Result<(), StorageError> {
         let range = layout::key_record_range(bucket, start, end, after);
-        if is_empty(&range) {
+        if is_empty_range(&range) {
             return Ok(());
         }
         for guard in self.ks.range(range) {
@@ -359,15 +360,6 @@ fn layout_change_range(after: u64) -> (Bound<[u8; 9]>, Bound<[u8; 9]>) {
         Bound::Excluded(change_key(after)),
         Bound::Included(change_key(u64::MAX)),
     )
-}
-
-fn is_empty((lower, upper): &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> bool {
-    use Bound::{Excluded, Included};
-    match (lower, upper) {
-        (Included(a), Included(b)) => a > b,
-        (Included(a) | Excluded(a), Included(b) | Excluded(b)) => a >= b,
-        _ => false,
-    }
 }
 
 /// A new store gets the format; one of another format is refused.

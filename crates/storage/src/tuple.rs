@@ -15,6 +15,7 @@
 //! boundary. The stores' own proptests check the order of their layouts.
 
 use std::borrow::Cow;
+use std::ops::Bound;
 
 const ESCAPE: u8 = 0xFF;
 /// What ends an escaped component.
@@ -74,17 +75,61 @@ fn split_escaped_slow(encoded: &[u8]) -> Option<(Cow<'_, [u8]>, &[u8])> {
     None
 }
 
+/// A range of encoded keys.
+pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// The keys `prefix esc(term) key` with `start <= term <= end`, strictly
+/// after the (term, key) `after` when given, where `prefix` ends in a
+/// terminator (2i entries, in the lsm backend and the side store).
+pub fn term_range(
+    prefix: &[u8],
+    (start, end): (&[u8], &[u8]),
+    after: Option<(&[u8], &[u8])>,
+) -> KeyRange {
+    let with_term = |term: &[u8], key: &[u8]| {
+        let mut out = prefix.to_vec();
+        push_escaped(&mut out, term);
+        out.extend_from_slice(key);
+        out
+    };
+    let from = with_term(start, b"");
+    let lower = match after.map(|(t, k)| with_term(t, k)) {
+        Some(a) if a >= from => Bound::Excluded(a),
+        _ => Bound::Included(from),
+    };
+    (
+        lower,
+        Bound::Excluded(terminated_upper(&with_term(end, b""))),
+    )
+}
+
+/// True when no key can lie in `range` (fjall wants `lower <= upper`).
+pub fn is_empty_range((lower, upper): &KeyRange) -> bool {
+    use Bound::{Excluded, Included};
+    match (lower, upper) {
+        (Included(a), Included(b)) => a > b,
+        (Included(a) | Excluded(a), Included(b) | Excluded(b)) => a >= b,
+        _ => false,
+    }
+}
+
+/// Components for property tests of tuple layouts: a small alphabet, so
+/// that zeros, escapes and shared prefixes are common.
+#[cfg(any(test, feature = "testkit"))]
+pub fn arbitrary_part() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    proptest::collection::vec(
+        prop_oneof![Just(0u8), Just(1), Just(0xFF), any::<u8>()],
+        0..6,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn bytes() -> impl Strategy<Value = Vec<u8>> {
-        proptest::collection::vec(
-            prop_oneof![Just(0u8), Just(1), Just(0xFF), any::<u8>()],
-            0..6,
-        )
-    }
+    use super::arbitrary_part as bytes;
 
     proptest! {
         #[test]

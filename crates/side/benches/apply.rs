@@ -1,0 +1,87 @@
+//! What one change costs the side store (design note 027, "Writes"): a
+//! change of a key with no index terms, and one with two, over keys the
+//! store already holds; against the floor of one blind fjall insert of a
+//! key record into the same kind of keyspace. Run:
+//! `cargo bench -p eddy-side --bench apply`.
+
+use divan::Bencher;
+use eddy_side::env::SideConfig;
+use eddy_side::{Change, SideEnv, Term};
+use fjall::{Database, KeyspaceCreateOptions};
+
+const KEYS: u64 = 100_000;
+
+fn main() {
+    divan::main();
+}
+
+fn key(i: u64) -> [u8; 8] {
+    (i % KEYS).to_be_bytes()
+}
+
+fn terms(i: u64) -> Vec<Term> {
+    vec![
+        (
+            b"affiliate_bin".to_vec(),
+            format!("a{}", i % 1000).into_bytes(),
+        ),
+        (b"redeemed_int".to_vec(), (i % 100).to_be_bytes().to_vec()),
+    ]
+}
+
+fn changes(bencher: Bencher, indexed: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
+    let store = env.open_vnode(0, 1).unwrap();
+    let version = [7u8; 24];
+    let write = |i: u64| {
+        let (k, t) = (key(i), if indexed { terms(i) } else { vec![] });
+        let c = Change {
+            bucket: b"coupons",
+            key: &k,
+            version: &version,
+            deleted: false,
+            terms: &t,
+            expiry: 0,
+        };
+        store.apply(&c).unwrap()
+    };
+    (0..KEYS).for_each(|i| {
+        write(i);
+    });
+    let mut i = KEYS;
+    bencher.bench_local(|| {
+        i += 7;
+        write(i)
+    });
+}
+
+#[divan::bench]
+fn change_without_terms(bencher: Bencher) {
+    changes(bencher, false);
+}
+
+#[divan::bench]
+fn change_with_two_terms(bencher: Bencher) {
+    changes(bencher, true);
+}
+
+/// The floor: one insert of a record-sized value, no read, no batch.
+#[divan::bench]
+fn fjall_insert(bencher: Bencher) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder(dir.path())
+        .manual_journal_persist(true)
+        .open()
+        .unwrap();
+    let ks = db
+        .keyspace("floor", KeyspaceCreateOptions::default)
+        .unwrap();
+    let value = [0u8; 21];
+    (0..KEYS).for_each(|i| ks.insert(key(i), value).unwrap());
+    let mut i = KEYS;
+    bencher.bench_local(|| {
+        i += 7;
+        ks.insert(key(i), value).unwrap()
+    });
+}
