@@ -1,7 +1,9 @@
 //! What one change costs the side store (design note 027, "Writes"): a
 //! change of a key with no index terms, and one with two, over keys the
 //! store already holds; against the floor of one blind fjall insert of a
-//! key record into the same kind of keyspace. Run:
+//! key record into the same kind of keyspace, and of a batch of 1,000
+//! such inserts (what a change would cost if changes were written in
+//! batches off the request path). Run:
 //! `cargo bench -p eddy-side --bench apply`.
 
 use divan::Bencher;
@@ -56,18 +58,18 @@ fn changes(bencher: Bencher, indexed: bool) {
     });
 }
 
-#[divan::bench]
+#[divan::bench(sample_count = 1000)]
 fn change_without_terms(bencher: Bencher) {
     changes(bencher, false);
 }
 
-#[divan::bench]
+#[divan::bench(sample_count = 1000)]
 fn change_with_two_terms(bencher: Bencher) {
     changes(bencher, true);
 }
 
 /// The floor: one insert of a record-sized value, no read, no batch.
-#[divan::bench]
+#[divan::bench(sample_count = 1000)]
 fn fjall_insert(bencher: Bencher) {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::builder(dir.path())
@@ -83,5 +85,29 @@ fn fjall_insert(bencher: Bencher) {
     bencher.bench_local(|| {
         i += 7;
         ks.insert(key(i), value).unwrap()
+    });
+}
+
+/// The floor of batched writes: 1,000 blind inserts in one batch.
+#[divan::bench(sample_count = 30)]
+fn fjall_batch_of_1000(bencher: Bencher) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder(dir.path())
+        .manual_journal_persist(true)
+        .open()
+        .unwrap();
+    let ks = db
+        .keyspace("floor", KeyspaceCreateOptions::default)
+        .unwrap();
+    let value = [0u8; 21];
+    (0..KEYS).for_each(|i| ks.insert(key(i), value).unwrap());
+    let mut i = KEYS;
+    bencher.bench_local(|| {
+        let mut batch = db.batch();
+        for _ in 0..1000 {
+            i += 7;
+            batch.insert(&ks, key(i), value);
+        }
+        batch.commit().unwrap()
     });
 }
