@@ -6,6 +6,7 @@
 pub mod figures;
 pub mod http;
 mod items;
+mod metadata;
 pub mod net;
 pub mod pb;
 pub mod version;

@@ -18,16 +18,11 @@ mod support;
 
 use std::time::Duration;
 
-use support::TestNode;
 use support::cluster::{Run, dev_name, member_rows, run};
+use support::{TestNode, free_port};
 
 /// Long enough for gossip and the failure detector on a loaded CI box.
 const SETTLE: Duration = Duration::from_secs(20);
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 #[track_caller]
 fn succeeds(r: &Run, expected: &str) {

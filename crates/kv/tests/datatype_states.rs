@@ -552,15 +552,19 @@ async fn a_big_map_updated_with_and_without_the_cache_stores_the_same() {
 
 /// A segment whose bytes changed on disk fails its replica's read (the
 /// root's digest), never reads as another set; the other replicas answer.
-#[tokio::test]
-async fn a_damaged_segment_fails_its_replica_never_reads_wrong() {
-    use eddy_vnode::segments;
-    let dir = tempfile::tempdir().unwrap();
-    let node = node_over(0, Some(dir.path()));
+/// A node over `dir` with the big set preloaded, and the first replica
+/// of its key: where the segment tests reach into a backend.
+struct FirstReplica {
+    node: Arc<Node>,
+    storage: Vec<u8>,
+    key: StorageKey,
+    first: Partition,
+    backend: Arc<dyn eddy_storage::Backend>,
+}
+
+async fn first_replica(dir: &std::path::Path) -> FirstReplica {
+    let node = node_over(0, Some(dir));
     preload(&node).await;
-    let op = set_op(vec![member("x", 1)], vec![]);
-    assert_eq!(update(&node, "sets", op, false).await, "ok");
-    let want = fetch(&node, "sets").await;
     let storage = bucket("sets").storage_bucket();
     let key = StorageKey {
         bucket: storage.clone(),
@@ -568,6 +572,29 @@ async fn a_damaged_segment_fails_its_replica_never_reads_wrong() {
     };
     let first = node.preflist(&bucket("sets"), b"k").unwrap()[0].0;
     let backend = node.partition_backend(first).unwrap();
+    FirstReplica {
+        node,
+        storage,
+        key,
+        first,
+        backend,
+    }
+}
+
+#[tokio::test]
+async fn a_damaged_segment_fails_its_replica_never_reads_wrong() {
+    use eddy_vnode::segments;
+    let dir = tempfile::tempdir().unwrap();
+    let FirstReplica {
+        node,
+        storage,
+        key,
+        first,
+        backend,
+    } = first_replica(dir.path()).await;
+    let op = set_op(vec![member("x", 1)], vec![]);
+    assert_eq!(update(&node, "sets", op, false).await, "ok");
+    let want = fetch(&node, "sets").await;
     let root = segments::decode_root_record(&backend.get(&storage, b"k").unwrap().unwrap())
         .unwrap()
         .root;
@@ -602,15 +629,13 @@ async fn a_damaged_segment_fails_its_replica_never_reads_wrong() {
 async fn a_root_replaced_while_read_is_read_again() {
     use eddy_vnode::segments;
     let dir = tempfile::tempdir().unwrap();
-    let node = node_over(0, Some(dir.path()));
-    preload(&node).await;
-    let storage = bucket("sets").storage_bucket();
-    let key = StorageKey {
-        bucket: storage.clone(),
-        key: b"k".to_vec(),
-    };
-    let first = node.preflist(&bucket("sets"), b"k").unwrap()[0].0;
-    let backend = node.partition_backend(first).unwrap();
+    let FirstReplica {
+        node,
+        storage,
+        key,
+        first: _,
+        backend,
+    } = first_replica(dir.path()).await;
     let stale = backend.get(&storage, b"k").unwrap().unwrap();
     assert!(segments::is_root_record(&stale));
     let op = set_op(vec![member("x", 1)], vec![]);

@@ -140,8 +140,7 @@ where
     T: Send + 'static,
     E: Send + 'static,
 {
-    let node = app.node.clone();
-    tokio::task::spawn_blocking(move || change(&node))
+    crate::metadata::on_blocking_thread(&app.node, change)
         .await
         .map_err(|e| {
             ApiError::new(

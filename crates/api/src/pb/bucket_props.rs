@@ -72,18 +72,14 @@ fn props_error(e: KvError) -> PbError {
 }
 
 /// Runs a registry change on a blocking thread (it is saved before it
-/// returns), then
-/// waits for its push to the cluster.
+/// returns), then waits for its push to the cluster.
 pub(crate) async fn blocking(
     node: &Arc<Node>,
     change: impl FnOnce(&Node) -> Result<ChangeId, RegistryError> + Send + 'static,
 ) -> Result<(), PbError> {
-    let id = {
-        let node = node.clone();
-        match tokio::task::spawn_blocking(move || change(&node)).await {
-            Ok(result) => result.map_err(PbError::Bucket)?,
-            Err(_) => return Err(PbError::WorkerFailed),
-        }
+    let id = match crate::metadata::on_blocking_thread(node, change).await {
+        Ok(result) => result.map_err(PbError::Bucket)?,
+        Err(_) => return Err(PbError::WorkerFailed),
     };
     node.metadata_pushes().shared(id).await;
     Ok(())

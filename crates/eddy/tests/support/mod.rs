@@ -37,7 +37,7 @@ pub struct TestNode {
 /// another test takes it before the node binds it (a port the kernel hands
 /// out for `:0` can be), and spread by pid and a counter over the test
 /// processes running at once.
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     const LOW: u32 = 20_000;
     const SPAN: u32 = 12_000;
