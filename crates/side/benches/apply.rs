@@ -15,7 +15,7 @@ use eddy_side::{Change, SideEnv, Term};
 use std::io::Write;
 
 use eddy_side::layout::ChangeValue;
-use fjall::{Database, KeyspaceCreateOptions};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions};
 use parking_lot::Mutex;
 
 const KEYS: u64 = 100_000;
@@ -75,9 +75,9 @@ fn change_with_two_terms(bencher: Bencher) {
     changes(bencher, true);
 }
 
-/// The floor: one insert of a record-sized value, no read, no batch.
-#[divan::bench(sample_count = 1000)]
-fn fjall_insert(bencher: Bencher) {
+/// A bare fjall keyspace holding `KEYS` record-sized values, as the side
+/// store's would.
+fn floor() -> (tempfile::TempDir, Database, Keyspace) {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::builder(dir.path())
         .manual_journal_persist(true)
@@ -86,8 +86,15 @@ fn fjall_insert(bencher: Bencher) {
     let ks = db
         .keyspace("floor", KeyspaceCreateOptions::default)
         .unwrap();
+    (0..KEYS).for_each(|i| ks.insert(key(i), [0u8; 21]).unwrap());
+    (dir, db, ks)
+}
+
+/// The floor: one insert of a record-sized value, no read, no batch.
+#[divan::bench(sample_count = 1000)]
+fn fjall_insert(bencher: Bencher) {
+    let (_dir, _db, ks) = floor();
     let value = [0u8; 21];
-    (0..KEYS).for_each(|i| ks.insert(key(i), value).unwrap());
     let mut i = KEYS;
     bencher.bench_local(|| {
         i += 7;
@@ -98,16 +105,8 @@ fn fjall_insert(bencher: Bencher) {
 /// The floor of batched writes: 1,000 blind inserts in one batch.
 #[divan::bench(sample_count = 30)]
 fn fjall_batch_of_1000(bencher: Bencher) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::builder(dir.path())
-        .manual_journal_persist(true)
-        .open()
-        .unwrap();
-    let ks = db
-        .keyspace("floor", KeyspaceCreateOptions::default)
-        .unwrap();
+    let (_dir, db, ks) = floor();
     let value = [0u8; 21];
-    (0..KEYS).for_each(|i| ks.insert(key(i), value).unwrap());
     let mut i = KEYS;
     bencher.bench_local(|| {
         let mut batch = db.batch();
