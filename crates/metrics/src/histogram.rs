@@ -80,6 +80,12 @@ impl Histogram {
         self.record_many(&[value]);
     }
 
+    /// Records one value as of `now` (a clock reading the caller shares
+    /// among the figures of one piece of work).
+    pub fn record_at(&self, value: u64, now: Instant) {
+        self.record_many_at(&[value], now);
+    }
+
     /// Records every value of `values` with one reading of the clock and
     /// one lock of the last minute's window, as a request that answers
     /// many keys does.
@@ -88,7 +94,7 @@ impl Histogram {
     }
 
     /// Records `values` as of `now`.
-    fn record_many_at(&self, values: &[u64], now: Instant) {
+    pub fn record_many_at(&self, values: &[u64], now: Instant) {
         if values.is_empty() {
             return;
         }
@@ -110,8 +116,7 @@ impl Histogram {
     /// (One reading of the clock serves the time and the window.)
     pub fn record_since(&self, start: Instant) {
         let now = Instant::now();
-        let micros = now.saturating_duration_since(start).as_micros();
-        self.record_many_at(&[u64::try_from(micros).unwrap_or(u64::MAX)], now);
+        self.record_at(micros_between(start, now), now);
     }
 
     /// Values recorded since the node started.
@@ -138,6 +143,12 @@ impl Histogram {
     pub(crate) fn inner(&self) -> &Inner {
         &self.0
     }
+}
+
+/// The microseconds from `start` to `now` (0 if `now` is earlier), as
+/// times are recorded.
+pub fn micros_between(start: Instant, now: Instant) -> u64 {
+    u64::try_from(now.saturating_duration_since(start).as_micros()).unwrap_or(u64::MAX)
 }
 
 impl Inner {

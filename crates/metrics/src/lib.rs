@@ -26,7 +26,7 @@ mod window;
 
 pub use counter::Counter;
 pub use gauge::{Gauge, Tracked};
-pub use histogram::{Histogram, Percentiles, Unit};
+pub use histogram::{Histogram, Percentiles, Unit, micros_between};
 pub use registry::{Kind, Registry, Sample};
 
 /// Buckets of times, in microseconds: 100 µs to 60 s (the FSM times, the

@@ -24,7 +24,7 @@
 use std::time::Instant;
 
 use eddy_dt::DataType;
-use eddy_metrics::{Counter, Histogram, Registry, TIME_US_BOUNDS, Unit};
+use eddy_metrics::{Counter, Histogram, Registry, TIME_US_BOUNDS, Unit, micros_between};
 
 /// The handles every vnode of a node counts into.
 #[derive(Debug)]
@@ -74,13 +74,14 @@ impl VnodeFigures {
     /// Records an object merge that began at `start`, and, for an object
     /// holding a value of `datatype`, a merge of that type.
     pub(crate) fn merged(&self, datatype: Option<DataType>, start: Instant) {
-        let us = micros_since(start);
+        let now = Instant::now();
+        let us = micros_between(start, now);
         self.object_merges.increment();
-        self.object_merge_time.record(us);
+        self.object_merge_time.record_at(us, now);
         if let Some(t) = datatype {
             let f = self.of(t);
             f.merges.increment();
-            f.merge_time.record(us);
+            f.merge_time.record_at(us, now);
         }
     }
 
@@ -106,9 +107,4 @@ impl TypeFigures {
             update_time: time("eddy_vnode_datatype_update_time_seconds", "Time of each data type operation a coordinating vnode applied, by type."),
         }
     }
-}
-
-/// Microseconds since `start`, as a histogram records them.
-fn micros_since(start: Instant) -> u64 {
-    u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
 }

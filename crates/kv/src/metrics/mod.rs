@@ -19,7 +19,7 @@ pub mod query;
 use std::sync::Arc;
 use std::time::Instant;
 
-use eddy_metrics::{Counter, Histogram, Registry, TIME_US_BOUNDS, Unit};
+use eddy_metrics::{Counter, Histogram, Registry, TIME_US_BOUNDS, Unit, micros_between};
 use eddy_model::request::GetResponse;
 use eddy_vnode::figures::VnodeFigures;
 
@@ -139,10 +139,11 @@ fn record_get_in<E>(
     start: Instant,
     result: &Result<GetResponse, E>,
 ) {
-    time.record_since(start);
+    let now = Instant::now();
+    time.record_at(micros_between(start, now), now);
     if let Ok(GetResponse::Found(obj)) = result {
-        siblings.record(obj.siblings.len() as u64);
-        objsize.record(value_bytes(obj));
+        siblings.record_at(obj.siblings.len() as u64, now);
+        objsize.record_at(value_bytes(obj), now);
     }
 }
 

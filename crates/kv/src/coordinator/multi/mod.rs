@@ -315,16 +315,17 @@ struct Figures {
 
 impl Figures {
     fn record(&self, m: &NodeMetrics) {
-        m.get_fsm_time.record_many(&self.get_time);
-        m.get_fsm_siblings.record_many(&self.get_siblings);
-        m.get_fsm_objsize.record_many(&self.get_objsize);
-        m.put_fsm_time.record_many(&self.put_time);
+        let now = std::time::Instant::now();
+        m.get_fsm_time.record_many_at(&self.get_time, now);
+        m.get_fsm_siblings.record_many_at(&self.get_siblings, now);
+        m.get_fsm_objsize.record_many_at(&self.get_objsize, now);
+        m.put_fsm_time.record_many_at(&self.put_time, now);
     }
 }
 
 /// Microseconds since `start`.
 fn micros_since(start: std::time::Instant) -> u64 {
-    u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
+    eddy_metrics::micros_between(start, std::time::Instant::now())
 }
 
 impl<R: Weighed + Recorded> Run<R> {
