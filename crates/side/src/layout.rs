@@ -212,15 +212,9 @@ impl KeyRecord {
 }
 
 impl ChangeValue {
-    /// flags u8 · esc(bucket) · key len u16 · key · version.
+    /// See [`encode_change`].
     pub fn encode(&self) -> Vec<u8> {
-        let mut out =
-            Vec::with_capacity(self.bucket.len() + self.key.len() + 8 + self.version.len());
-        out.push(if self.deleted { DELETED } else { 0 });
-        push_escaped(&mut out, &self.bucket);
-        push_short(&mut out, &self.key);
-        out.extend_from_slice(&self.version);
-        out
+        encode_change(&self.bucket, &self.key, self.deleted, &self.version)
     }
 
     /// The value `encoded` holds; `None` when it is not one.
@@ -237,6 +231,17 @@ impl ChangeValue {
             version: r.0.to_vec(),
         })
     }
+}
+
+/// A change entry's value, from borrowed parts: flags u8 · esc(bucket) ·
+/// key len u16 · key · version.
+pub fn encode_change(bucket: &[u8], key: &[u8], deleted: bool, version: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bucket.len() + key.len() + 8 + version.len());
+    out.push(if deleted { DELETED } else { 0 });
+    push_escaped(&mut out, bucket);
+    push_short(&mut out, key);
+    out.extend_from_slice(version);
+    out
 }
 
 /// An index entry's value: the key's expiry, if it has one.

@@ -192,31 +192,17 @@ impl SideStore {
         if old.seq != 0 {
             batch.remove(ks, change_key(old.seq));
         }
-        let value = ChangeValue {
-            bucket: bucket.to_vec(),
-            key: key.to_vec(),
-            deleted: new.deleted,
-            version: c.version.to_vec(),
-        };
-        batch.insert(ks, change_key(new.seq), value.encode());
+        let value = layout::encode_change(bucket, key, new.deleted, c.version);
+        batch.insert(ks, change_key(new.seq), value);
         let moved = old.expiry != new.expiry;
         // An entry kept under a new expiry is overwritten below.
         for (field, term) in &old.terms {
-            if new
-                .terms
-                .binary_search(&(field.clone(), term.clone()))
-                .is_err()
-            {
+            if !has_term(&new.terms, field, term) {
                 batch.remove(ks, index_key(bucket, (field, term), key));
             }
         }
         for (field, term) in &new.terms {
-            if moved
-                || old
-                    .terms
-                    .binary_search(&(field.clone(), term.clone()))
-                    .is_err()
-            {
+            if moved || !has_term(&old.terms, field, term) {
                 let entry = index_key(bucket, (field, term), key);
                 batch.insert(ks, entry, layout::encode_expiry(new.expiry));
             }
@@ -347,6 +333,11 @@ fn new_record(change: &Change<'_>, seq: u64) -> KeyRecord {
             change.terms.to_vec()
         },
     }
+}
+
+/// Whether `terms` (sorted) holds `(field, term)`.
+fn has_term(terms: &[Term], field: &[u8], term: &[u8]) -> bool {
+    (terms.binary_search_by(|(f, t)| (f.as_slice(), t.as_slice()).cmp(&(field, term)))).is_ok()
 }
 
 /// Whether a key expiring at `expiry` (0: never) is gone at `now_secs`.
