@@ -55,7 +55,7 @@ impl SideEnv {
     }
 
     /// The side store of `partition`'s incarnation `incarnation`, created
-    /// empty if it has none; opening it starts a new sequence epoch.
+    /// empty if it has none.
     pub fn open_vnode(&self, partition: u64, incarnation: u64) -> Result<SideStore, StorageError> {
         let memtable = self.config.memtable_size_bytes;
         let ks = self
@@ -78,6 +78,42 @@ impl SideEnv {
         self.db
             .delete_keyspace(store.into_keyspace())
             .map_err(engine)
+    }
+
+    /// Deletes every side store of `partition` (its data was destroyed);
+    /// a handle still open reads on until dropped.
+    pub fn destroy_partition(&self, partition: u64) -> Result<(), StorageError> {
+        let prefix = format!("side.{partition}.");
+        self.destroy_where(|name| name.starts_with(&prefix))
+    }
+
+    /// Deletes every side store but those of `live`'s (partition,
+    /// incarnation) pairs: what a crash left between a vnode's data being
+    /// destroyed and its side store.
+    pub fn keep_only(&self, live: &[(u64, u64)]) -> Result<Vec<String>, StorageError> {
+        let keep: Vec<String> = live.iter().map(|(p, i)| keyspace_name(*p, *i)).collect();
+        let mut gone = Vec::new();
+        self.destroy_where(|name| {
+            let orphan = name.starts_with("side.") && !keep.iter().any(|k| k == name);
+            if orphan {
+                gone.push(name.to_string());
+            }
+            orphan
+        })?;
+        Ok(gone)
+    }
+
+    fn destroy_where(&self, mut doomed: impl FnMut(&str) -> bool) -> Result<(), StorageError> {
+        for name in self.db.list_keyspace_names() {
+            if doomed(&name) {
+                let ks = self
+                    .db
+                    .keyspace(&name, KeyspaceCreateOptions::default)
+                    .map_err(engine)?;
+                self.db.delete_keyspace(ks).map_err(engine)?;
+            }
+        }
+        Ok(())
     }
 
     /// Makes every change committed so far durable.

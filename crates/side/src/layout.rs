@@ -7,16 +7,17 @@
 //!
 //! | region | key | value |
 //! |---|---|---|
-//! | meta | `m` name | a meta value (`format`, `epochs`) |
-//! | key record | `k` esc(bucket) key | [`KeyRecord`] |
-//! | change | `s` seq | [`ChangeValue`]: flags · esc(bucket) key · version |
+//! | meta | `m` name | a meta value (`format`, `built`) |
+//! | key record | `k` esc(bucket) key | [`KeyRecord`]: expiry · terms |
 //! | 2i entry | `i` esc(bucket) esc(field) esc(term) key | the key's expiry (u64), or empty |
 //! | expiry | `x` expiry esc(bucket) key | empty |
 //!
 //! An index entry carries its key's expiry, so a scan skips expired keys
 //! without a lookup per entry.
 //!
-//! Tags `a` (anti-entropy) and `w` (view indexes) are reserved.
+//! Only a key with index entries or an expiry has a key record; the others
+//! have nothing here. Tags `a` (anti-entropy) and `w` (view indexes) are
+//! reserved.
 //!
 //! Invariants: every encoding here decodes back to what was encoded, and a
 //! value that does not decode is reported as damage, never read as another
@@ -31,7 +32,6 @@ pub const FORMAT: u32 = 1;
 
 pub const META: u8 = b'm';
 pub const KEY: u8 = b'k';
-pub const CHANGE: u8 = b's';
 pub const INDEX: u8 = b'i';
 pub const EXPIRY: u8 = b'x';
 /// Reserved for anti-entropy trees (issue 29).
@@ -41,34 +41,19 @@ pub const RESERVED_VIEWS: u8 = b'w';
 
 /// The meta key naming the format.
 pub const META_FORMAT: &[u8] = b"mformat";
-/// The meta key of the sequence epochs.
-pub const META_EPOCHS: &[u8] = b"mepochs";
-
-/// The flag bit of a deleted key (a tombstone, or nothing stored).
-const DELETED: u8 = 1;
+/// The meta key saying the store was built from its vnode's objects
+/// (written once a build at open, or a new vnode's empty start, is done).
+pub const META_BUILT: &[u8] = b"mbuilt";
 
 /// An index entry of a key: (field, term), as the backends store them.
 pub type Term = (Vec<u8>, Vec<u8>);
 
-/// What the side store knows of one key: its latest change's sequence,
-/// when it expires (0: never), whether it is deleted, and its index terms
-/// (sorted, no duplicates).
+/// What the side store keeps of one key: when it expires (0: never) and
+/// its index terms (sorted, no duplicates).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KeyRecord {
-    pub seq: u64,
     pub expiry: u64,
-    pub deleted: bool,
     pub terms: Vec<Term>,
-}
-
-/// A change entry's value: the key it changed, whether the change left it
-/// deleted, and the version (encoded version vector) it left.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChangeValue {
-    pub bucket: Vec<u8>,
-    pub key: Vec<u8>,
-    pub deleted: bool,
-    pub version: Vec<u8>,
 }
 
 /// `k` esc(bucket) key.
@@ -78,21 +63,6 @@ pub fn key_record_key(bucket: &[u8], key: &[u8]) -> Vec<u8> {
     push_escaped(&mut out, bucket);
     out.extend_from_slice(key);
     out
-}
-
-/// `s` seq.
-pub fn change_key(seq: u64) -> [u8; 9] {
-    let mut out = [CHANGE; 9];
-    out[1..].copy_from_slice(&seq.to_be_bytes());
-    out
-}
-
-/// The sequence of a change key; `None` when it is not one.
-pub fn change_seq(encoded: &[u8]) -> Option<u64> {
-    match encoded {
-        [CHANGE, seq @ ..] => Some(u64::from_be_bytes(seq.try_into().ok()?)),
-        _ => None,
-    }
 }
 
 /// `i` esc(bucket) esc(field) — the prefix of a field's entries.
@@ -175,14 +145,17 @@ pub fn index_range(
 }
 
 impl KeyRecord {
-    /// seq u64 · expiry u64 · flags u8 · count u32 · (field len u16 ·
-    /// field · term len u16 · term) per term.
+    /// Whether the key needs no record: no terms and no expiry.
+    pub fn is_empty(&self) -> bool {
+        self.expiry == 0 && self.terms.is_empty()
+    }
+
+    /// expiry u64 · count u32 · (field len u16 · field · term len u16 ·
+    /// term) per term.
     pub fn encode(&self) -> Vec<u8> {
         let size: usize = self.terms.iter().map(|(f, t)| 4 + f.len() + t.len()).sum();
-        let mut out = Vec::with_capacity(21 + size);
-        out.extend_from_slice(&self.seq.to_be_bytes());
+        let mut out = Vec::with_capacity(12 + size);
         out.extend_from_slice(&self.expiry.to_be_bytes());
-        out.push(if self.deleted { DELETED } else { 0 });
         out.extend_from_slice(&(self.terms.len() as u32).to_be_bytes());
         for (field, term) in &self.terms {
             push_short(&mut out, field);
@@ -194,54 +167,14 @@ impl KeyRecord {
     /// The record `encoded` holds; `None` when it is not one whole record.
     pub fn decode(encoded: &[u8]) -> Option<KeyRecord> {
         let mut r = Reader(encoded);
-        let seq = r.u64()?;
         let expiry = r.u64()?;
-        let deleted = r.flags()?;
         let count = r.u32()? as usize;
         let mut terms = Vec::with_capacity(count.min(r.0.len() / 4));
         for _ in 0..count {
             terms.push((r.short()?.to_vec(), r.short()?.to_vec()));
         }
-        r.0.is_empty().then_some(KeyRecord {
-            seq,
-            expiry,
-            deleted,
-            terms,
-        })
+        r.0.is_empty().then_some(KeyRecord { expiry, terms })
     }
-}
-
-impl ChangeValue {
-    /// See [`encode_change`].
-    pub fn encode(&self) -> Vec<u8> {
-        encode_change(&self.bucket, &self.key, self.deleted, &self.version)
-    }
-
-    /// The value `encoded` holds; `None` when it is not one.
-    pub fn decode(encoded: &[u8]) -> Option<ChangeValue> {
-        let mut r = Reader(encoded);
-        let deleted = r.flags()?;
-        let (bucket, rest) = split_escaped(r.0)?;
-        let mut r = Reader(rest);
-        let key = r.short()?.to_vec();
-        Some(ChangeValue {
-            bucket: bucket.into_owned(),
-            key,
-            deleted,
-            version: r.0.to_vec(),
-        })
-    }
-}
-
-/// A change entry's value, from borrowed parts: flags u8 · esc(bucket) ·
-/// key len u16 · key · version.
-pub fn encode_change(bucket: &[u8], key: &[u8], deleted: bool, version: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bucket.len() + key.len() + 8 + version.len());
-    out.push(if deleted { DELETED } else { 0 });
-    push_escaped(&mut out, bucket);
-    push_short(&mut out, key);
-    out.extend_from_slice(version);
-    out
 }
 
 /// An index entry's value: the key's expiry, if it has one.
@@ -259,27 +192,6 @@ pub fn decode_expiry(encoded: &[u8]) -> Option<u64> {
         [] => Some(0),
         _ => Some(u64::from_be_bytes(encoded.try_into().ok()?)),
     }
-}
-
-/// The epochs value: (epoch u32 · first sequence u64) per epoch, oldest
-/// first.
-pub fn encode_epochs(epochs: &[(u32, u64)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(epochs.len() * 12);
-    for (epoch, first) in epochs {
-        out.extend_from_slice(&epoch.to_be_bytes());
-        out.extend_from_slice(&first.to_be_bytes());
-    }
-    out
-}
-
-/// The epochs `encoded` holds; `None` when it is not a whole list.
-pub fn decode_epochs(encoded: &[u8]) -> Option<Vec<(u32, u64)>> {
-    let mut r = Reader(encoded);
-    let mut out = Vec::with_capacity(encoded.len() / 12);
-    while !r.0.is_empty() {
-        out.push((r.u32()?, r.u64()?));
-    }
-    Some(out)
 }
 
 /// Appends `bytes` with a u16 length. Keys, fields and terms are at most
@@ -308,14 +220,6 @@ impl<'a> Reader<'a> {
         self.take().map(u32::from_be_bytes)
     }
 
-    fn flags(&mut self) -> Option<bool> {
-        match self.take::<1>()? {
-            [0] => Some(false),
-            [DELETED] => Some(true),
-            _ => None,
-        }
-    }
-
     fn short(&mut self) -> Option<&'a [u8]> {
         let len = usize::from(self.take().map(u16::from_be_bytes)?);
         let (bytes, rest) = self.0.split_at_checked(len)?;
@@ -334,13 +238,9 @@ mod tests {
 
     fn record() -> impl Strategy<Value = KeyRecord> {
         let terms = proptest::collection::btree_set((bytes(), bytes()), 0..4);
-        (any::<u64>(), any::<u64>(), any::<bool>(), terms).prop_map(|(seq, expiry, deleted, t)| {
-            KeyRecord {
-                seq,
-                expiry,
-                deleted,
-                terms: t.into_iter().collect(),
-            }
+        (any::<u64>(), terms).prop_map(|(expiry, t)| KeyRecord {
+            expiry,
+            terms: t.into_iter().collect(),
         })
     }
 
@@ -351,23 +251,6 @@ mod tests {
             prop_assert_eq!(KeyRecord::decode(&encoded), Some(r));
             let cut = cut.index(encoded.len());
             prop_assert_eq!(KeyRecord::decode(&encoded[..cut]), None);
-        }
-
-        #[test]
-        fn change_values_round_trip(bucket in bytes(), key in bytes(), deleted in any::<bool>(), version in bytes()) {
-            let v = ChangeValue { bucket, key, deleted, version };
-            prop_assert_eq!(ChangeValue::decode(&v.encode()), Some(v));
-        }
-
-        #[test]
-        fn epochs_round_trip(epochs in proptest::collection::vec((any::<u32>(), any::<u64>()), 0..5)) {
-            prop_assert_eq!(decode_epochs(&encode_epochs(&epochs)), Some(epochs));
-        }
-
-        #[test]
-        fn changes_sort_by_sequence(a in any::<u64>(), b in any::<u64>()) {
-            prop_assert_eq!(change_key(a).cmp(&change_key(b)), a.cmp(&b));
-            prop_assert_eq!(change_seq(&change_key(a)), Some(a));
         }
 
         #[test]
@@ -427,20 +310,12 @@ mod tests {
 
     #[test]
     fn regions_do_not_overlap() {
-        let tags = [
-            META,
-            KEY,
-            CHANGE,
-            INDEX,
-            EXPIRY,
-            RESERVED_AAE,
-            RESERVED_VIEWS,
-        ];
+        let tags = [META, KEY, INDEX, EXPIRY, RESERVED_AAE, RESERVED_VIEWS];
         let mut sorted = tags.to_vec();
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), tags.len());
         assert_eq!(META_FORMAT[0], META);
-        assert_eq!(META_EPOCHS[0], META);
+        assert_eq!(META_BUILT[0], META);
     }
 }

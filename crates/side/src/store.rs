@@ -1,53 +1,39 @@
-//! One vnode incarnation's side store: its changes applied (key record,
-//! change entry, index entries, expiry entry, in one fjall batch) and
-//! read back by region (design note 027).
+//! One vnode incarnation's side store: the index entries and expiry of
+//! its keys (a key record, its index entries and its expiry entry, changed
+//! together in one fjall batch) and read back by region (design note 027).
 //!
-//! Sequence order is commit order: a change takes its sequence and
-//! commits its batch under the store's one commit lock, so a reader of
-//! the change region never sees sequence n + 1 committed before n. The
-//! caller serialises the changes of one key (the vnode's key locks), so
-//! the key record a change reads is the one it replaces.
+//! The caller serialises the changes of one key (the vnode's key locks),
+//! so the key record a change reads is the one it replaces, and tells the
+//! store what the key holds after each change ([`SideStore::set`]): the
+//! store diffs that against its own key record, so setting the same state
+//! twice (replay after a crash) writes nothing the second time.
 
 use std::ops::Bound;
 
 use eddy_storage::tuple::is_empty_range;
 use eddy_storage::{FoldControl, StorageError};
 use fjall::{Database, Keyspace, OwnedWriteBatch};
-use parking_lot::Mutex;
 
 use crate::layout::{
-    self, ChangeValue, FORMAT, KeyRecord, META_EPOCHS, META_FORMAT, Term, change_key, change_seq,
-    decode_epochs, encode_epochs, expiry_key, index_key, key_record_key,
+    self, FORMAT, KeyRecord, META_BUILT, META_FORMAT, Term, expiry_key, index_key, key_record_key,
 };
 
 /// Engine name used in [`StorageError::Engine`].
 const ENGINE: &str = "side store";
 
-/// What a change left a key holding, as the side store keeps it.
+/// Key records removed per batch when a bucket is dropped.
+const DROP_BATCH: usize = 1024;
+
+/// What a key holds after a change, as the side store keeps it.
 #[derive(Clone, Copy, Debug)]
-pub struct Change<'a> {
+pub struct KeyState<'a> {
     pub bucket: &'a [u8],
     pub key: &'a [u8],
-    /// The version (encoded version vector) the change left.
-    pub version: &'a [u8],
-    /// The change left a tombstone, or nothing at all.
-    pub deleted: bool,
-    /// The key's index entries as stored: sorted, no duplicates (ignored
-    /// for a deleted key, which has none).
+    /// The key's index entries as stored: sorted, no duplicates (none for
+    /// a tombstone or a removed key).
     pub terms: &'a [Term],
-    /// When the key expires, in seconds (0: never; ignored for a deleted
-    /// key).
+    /// When the key expires, in seconds (0: never).
     pub expiry: u64,
-}
-
-/// One entry of the change sequence.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChangeEntry {
-    pub seq: u64,
-    pub bucket: Vec<u8>,
-    pub key: Vec<u8>,
-    pub deleted: bool,
-    pub version: Vec<u8>,
 }
 
 /// Told each expired key: its expiry, bucket and key.
@@ -57,58 +43,28 @@ pub type ExpiredVisitor<'a> = dyn FnMut(u64, &[u8], &[u8]) -> FoldControl + 'a;
 pub struct SideStore {
     db: Database,
     ks: Keyspace,
-    /// The next sequence to hand out, taken with the commit of its batch.
-    commit: Mutex<u64>,
-    /// (epoch, first sequence) of every open, this one last.
-    epochs: Vec<(u32, u64)>,
 }
 
 impl SideStore {
-    /// Opens the store in `ks`, writing its format if it is new, and
-    /// starts a new epoch at the sequence after the last one stored.
+    /// Opens the store in `ks`, writing its format if it is new.
     pub(crate) fn open(db: Database, ks: Keyspace) -> Result<SideStore, StorageError> {
         check_format(&db, &ks)?;
-        let last = match ks.range(layout_change_range(0)).next_back() {
-            Some(guard) => {
-                let key = guard.key().map_err(engine)?;
-                change_seq(&key).ok_or_else(|| corrupt("a change key"))?
-            }
-            None => 0,
-        };
-        let mut epochs = match ks.get(META_EPOCHS).map_err(engine)? {
-            Some(v) => decode_epochs(&v).ok_or_else(|| corrupt("the epochs"))?,
-            None => Vec::new(),
-        };
-        let epoch = epochs.last().map_or(1, |(e, _)| e + 1);
-        epochs.push((epoch, last + 1));
-        let mut batch = db.batch();
-        batch.insert(&ks, META_EPOCHS, encode_epochs(&epochs));
-        batch.commit().map_err(engine)?;
-        Ok(SideStore {
-            db,
-            ks,
-            commit: Mutex::new(last + 1),
-            epochs,
-        })
+        Ok(SideStore { db, ks })
     }
 
     pub(crate) fn into_keyspace(self) -> Keyspace {
         self.ks
     }
 
-    /// Every open's (epoch, first sequence), this one last.
-    pub fn epochs(&self) -> &[(u32, u64)] {
-        &self.epochs
+    /// Whether the store holds what its vnode's objects say (it was built
+    /// from them, or started with them: [`SideStore::mark_built`]).
+    pub fn is_built(&self) -> Result<bool, StorageError> {
+        Ok(self.ks.get(META_BUILT).map_err(engine)?.is_some())
     }
 
-    /// The epoch this open started.
-    pub fn epoch(&self) -> u32 {
-        self.epochs.last().map_or(0, |(e, _)| *e)
-    }
-
-    /// The last sequence handed out (0: none yet).
-    pub fn last_seq(&self) -> u64 {
-        *self.commit.lock() - 1
+    /// Records that the store holds what its vnode's objects say.
+    pub fn mark_built(&self) -> Result<(), StorageError> {
+        self.ks.insert(META_BUILT, []).map_err(engine)
     }
 
     /// The key record of `(bucket, key)`.
@@ -125,75 +81,39 @@ impl SideStore {
         }
     }
 
-    /// Records `change` as the key's latest; returns its sequence.
-    pub fn apply(&self, change: &Change<'_>) -> Result<u64, StorageError> {
-        let record_key = key_record_key(change.bucket, change.key);
-        let old = self.read_record(&record_key)?;
-        self.write(change, &record_key, old)
-    }
-
-    /// Records `change` unless the store already has it as the key's
-    /// latest (same version, deletion, terms and expiry): replay's
-    /// reconciliation after a crash. Returns the sequence of a new entry.
-    pub fn reconcile(&self, change: &Change<'_>) -> Result<Option<u64>, StorageError> {
-        let record_key = key_record_key(change.bucket, change.key);
-        let old = self.read_record(&record_key)?;
-        if let Some(old) = &old
-            && self.holds(old, change)?
-        {
-            return Ok(None);
-        }
-        self.write(change, &record_key, old).map(Some)
-    }
-
-    /// Whether `old` (with its change entry) already says what `change`
-    /// does.
-    fn holds(&self, old: &KeyRecord, change: &Change<'_>) -> Result<bool, StorageError> {
-        let new = new_record(change, old.seq);
-        if (old.deleted, old.expiry, &old.terms) != (new.deleted, new.expiry, &new.terms) {
-            return Ok(false);
-        }
-        let Some(v) = self.ks.get(change_key(old.seq)).map_err(engine)? else {
-            return Ok(false);
+    /// Makes the store say what `state` says of its key: the key record,
+    /// index entries and expiry entry that differ are changed in one
+    /// batch. Returns false, writing nothing, when they already say it.
+    pub fn set(&self, state: &KeyState<'_>) -> Result<bool, StorageError> {
+        let record_key = key_record_key(state.bucket, state.key);
+        let old = self.read_record(&record_key)?.unwrap_or_default();
+        let new = KeyRecord {
+            expiry: state.expiry,
+            terms: state.terms.to_vec(),
         };
-        let entry = ChangeValue::decode(&v).ok_or_else(|| corrupt("a change entry"))?;
-        Ok(entry.version == change.version)
-    }
-
-    fn write(
-        &self,
-        change: &Change<'_>,
-        record_key: &[u8],
-        old: Option<KeyRecord>,
-    ) -> Result<u64, StorageError> {
+        if old == new {
+            return Ok(false);
+        }
         let mut batch = self.db.batch();
-        let mut next = self.commit.lock();
-        let seq = *next;
-        let new = new_record(change, seq);
-        self.stage(&mut batch, change, old.as_ref(), &new);
-        batch.insert(&self.ks, record_key, new.encode());
+        self.stage(&mut batch, (state.bucket, state.key), &old, &new);
+        match new.is_empty() {
+            true => batch.remove(&self.ks, record_key),
+            false => batch.insert(&self.ks, record_key, new.encode()),
+        }
         batch.commit().map_err(engine)?;
-        *next += 1;
-        Ok(seq)
+        Ok(true)
     }
 
-    /// Adds to `batch` the change entry of `new` and the index and expiry
-    /// entries that turn `old`'s into `new`'s.
+    /// Adds to `batch` the index and expiry entries that turn `old`'s into
+    /// `new`'s.
     fn stage(
         &self,
         batch: &mut OwnedWriteBatch,
-        c: &Change<'_>,
-        old: Option<&KeyRecord>,
+        (bucket, key): (&[u8], &[u8]),
+        old: &KeyRecord,
         new: &KeyRecord,
     ) {
-        let (bucket, key, ks) = (c.bucket, c.key, &self.ks);
-        let empty = KeyRecord::default();
-        let old = old.unwrap_or(&empty);
-        if old.seq != 0 {
-            batch.remove(ks, change_key(old.seq));
-        }
-        let value = layout::encode_change(bucket, key, new.deleted, c.version);
-        batch.insert(ks, change_key(new.seq), value);
+        let ks = &self.ks;
         let moved = old.expiry != new.expiry;
         // An entry kept under a new expiry is overwritten below.
         for (field, term) in &old.terms {
@@ -215,28 +135,32 @@ impl SideStore {
         }
     }
 
-    /// Calls `f` with every change after sequence `after`, in order.
-    pub fn changes_since(
-        &self,
-        after: u64,
-        f: &mut dyn FnMut(ChangeEntry) -> FoldControl,
-    ) -> Result<(), StorageError> {
-        for guard in self.ks.range(layout_change_range(after)) {
-            let (k, v) = guard.into_inner().map_err(engine)?;
-            let seq = change_seq(&k).ok_or_else(|| corrupt("a change key"))?;
-            let value = ChangeValue::decode(&v).ok_or_else(|| corrupt("a change entry"))?;
-            let entry = ChangeEntry {
-                seq,
-                bucket: value.bucket,
-                key: value.key,
-                deleted: value.deleted,
-                version: value.version,
-            };
-            if f(entry) == FoldControl::Stop {
-                break;
+    /// Removes every key record of `bucket` with its entries (the bucket
+    /// was dropped), in batches; returns how many keys had one.
+    pub fn drop_bucket(&self, bucket: &[u8]) -> Result<u64, StorageError> {
+        let mut dropped = 0;
+        loop {
+            let range = layout::key_record_range(bucket, None, None, None);
+            let mut chunk = Vec::with_capacity(DROP_BATCH);
+            for guard in self.ks.range(range).take(DROP_BATCH) {
+                let (k, v) = guard.into_inner().map_err(engine)?;
+                let record = KeyRecord::decode(&v).ok_or_else(|| corrupt("a key record"))?;
+                chunk.push((k, record));
             }
+            if chunk.is_empty() {
+                return Ok(dropped);
+            }
+            let mut batch = self.db.batch();
+            let none = KeyRecord::default();
+            for (k, record) in &chunk {
+                let (_, key) =
+                    layout::split_key_record_key(k).ok_or_else(|| corrupt("a key record key"))?;
+                self.stage(&mut batch, (bucket, key), record, &none);
+                batch.remove(&self.ks, k.clone());
+            }
+            batch.commit().map_err(engine)?;
+            dropped += chunk.len() as u64;
         }
-        Ok(())
     }
 
     /// Calls `f` with the (term, key) of every index entry of `bucket`'s
@@ -271,36 +195,6 @@ impl SideStore {
         Ok(())
     }
 
-    /// Calls `f` with every key of `bucket` from `start` to `end`
-    /// (inclusive; `None`: unbounded), strictly after `after`, in key
-    /// order, that is neither deleted nor expired at `now_secs`.
-    pub fn keys(
-        &self,
-        bucket: &[u8],
-        (start, end): (Option<&[u8]>, Option<&[u8]>),
-        after: Option<&[u8]>,
-        now_secs: u64,
-        f: &mut dyn FnMut(&[u8]) -> FoldControl,
-    ) -> Result<(), StorageError> {
-        let range = layout::key_record_range(bucket, start, end, after);
-        if is_empty_range(&range) {
-            return Ok(());
-        }
-        for guard in self.ks.range(range) {
-            let (k, v) = guard.into_inner().map_err(engine)?;
-            let record = KeyRecord::decode(&v).ok_or_else(|| corrupt("a key record"))?;
-            if record.deleted || expired(record.expiry, now_secs) {
-                continue;
-            }
-            let (_, key) =
-                layout::split_key_record_key(&k).ok_or_else(|| corrupt("a key record key"))?;
-            if f(key) == FoldControl::Stop {
-                break;
-            }
-        }
-        Ok(())
-    }
-
     /// Calls `f` with the (expiry, bucket, key) of every key expired at
     /// `now_secs`, soonest first.
     pub fn expired(&self, now_secs: u64, f: &mut ExpiredVisitor<'_>) -> Result<(), StorageError> {
@@ -321,20 +215,6 @@ impl SideStore {
     }
 }
 
-/// The key record `change` leaves, as sequence `seq`.
-fn new_record(change: &Change<'_>, seq: u64) -> KeyRecord {
-    KeyRecord {
-        seq,
-        expiry: if change.deleted { 0 } else { change.expiry },
-        deleted: change.deleted,
-        terms: if change.deleted {
-            Vec::new()
-        } else {
-            change.terms.to_vec()
-        },
-    }
-}
-
 /// Whether `terms` (sorted) holds `(field, term)`.
 fn has_term(terms: &[Term], field: &[u8], term: &[u8]) -> bool {
     (terms.binary_search_by(|(f, t)| (f.as_slice(), t.as_slice()).cmp(&(field, term)))).is_ok()
@@ -343,14 +223,6 @@ fn has_term(terms: &[Term], field: &[u8], term: &[u8]) -> bool {
 /// Whether a key expiring at `expiry` (0: never) is gone at `now_secs`.
 fn expired(expiry: u64, now_secs: u64) -> bool {
     expiry != 0 && expiry <= now_secs
-}
-
-/// The changes after sequence `after`.
-fn layout_change_range(after: u64) -> (Bound<[u8; 9]>, Bound<[u8; 9]>) {
-    (
-        Bound::Excluded(change_key(after)),
-        Bound::Included(change_key(u64::MAX)),
-    )
 }
 
 /// A new store gets the format; one of another format is refused.

@@ -4,55 +4,41 @@
 //! for a new format (`EDDY_WRITE_FIXTURES=1`), keeping v1's file.
 
 use eddy_side::env::SideConfig;
-use eddy_side::{Change, SideEnv, SideStore, Term};
+use eddy_side::{KeyRecord, KeyState, SideEnv, SideStore, Term};
 use eddy_storage::FoldControl;
 use fjall::{Database, KeyspaceCreateOptions};
 
 const FIXTURE: &str = "tests/fixtures/side_v1.txt";
 
-/// Key, version, deleted, terms, expiry.
-type Write = (&'static [u8], &'static [u8], bool, Vec<Term>, u64);
+/// Key, terms, expiry.
+type Write = (&'static [u8], Vec<Term>, u64);
 
 fn history(store: &SideStore) {
     let int8 = [0x80, 0, 0, 0, 0, 0, 0, 8];
-    let writes: [Write; 4] = [
+    let writes: [Write; 5] = [
         (
             b"k1",
-            b"v1",
-            false,
             vec![
                 (b"f_bin".to_vec(), b"a".to_vec()),
                 (b"g_int".to_vec(), int8.to_vec()),
             ],
             0,
         ),
-        (
-            b"k2",
-            b"v2",
-            false,
-            vec![(b"f_bin".to_vec(), b"b\x00".to_vec())],
-            100,
-        ),
-        (
-            b"k1",
-            b"v3",
-            false,
-            vec![(b"f_bin".to_vec(), b"c".to_vec())],
-            0,
-        ),
-        (b"k3", b"v4", true, vec![], 0),
+        (b"k2", vec![(b"f_bin".to_vec(), b"b\x00".to_vec())], 100),
+        (b"k1", vec![(b"f_bin".to_vec(), b"c".to_vec())], 0),
+        (b"k3", vec![(b"f_bin".to_vec(), b"d".to_vec())], 0),
+        (b"k3", vec![], 0),
     ];
-    for (key, version, deleted, terms, expiry) in &writes {
-        let c = Change {
+    for (key, terms, expiry) in &writes {
+        let state = KeyState {
             bucket: b"type\x00b",
             key,
-            version,
-            deleted: *deleted,
             terms,
             expiry: *expiry,
         };
-        store.apply(&c).unwrap();
+        store.set(&state).unwrap();
     }
+    store.mark_built().unwrap();
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -106,22 +92,13 @@ fn a_v1_keyspace_reads_back() {
     }
     let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
     let store = env.open_vnode(1, 1).unwrap();
-    assert_eq!(store.epochs(), &[(1, 1), (2, 5)]);
-    let mut changes = Vec::new();
-    store
-        .changes_since(0, &mut |e| {
-            changes.push((e.seq, e.key, e.deleted, e.version));
-            FoldControl::Continue
-        })
-        .unwrap();
-    assert_eq!(
-        changes,
-        [
-            (2, b"k2".to_vec(), false, b"v2".to_vec()),
-            (3, b"k1".to_vec(), false, b"v3".to_vec()),
-            (4, b"k3".to_vec(), true, b"v4".to_vec()),
-        ]
-    );
+    assert!(store.is_built().unwrap());
+    assert_eq!(store.key_record(b"type\x00b", b"k3").unwrap(), None);
+    let k2 = KeyRecord {
+        expiry: 100,
+        terms: vec![(b"f_bin".to_vec(), b"b\x00".to_vec())],
+    };
+    assert_eq!(store.key_record(b"type\x00b", b"k2").unwrap(), Some(k2));
     let mut entries = Vec::new();
     store
         .index_range(

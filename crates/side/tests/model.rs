@@ -1,41 +1,35 @@
-//! The side store against a model: random histories of changes, replay
-//! reconciliations and reopens on one keyspace, every region read back
-//! after each step and compared with what the model says it must hold.
+//! The side store against a model: random histories of key states set
+//! (twice over, as replay does), buckets dropped and the store reopened on
+//! one keyspace, every region read back after each step and compared with
+//! what the model says it must hold.
 
 use std::collections::BTreeMap;
 
 use eddy_side::env::SideConfig;
-use eddy_side::{Change, ChangeEntry, SideEnv, SideStore, Term};
+use eddy_side::{KeyRecord, KeyState, SideEnv, SideStore, Term};
 use eddy_storage::FoldControl;
 use proptest::prelude::*;
 
-const BUCKET: &[u8] = b"b\x00";
+const BUCKETS: [&[u8]; 2] = [b"b\x00", b"c"];
 const FIELDS: [&[u8]; 2] = [b"f_bin", b"g_int"];
 
 #[derive(Clone, Debug)]
 enum Step {
-    Apply(Write),
-    Reconcile(Write),
+    Set(Write),
+    Drop(usize),
     Reopen,
 }
 
 #[derive(Clone, Debug)]
 struct Write {
+    bucket: usize,
     key: u8,
-    version: u8,
-    deleted: bool,
     terms: Vec<Term>,
     expiry: u64,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-struct Held {
-    seq: u64,
-    version: Vec<u8>,
-    deleted: bool,
-    terms: Vec<Term>,
-    expiry: u64,
-}
+/// The model: what each (bucket, key) holds.
+type Model = BTreeMap<(usize, u8), KeyRecord>;
 
 fn write() -> impl Strategy<Value = Write> {
     let term = (
@@ -49,72 +43,36 @@ fn write() -> impl Strategy<Value = Write> {
         .prop_map(|(f, t)| (FIELDS[f].to_vec(), t));
     let terms = proptest::collection::btree_set(term, 0..3).prop_map(|s| s.into_iter().collect());
     let expiry = prop_oneof![2 => Just(0u64), 1 => 1u64..20];
-    (
-        0u8..6,
-        any::<u8>(),
-        prop::bool::weighted(0.2),
+    (0..2usize, 0u8..6, terms, expiry).prop_map(|(bucket, key, terms, expiry)| Write {
+        bucket,
+        key,
         terms,
         expiry,
-    )
-        .prop_map(|(key, version, deleted, terms, expiry)| Write {
-            key,
-            version,
-            deleted,
-            terms,
-            expiry,
-        })
+    })
 }
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        6 => write().prop_map(Step::Apply),
-        2 => write().prop_map(Step::Reconcile),
+        8 => write().prop_map(Step::Set),
+        1 => (0..2usize).prop_map(Step::Drop),
         1 => Just(Step::Reopen),
     ]
 }
 
-/// Runs `f` with the change `w` makes, as version `version`.
-fn with_change<T>(w: &Write, version: &[u8], f: impl FnOnce(&Change<'_>) -> T) -> T {
+fn set(store: &SideStore, w: &Write) -> bool {
     let key = [b'k', w.key];
-    f(&Change {
-        bucket: BUCKET,
+    let state = KeyState {
+        bucket: BUCKETS[w.bucket],
         key: &key,
-        version,
-        deleted: w.deleted,
         terms: &w.terms,
         expiry: w.expiry,
-    })
-}
-
-fn apply(store: &SideStore, w: &Write, version: &[u8]) -> u64 {
-    with_change(w, version, |c| store.apply(c)).unwrap()
-}
-
-/// What the model says a write leaves.
-fn held(w: &Write, seq: u64) -> Held {
-    Held {
-        seq,
-        version: vec![w.version],
-        deleted: w.deleted,
-        terms: if w.deleted { vec![] } else { w.terms.clone() },
-        expiry: if w.deleted { 0 } else { w.expiry },
-    }
-}
-
-fn all_changes(store: &SideStore) -> Vec<ChangeEntry> {
-    let mut out = Vec::new();
-    store
-        .changes_since(0, &mut |e| {
-            out.push(e);
-            FoldControl::Continue
-        })
-        .unwrap();
-    out
+    };
+    store.set(&state).unwrap()
 }
 
 fn index_entries(
     store: &SideStore,
-    field: &[u8],
+    (bucket, field): (&[u8], &[u8]),
     after: Option<(&[u8], &[u8])>,
     now: u64,
     max: usize,
@@ -122,7 +80,7 @@ fn index_entries(
     let mut out = Vec::new();
     store
         .index_range(
-            (BUCKET, field),
+            (bucket, field),
             (b"", b"\xff\xff"),
             after,
             now,
@@ -139,81 +97,70 @@ fn index_entries(
     out
 }
 
-fn check(store: &SideStore, model: &BTreeMap<u8, Held>, now: u64) -> Result<(), TestCaseError> {
-    // The change sequence: each key once, at its latest change, in order.
-    let changes = all_changes(store);
-    let mut expected: Vec<(u64, u8)> = model.iter().map(|(k, h)| (h.seq, *k)).collect();
-    expected.sort_unstable();
-    let got: Vec<(u64, u8)> = changes.iter().map(|e| (e.seq, e.key[1])).collect();
-    prop_assert_eq!(&got, &expected);
-    for e in &changes {
-        let h = &model[&e.key[1]];
-        prop_assert_eq!((&e.version, e.deleted), (&h.version, h.deleted));
-    }
-    // Index entries: the live, unexpired keys' terms, in (term, key) order,
-    // and pages of every size join to the whole.
-    let live = |h: &Held| !h.deleted && (h.expiry == 0 || h.expiry > now);
-    for field in FIELDS {
-        let mut want: Vec<(Vec<u8>, Vec<u8>)> = model
-            .iter()
-            .filter(|(_, h)| live(h))
-            .flat_map(|(k, h)| {
-                h.terms
-                    .iter()
-                    .filter(|(f, _)| f == field)
-                    .map(move |(_, t)| (t.clone(), vec![b'k', *k]))
-            })
-            .collect();
-        want.sort();
-        prop_assert_eq!(&index_entries(store, field, None, now, usize::MAX), &want);
-        for page in 1..=3 {
-            let mut joined = Vec::new();
-            loop {
-                let after = joined
-                    .last()
-                    .map(|(t, k): &(Vec<u8>, Vec<u8>)| (t.clone(), k.clone()));
-                let next = index_entries(
-                    store,
-                    field,
-                    after.as_ref().map(|(t, k)| (&t[..], &k[..])),
-                    now,
-                    page,
-                );
-                let done = next.len() < page;
-                joined.extend(next);
-                if done {
-                    break;
-                }
-            }
-            prop_assert_eq!(&joined, &want);
+/// Pages of `page` entries, each read from the last one's continuation.
+fn joined_pages(
+    store: &SideStore,
+    at: (&[u8], &[u8]),
+    now: u64,
+    page: usize,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut joined: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    loop {
+        let after = joined.last().cloned();
+        let after = after.as_ref().map(|(t, k)| (&t[..], &k[..]));
+        let next = index_entries(store, at, after, now, page);
+        let done = next.len() < page;
+        joined.extend(next);
+        if done {
+            return joined;
         }
     }
-    // Keys in order, and the expiry order.
-    let mut keys = Vec::new();
-    store
-        .keys(BUCKET, (None, None), None, now, &mut |k| {
-            keys.push(k[1]);
-            FoldControl::Continue
-        })
-        .unwrap();
-    let want: Vec<u8> = model
-        .iter()
-        .filter(|(_, h)| live(h))
-        .map(|(k, _)| *k)
-        .collect();
-    prop_assert_eq!(keys, want);
+}
+
+fn check(store: &SideStore, model: &Model, now: u64) -> Result<(), TestCaseError> {
+    // Key records: exactly the keys with terms or an expiry.
+    for (b, bucket) in BUCKETS.iter().enumerate() {
+        for k in 0u8..6 {
+            let got = store.key_record(bucket, &[b'k', k]).unwrap();
+            prop_assert_eq!(got.as_ref(), model.get(&(b, k)));
+        }
+    }
+    // Index entries: the unexpired keys' terms, in (term, key) order, and
+    // pages of every size join to the whole.
+    let live = |r: &KeyRecord| r.expiry == 0 || r.expiry > now;
+    for (b, bucket) in BUCKETS.iter().enumerate() {
+        for field in FIELDS {
+            let mut want: Vec<(Vec<u8>, Vec<u8>)> = model
+                .iter()
+                .filter(|((mb, _), r)| *mb == b && live(r))
+                .flat_map(|((_, k), r)| {
+                    r.terms
+                        .iter()
+                        .filter(|(f, _)| f == field)
+                        .map(move |(_, t)| (t.clone(), vec![b'k', *k]))
+                })
+                .collect();
+            want.sort();
+            let at = (*bucket, field);
+            prop_assert_eq!(&index_entries(store, at, None, now, usize::MAX), &want);
+            for page in 1..=3 {
+                prop_assert_eq!(&joined_pages(store, at, now, page), &want);
+            }
+        }
+    }
+    // The expiry order.
     let mut gone = Vec::new();
     store
         .expired(now, &mut |at, b, k| {
-            assert_eq!(b, BUCKET);
-            gone.push((at, k[1]));
+            let bucket = BUCKETS.iter().position(|x| *x == b).unwrap();
+            gone.push((at, bucket, k[1]));
             FoldControl::Continue
         })
         .unwrap();
-    let mut want: Vec<(u64, u8)> = model
+    let mut want: Vec<(u64, usize, u8)> = model
         .iter()
-        .filter(|(_, h)| h.expiry != 0 && h.expiry <= now)
-        .map(|(k, h)| (h.expiry, *k))
+        .filter(|(_, r)| r.expiry != 0 && r.expiry <= now)
+        .map(|((b, k), r)| (r.expiry, *b, *k))
         .collect();
     want.sort_unstable();
     prop_assert_eq!(gone, want);
@@ -228,45 +175,46 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
         let mut store = env.open_vnode(3, 1).unwrap();
-        let mut model: BTreeMap<u8, Held> = BTreeMap::new();
-        let mut last = 0u64;
-        let mut epochs = 1;
+        let mut model = Model::new();
         for s in steps {
             match s {
-                Step::Apply(w) => {
-                    let seq = apply(&store, &w, &[w.version]);
-                    prop_assert!(seq > last);
-                    last = seq;
-                    model.insert(w.key, held(&w, seq));
+                Step::Set(w) => {
+                    let new = KeyRecord { expiry: w.expiry, terms: w.terms.clone() };
+                    let old = model.get(&(w.bucket, w.key)).cloned().unwrap_or_default();
+                    prop_assert_eq!(set(&store, &w), old != new);
+                    // Setting it again, as replay after a crash does, writes nothing.
+                    prop_assert!(!set(&store, &w));
+                    match new.is_empty() {
+                        true => model.remove(&(w.bucket, w.key)),
+                        false => model.insert((w.bucket, w.key), new),
+                    };
                 }
-                Step::Reconcile(w) => {
-                    let same = model.get(&w.key).is_some_and(|h| {
-                        let mut h2 = held(&w, h.seq);
-                        h2.seq = h.seq;
-                        h2 == *h
-                    });
-                    let got = with_change(&w, &[w.version], |c| store.reconcile(c)).unwrap();
-                    if same {
-                        prop_assert_eq!(got, None);
-                    } else {
-                        let seq = got.expect("a change the store lacks is recorded");
-                        prop_assert!(seq > last);
-                        last = seq;
-                        model.insert(w.key, held(&w, seq));
-                    }
+                Step::Drop(b) => {
+                    let held = model.keys().filter(|(mb, _)| *mb == b).count() as u64;
+                    prop_assert_eq!(store.drop_bucket(BUCKETS[b]).unwrap(), held);
+                    model.retain(|(mb, _), _| *mb != b);
                 }
                 Step::Reopen => {
                     drop(store);
                     store = env.open_vnode(3, 1).unwrap();
-                    epochs += 1;
-                    prop_assert_eq!(store.epoch(), epochs);
-                    prop_assert_eq!(store.epochs().last().copied(), Some((epochs, last + 1)));
                 }
             }
-            prop_assert_eq!(store.last_seq(), last);
             check(&store, &model, now)?;
         }
     }
+}
+
+fn one_term(key: u8) -> Write {
+    Write {
+        bucket: 0,
+        key,
+        terms: vec![(b"f_bin".to_vec(), b"t".to_vec())],
+        expiry: 0,
+    }
+}
+
+fn all_entries(store: &SideStore) -> Vec<(Vec<u8>, Vec<u8>)> {
+    index_entries(store, (BUCKETS[0], b"f_bin"), None, 0, usize::MAX)
 }
 
 #[test]
@@ -275,56 +223,46 @@ fn incarnations_are_apart_and_a_destroyed_one_comes_back_empty() {
     let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
     let one = env.open_vnode(3, 1).unwrap();
     let two = env.open_vnode(3, 2).unwrap();
-    let w = Write {
-        key: 1,
-        version: 1,
-        deleted: false,
-        terms: vec![(b"f_bin".to_vec(), b"t".to_vec())],
-        expiry: 0,
-    };
-    assert_eq!(apply(&one, &w, b"v"), 1);
-    assert!(all_changes(&two).is_empty());
+    one.mark_built().unwrap();
+    assert!(set(&one, &one_term(1)));
+    assert!(all_entries(&two).is_empty());
+    assert!(!two.is_built().unwrap());
     env.destroy_vnode(one).unwrap();
     assert!(!env.has_vnode(3, 1));
     let again = env.open_vnode(3, 1).unwrap();
-    assert!(all_changes(&again).is_empty());
-    assert_eq!(again.epochs(), &[(1, 1)]);
+    assert!(all_entries(&again).is_empty());
+    assert!(!again.is_built().unwrap());
 }
 
 #[test]
-fn changes_and_sequences_survive_a_reopen_of_the_database() {
+fn a_partition_is_destroyed_whole_and_orphans_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
+    for (p, i) in [(3, 1), (3, 2), (4, 1), (5, 7)] {
+        set(&env.open_vnode(p, i).unwrap(), &one_term(1));
+    }
+    env.destroy_partition(3).unwrap();
+    assert!(!env.has_vnode(3, 1) && !env.has_vnode(3, 2));
+    assert!(env.has_vnode(4, 1));
+    assert_eq!(env.keep_only(&[(4, 1)]).unwrap(), ["side.5.7"]);
+    assert!(env.has_vnode(4, 1) && !env.has_vnode(5, 7));
+}
+
+#[test]
+fn entries_survive_a_reopen_of_the_database() {
     let dir = tempfile::tempdir().unwrap();
     {
         let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
         let store = env.open_vnode(9, 4).unwrap();
         for key in 0..3 {
-            let w = Write {
-                key,
-                version: key,
-                deleted: false,
-                terms: vec![],
-                expiry: 0,
-            };
-            apply(&store, &w, &[key]);
+            set(&store, &one_term(key));
         }
+        store.mark_built().unwrap();
         env.persist().unwrap();
     }
     let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
     let store = env.open_vnode(9, 4).unwrap();
-    assert_eq!(
-        all_changes(&store)
-            .iter()
-            .map(|e| e.seq)
-            .collect::<Vec<_>>(),
-        [1, 2, 3]
-    );
-    assert_eq!(store.epochs(), &[(1, 1), (2, 4)]);
-    let w = Write {
-        key: 0,
-        version: 9,
-        deleted: true,
-        terms: vec![],
-        expiry: 0,
-    };
-    assert_eq!(apply(&store, &w, b"x"), 4);
+    assert!(store.is_built().unwrap());
+    let keys: Vec<Vec<u8>> = all_entries(&store).into_iter().map(|(_, k)| k).collect();
+    assert_eq!(keys, [b"k\x00", b"k\x01", b"k\x02"]);
 }
