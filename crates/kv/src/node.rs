@@ -21,6 +21,7 @@ use crate::coordinator::RingView;
 use eddy_model::request::BucketRef;
 use eddy_model::types::BucketRegistry;
 use eddy_vnode::commitlog::{self, CommitLog, LogOptions};
+use eddy_vnode::entries::Stores;
 use eddy_vnode::table::VnodeTable;
 use eddy_vnode::{VnodeHandle, replay};
 
@@ -201,8 +202,21 @@ pub trait Transfers: Send + Sync {
 #[derive(Clone)]
 pub struct VnodeParts {
     pub backend: Arc<dyn Backend>,
+    /// Where the vnode keeps its persistent buckets' index entries (none:
+    /// its backend keeps them).
+    pub side: Option<Arc<eddy_side::SideStore>>,
     pub actor: Actor,
     pub incarnation: u64,
+}
+
+impl VnodeParts {
+    /// The vnode's backend and side store.
+    pub fn stores(&self) -> eddy_vnode::entries::Stores {
+        eddy_vnode::entries::Stores {
+            backend: self.backend.clone(),
+            side: self.side.clone(),
+        }
+    }
 }
 
 impl From<(Arc<dyn Backend>, Actor)> for VnodeParts {
@@ -210,6 +224,7 @@ impl From<(Arc<dyn Backend>, Actor)> for VnodeParts {
     fn from((backend, actor): (Arc<dyn Backend>, Actor)) -> Self {
         VnodeParts {
             backend,
+            side: None,
             actor,
             incarnation: commitlog::FIRST_INCARNATION,
         }
@@ -288,7 +303,7 @@ impl Node {
                 p,
                 parts.incarnation,
                 parts.actor,
-                parts.backend,
+                parts.stores(),
                 log.clone(),
                 states.clone(),
                 metrics.vnodes.clone(),
@@ -417,7 +432,7 @@ impl Node {
             p,
             parts.incarnation,
             parts.actor,
-            parts.backend,
+            parts.stores(),
             self.log.clone(),
             self.states.clone(),
             self.metrics.vnodes.clone(),
@@ -543,7 +558,7 @@ fn start_log(
     let is_live = |p: u32, inc: u64| live.contains(&(p, inc));
     let recovered = commitlog::recover_live(dir, is_live, |record| {
         let at = opened.iter().find(|(p, _)| p.0 == record.partition);
-        at.map_or(Ok(()), |(_, v)| replay::apply_record(&*v.backend, record))
+        at.map_or(Ok(()), |(_, v)| replay::apply_record(&v.stores(), record))
     })?;
     figures.replayed(&recovered);
     if recovered.records > 0 {
@@ -555,11 +570,8 @@ fn start_log(
         );
     }
     let left_out = leave_out_dropped(opened, &recovered.dropped)?;
-    let backends: Vec<_> = opened
-        .iter()
-        .map(|(p, v)| (*p, v.backend.clone()))
-        .collect();
-    sync_each(&backends, Duration::ZERO).map_err(StartError::CommitLog)?;
+    let stores: Vec<_> = opened.iter().map(|(p, v)| (*p, v.stores())).collect();
+    sync_each(&stores, Duration::ZERO).map_err(StartError::CommitLog)?;
     recovered
         .remove()
         .map_err(|e| StartError::CommitLog(format!("removing replayed segments: {e}")))?;
@@ -567,11 +579,14 @@ fn start_log(
     let table = Arc::downgrade(vnodes);
     let checkpoint = move || {
         let live = table.upgrade().map(|t| t.all()).unwrap_or_default();
-        let backends: Vec<_> = live
+        // Records in the closed segments may belong to writes still
+        // storing: they finish before anything is synced.
+        live.iter().for_each(|v| v.fence());
+        let stores: Vec<_> = live
             .iter()
-            .map(|v| (v.partition, v.backend().clone()))
+            .map(|v| (v.partition, v.stores().clone()))
             .collect();
-        sync_each(&backends, pace)
+        sync_each(&stores, pace)
     };
     let log = CommitLog::open(
         dir,
@@ -619,11 +634,11 @@ fn leave_out_dropped(
     Ok(left_out)
 }
 
-/// Syncs every backend, pausing `pace` between two, so that a checkpoint's
-/// writeback reaches the disk as a trickle beside the log's fdatasyncs
-/// rather than as one burst in front of them.
-fn sync_each(backends: &[(Partition, Arc<dyn Backend>)], pace: Duration) -> Result<(), String> {
-    for (i, (p, b)) in backends.iter().enumerate() {
+/// Syncs every backend and side store, pausing `pace` between two
+/// vnodes, so that a checkpoint's writeback reaches the disk as a trickle
+/// beside the log's fdatasyncs rather than as one burst in front of them.
+fn sync_each(stores: &[(Partition, Stores)], pace: Duration) -> Result<(), String> {
+    for (i, (p, b)) in stores.iter().enumerate() {
         if i > 0 && !pace.is_zero() {
             std::thread::sleep(pace);
         }
@@ -648,7 +663,11 @@ mod tests {
         let open: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
         let closed: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
         closed.close().unwrap();
-        let backends = vec![(Partition(1), closed), (Partition(2), open)];
-        assert_eq!(sync_each(&backends, Duration::ZERO), Ok(()));
+        let stores = |backend| Stores {
+            backend,
+            side: None,
+        };
+        let all = vec![(Partition(1), stores(closed)), (Partition(2), stores(open))];
+        assert_eq!(sync_each(&all, Duration::ZERO), Ok(()));
     }
 }

@@ -38,6 +38,7 @@ fn start(dir: &Path) -> Arc<Node> {
             Arc::new(Bitcask::open(&dir.join(p.0.to_string()), BitcaskConfig::default()).unwrap());
         VnodeParts {
             backend,
+            side: None,
             actor: Actor(100 + u64::from(p.0)),
             incarnation: 1,
         }

@@ -42,6 +42,7 @@ fn start(dir: &Path, index_memory_max_bytes: Option<u64>) -> Arc<Node> {
             Arc::new(Bitcask::open(&dir.join(p.0.to_string()), config).unwrap());
         VnodeParts {
             backend,
+            side: None,
             actor: Actor(100 + u64::from(p.0)),
             incarnation: 1,
         }

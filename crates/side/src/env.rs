@@ -22,6 +22,9 @@ pub struct SideConfig {
     pub cache_size_bytes: u64,
     /// Each keyspace's memtable.
     pub memtable_size_bytes: u64,
+    /// The journals' size, at least 64 MiB: beyond it the oldest
+    /// memtables are flushed, which bounds them together.
+    pub journal_bytes: u64,
 }
 
 impl Default for SideConfig {
@@ -29,6 +32,7 @@ impl Default for SideConfig {
         SideConfig {
             cache_size_bytes: 64 << 20,
             memtable_size_bytes: 8 << 20,
+            journal_bytes: 128 << 20,
         }
     }
 }
@@ -46,6 +50,7 @@ impl SideEnv {
         let db = Database::builder(dir)
             .cache_size(config.cache_size_bytes)
             .manual_journal_persist(true)
+            .max_journaling_size(config.journal_bytes)
             .open()
             .map_err(|e| match e {
                 fjall::Error::Locked => StorageError::Locked(dir.to_path_buf()),

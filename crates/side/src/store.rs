@@ -12,7 +12,7 @@ use std::ops::Bound;
 
 use eddy_storage::tuple::is_empty_range;
 use eddy_storage::{FoldControl, StorageError};
-use fjall::{Database, Keyspace, OwnedWriteBatch};
+use fjall::{Database, Keyspace, OwnedWriteBatch, PersistMode};
 
 use crate::layout::{
     self, FORMAT, KeyRecord, META_BUILT, META_FORMAT, Term, expiry_key, index_key, key_record_key,
@@ -65,6 +65,12 @@ impl SideStore {
     /// Records that the store holds what its vnode's objects say.
     pub fn mark_built(&self) -> Result<(), StorageError> {
         self.ks.insert(META_BUILT, []).map_err(engine)
+    }
+
+    /// Makes every change committed so far durable (to this store and
+    /// every other of the node's database).
+    pub fn persist(&self) -> Result<(), StorageError> {
+        self.db.persist(PersistMode::SyncData).map_err(engine)
     }
 
     /// The key record of `(bucket, key)`.

@@ -1,18 +1,16 @@
 //! What requests do to stored objects, as pure functions: the coordinated
-//! update, the replica merge, and the index specs between two versions
-//! (the decoding read is `super::segments::read_object`).
+//! update and the replica merge (the decoding read is
+//! `super::segments::read_object`; what a write does to index entries is
+//! `super::entries`).
 //!
-//! Invariants: an object is written with index specs that turn the stored
-//! object's index entries into the new object's; a corrupt stored object is
-//! never returned or merged (the request fails instead).
+//! Invariant: a corrupt stored object is never returned or merged (the
+//! request fails instead).
 
 use eddy_dt::State;
 use eddy_object::{Actor, Content, RiakObject, VersionVector, merge};
-use eddy_storage::IndexSpec;
 
 use super::msg::{Conditions, DtUpdate, WritePolicy};
 use eddy_model::error::KvError;
-use eddy_model::index::term::storage_term;
 
 /// The coordinating vnode's update: check conditions, apply the write as
 /// `actor`, resolve per the bucket's policy, enforce the sibling limit.
@@ -113,40 +111,9 @@ pub struct Replicated {
     pub is_incoming: bool,
 }
 
-/// The specs that turn `old`'s index entries into `new`'s, with terms as
-/// backends store them ([`eddy_model::index::term::storage_term`]).
-pub fn index_specs(old: Option<&RiakObject>, new: &RiakObject) -> Vec<IndexSpec> {
-    let before = old.map(stored_entries).unwrap_or_default();
-    let after = stored_entries(new);
-    let removes = before
-        .iter()
-        .filter(|e| after.binary_search(e).is_err())
-        .map(|(f, t)| IndexSpec::remove(f, t));
-    let adds = after
-        .iter()
-        .filter(|e| before.binary_search(e).is_err())
-        .map(|(f, t)| IndexSpec::add(f, t));
-    removes.chain(adds).collect()
-}
-
-/// An object's index entries as stored, sorted.
-fn stored_entries(o: &RiakObject) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut entries: Vec<_> = o
-        .index_entries()
-        .into_iter()
-        .map(|(f, t)| {
-            let stored = storage_term(&f, &t);
-            (f, stored)
-        })
-        .collect();
-    entries.sort();
-    entries
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use eddy_model::index::term::int_bytes;
 
     const MULT: WritePolicy = WritePolicy {
         allow_mult: true,
@@ -242,42 +209,5 @@ mod tests {
             coordinate(Some(&tomb), &blind, content("z", 11), &none, MULT, Actor(1)).unwrap();
         assert_eq!(after.siblings.len(), 1);
         assert_eq!(after.siblings[0].content.value, b"z");
-    }
-
-    #[test]
-    fn index_specs_diff_entries() {
-        let mut a = content("a", 1);
-        a.meta.indexes = vec![
-            (b"f_bin".to_vec(), b"1".to_vec()),
-            (b"f_bin".to_vec(), b"2".to_vec()),
-        ];
-        let none = Conditions::default();
-        let old = coordinate(None, &VersionVector::new(), a, &none, MULT, Actor(1)).unwrap();
-        let mut b = content("b", 2);
-        b.meta.indexes = vec![
-            (b"f_bin".to_vec(), b"2".to_vec()),
-            (b"f_bin".to_vec(), b"3".to_vec()),
-        ];
-        let new = coordinate(Some(&old), &old.vv, b, &none, MULT, Actor(1)).unwrap();
-        let specs = index_specs(Some(&old), &new);
-        assert_eq!(
-            specs,
-            vec![
-                IndexSpec::remove(b"f_bin", b"1"),
-                IndexSpec::add(b"f_bin", b"3")
-            ]
-        );
-    }
-
-    #[test]
-    fn int_terms_are_stored_in_numeric_order() {
-        let mut a = content("a", 1);
-        a.meta.indexes = vec![(b"n_int".to_vec(), b"-9".to_vec())];
-        let none = Conditions::default();
-        let new = coordinate(None, &VersionVector::new(), a, &none, MULT, Actor(1)).unwrap();
-        assert_eq!(
-            index_specs(None, &new),
-            vec![IndexSpec::add(b"n_int", &int_bytes(-9))]
-        );
     }
 }

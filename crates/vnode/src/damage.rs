@@ -56,7 +56,7 @@ impl Vnode {
     pub fn clear_damage(&self) -> std::io::Result<()> {
         let mut marker = self.damage.marker.lock();
         if let Some(path) = marker.as_ref() {
-            crate::marker::clear(path, &self.backend.recovery_report())?;
+            crate::marker::clear(path, &self.stores.backend.recovery_report())?;
         }
         *marker = None;
         self.damage.marked.store(false, Ordering::Release);
@@ -111,8 +111,8 @@ impl Vnode {
         object: &RiakObject,
     ) -> Result<KeyRepair, KvError> {
         let bytes = codec::encode(object);
-        let specs = super::apply::index_specs(current, object);
-        let first = (super::Put::object(key, &bytes, specs), None);
+        let entries = super::entries::Entries::between(current, object);
+        let first = (super::Put::object(key, &bytes, entries), None);
         let old_root = self.stored_root(key);
         self.write(key, first, old_root.as_ref(), super::Records::Log)?;
         Ok(KeyRepair::Copied)

@@ -19,6 +19,8 @@ use std::sync::Arc;
 use eddy_ring::Partition;
 use eddy_storage::{Backend, FoldControl, FoldOptions};
 
+use crate::entries::Stores;
+
 use super::FoldTicket;
 use super::msg::{FoldChunk, FoldKind, FoldRequest, VnodeReply};
 use super::reply::{LocalHint, ReplyTo};
@@ -46,12 +48,12 @@ pub const CHUNK_LEN: usize = 1000;
 /// the transport's frame limit.
 pub const CHUNK_BYTES: usize = 4 * 1024 * 1024;
 
-/// Starts `req` over `backend` on a thread of its own; the chunks go to
+/// Starts `req` over `stores` on a thread of its own; the chunks go to
 /// `reply`. `runner` runs a map fold's phase (none: a map fold fails).
 /// The vnode's `ticket` is held until the fold ends.
 pub fn spawn(
     partition: Partition,
-    backend: Arc<dyn Backend>,
+    stores: Stores,
     req: FoldRequest,
     runner: Option<Arc<dyn MapRunner>>,
     reply: ReplyTo,
@@ -69,7 +71,7 @@ pub fn spawn(
                 items: Vec::new(),
                 bytes: 0,
             };
-            match run(&*backend, &req, runner.as_deref(), &mut out) {
+            match run(&stores, &req, runner.as_deref(), &mut out) {
                 Ok(()) => out.finish(),
                 Err(e) => out.fail(e),
             }
@@ -96,15 +98,15 @@ impl Sink for Vec<Vec<u8>> {
     }
 }
 
-/// Runs `req` over `backend` on the calling (blocking) thread and returns
+/// Runs `req` over `stores` on the calling (blocking) thread and returns
 /// its items: a local vnode's part of a coverage query.
 pub fn collect(
-    backend: &dyn Backend,
+    stores: &Stores,
     req: &FoldRequest,
     runner: Option<&dyn MapRunner>,
 ) -> Result<Vec<Vec<u8>>, KvError> {
     let mut items = Vec::new();
-    run(backend, req, runner, &mut items)?;
+    run(stores, req, runner, &mut items)?;
     Ok(items)
 }
 
@@ -159,16 +161,17 @@ impl Chunks {
 }
 
 fn run(
-    backend: &dyn Backend,
+    stores: &Stores,
     req: &FoldRequest,
     runner: Option<&dyn MapRunner>,
     out: &mut dyn Sink,
 ) -> Result<(), KvError> {
+    let backend = &*stores.backend;
     let in_range = |bucket: &BucketRef, key: &[u8]| in_ranges(req, bucket, key);
     match &req.kind {
         FoldKind::Map(fold) => super::map_fold::run(backend, req, fold, runner, out)?,
-        FoldKind::IndexMap(fold) => super::map_fold::run_index(backend, req, fold, runner, out)?,
-        FoldKind::Index(scan) => super::index_fold::run(backend, req, scan, out)?,
+        FoldKind::IndexMap(fold) => super::map_fold::run_index(stores, req, fold, runner, out)?,
+        FoldKind::Index(scan) => super::index_fold::run(stores, req, scan, out)?,
         FoldKind::Keys { bucket } => keys(backend, req, bucket, None, out)?,
         FoldKind::FilteredKeys { bucket, filter } => {
             keys(backend, req, bucket, Some(filter), out)?;

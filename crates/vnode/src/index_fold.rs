@@ -2,8 +2,9 @@
 //! holds for the key ranges its coverage plan gave it, in (term, key)
 //! order, at most `scan.max` of them (the smallest).
 //!
-//! Index fields are read through the backend's ordered `index_range`
-//! (entries of live objects only), so the scan stops at `max`. `$bucket`
+//! Index fields are read in order from wherever the bucket's entries live
+//! (the side store, or the backend: `crate::entries`), entries of live
+//! objects only, so the scan stops at `max`: a page costs what it returns. `$bucket`
 //! and `$key` read the bucket's objects (a tombstone is not a live key),
 //! then sort. Without `max`, a vnode sends at most one entry more than
 //! [`UNPAGED_RESULTS_MAX`], so the coordinator can refuse the query.
@@ -11,7 +12,9 @@
 //! Item format: term length (u32, big-endian) ‖ term ‖ key; the term is
 //! empty for `$bucket`/`$key` scans (the key is the term).
 
-use eddy_storage::{Backend, FoldControl, FoldOptions, IndexQuery};
+use eddy_storage::{FoldControl, FoldOptions, IndexQuery};
+
+use crate::entries::Stores;
 
 use super::fold::{Sink, in_ranges};
 use super::msg::FoldRequest;
@@ -19,15 +22,15 @@ use eddy_model::error::KvError;
 use eddy_model::index::query::{IndexScan, ScanField, UNPAGED_RESULTS_MAX, compile_regex};
 use eddy_model::request::BucketRef;
 
-/// Runs `scan` over `backend`, pushing each entry to `out`.
+/// Runs `scan` over `stores`, pushing each entry to `out`.
 pub(crate) fn run(
-    backend: &dyn Backend,
+    stores: &Stores,
     req: &FoldRequest,
     scan: &IndexScan,
     out: &mut dyn Sink,
 ) -> Result<(), KvError> {
     let max = scan.max.map_or(UNPAGED_RESULTS_MAX + 1, |m| m as usize);
-    entries(backend, req, scan, max, &mut |term, key| {
+    entries(stores, req, scan, max, &mut |term, key| {
         out.push(encode_entry(term, key))
     })
 }
@@ -36,7 +39,7 @@ pub(crate) fn run(
 /// them (the smallest), to `emit` as `(term, key)`; the term is empty for
 /// `$bucket`/`$key` scans.
 pub(crate) fn entries(
-    backend: &dyn Backend,
+    stores: &Stores,
     req: &FoldRequest,
     scan: &IndexScan,
     max: usize,
@@ -57,7 +60,7 @@ pub(crate) fn entries(
                 start_after: scan.after.clone(),
             };
             let mut sent = 0;
-            backend.index_range(&query, &mut |term, key| {
+            stores.index_range(&query, &mut |term, key| {
                 if in_ranges(req, &bucket, key) && matches(term) {
                     emit(term, key);
                     sent += 1;
@@ -70,15 +73,18 @@ pub(crate) fn entries(
         }
         ScanField::Bucket | ScanField::Key => {
             let mut keys = Vec::new();
-            backend.fold_objects(&FoldOptions::bucket(&scan.bucket), &mut |_, key, value| {
-                if scan.admits(key, key) && matches(key) && in_ranges(req, &bucket, key) {
-                    let live = crate::segments::is_live_record(value);
-                    if live {
-                        keys.push(key.to_vec());
+            stores.backend.fold_objects(
+                &FoldOptions::bucket(&scan.bucket),
+                &mut |_, key, value| {
+                    if scan.admits(key, key) && matches(key) && in_ranges(req, &bucket, key) {
+                        let live = crate::segments::is_live_record(value);
+                        if live {
+                            keys.push(key.to_vec());
+                        }
                     }
-                }
-                FoldControl::Continue
-            })?;
+                    FoldControl::Continue
+                },
+            )?;
             keys.sort_unstable();
             keys.truncate(max);
             keys.iter().for_each(|k| emit(b"", k));

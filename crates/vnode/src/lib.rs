@@ -20,8 +20,10 @@
 //! - a read-modify-write of one key runs under that key's lock, so
 //!   conditional puts are atomic per key and two updates never interleave;
 //! - a write to a persistent bucket is appended to the node's commit log
-//!   under the same lock, after the backend took it, so the log's order of
-//!   one key's records is the backend's; the one exception, a handed-off
+//!   under the same lock, before the backend and the side store take it
+//!   (`Vnode::write_all`), so the log's order of one key's records is the
+//!   backend's, and a crash after the append replays it into both; the
+//!   one exception, a handed-off
 //!   object merged by a handoff receiver ([`Vnode::merge_handed`]), is
 //!   durable only once [`Vnode::sync_handed`] synced the backend and the
 //!   log holds a synced mark, after which replay applies none of the
@@ -42,6 +44,7 @@ pub mod apply;
 pub mod commitlog;
 pub mod damage;
 pub mod datatype;
+pub mod entries;
 pub mod figures;
 pub mod fold;
 mod gate;
@@ -55,6 +58,7 @@ pub mod replay;
 pub mod reply;
 mod segmented_put;
 pub mod segments;
+pub mod side_build;
 pub mod states;
 pub mod table;
 
@@ -68,6 +72,7 @@ use eddy_storage::{Backend, StorageError, WriteOptions};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::commitlog::{CommitLog, Lsn, Op, Record};
+use crate::entries::{Entries, Stores};
 use crate::figures::VnodeFigures;
 use crate::mapphase::MapRunner;
 use eddy_dt::State;
@@ -98,7 +103,8 @@ pub struct Vnode {
     /// log records carry it, so a dropped one's never replay.
     incarnation: u64,
     actor: Actor,
-    backend: Arc<dyn Backend>,
+    /// The object backend and the side store of index entries.
+    stores: Stores,
     locks: Box<[Mutex<()>]>,
     /// Notified, per lock stripe, whenever a key of the stripe is written
     /// (a set delta that arrived before the one it follows waits on it).
@@ -152,21 +158,25 @@ impl Vnode {
             partition,
             crate::commitlog::FIRST_INCARNATION,
             actor,
-            backend,
+            Stores {
+                backend,
+                side: None,
+            },
             log,
             Arc::default(),
             Arc::new(VnodeFigures::unregistered()),
         )
     }
 
-    /// A vnode of `partition`'s incarnation `incarnation`, keeping decoded
-    /// data type states in `states` and counting its merges and data type
-    /// updates in `figures` (both the node's, shared by its vnodes).
+    /// A vnode of `partition`'s incarnation `incarnation` over `stores`,
+    /// keeping decoded data type states in `states` and counting its
+    /// merges and data type updates in `figures` (both the node's, shared
+    /// by its vnodes).
     pub fn with_incarnation(
         partition: Partition,
         incarnation: u64,
         actor: Actor,
-        backend: Arc<dyn Backend>,
+        stores: Stores,
         log: Option<Arc<CommitLog>>,
         states: Arc<StateCache>,
         figures: Arc<VnodeFigures>,
@@ -175,7 +185,7 @@ impl Vnode {
             partition,
             incarnation,
             actor,
-            backend,
+            stores,
             locks: (0..KEY_LOCKS).map(|_| Mutex::new(())).collect(),
             written: (0..KEY_LOCKS).map(|_| Condvar::new()).collect(),
             log,
@@ -226,7 +236,7 @@ impl Vnode {
         };
         fold::spawn(
             self.partition,
-            self.backend.clone(),
+            self.stores.clone(),
             fold,
             runner,
             reply,
@@ -279,19 +289,19 @@ impl Vnode {
     /// Reads `key` from this vnode's backend. Reads need no lock: each
     /// backend get is atomic.
     pub fn read(&self, key: &StorageKey) -> Result<Option<RiakObject>, KvError> {
-        segments::read_object(&*self.backend, key)
+        segments::read_object(&*self.stores.backend, key)
     }
 
     /// The partition's backend, for folds (key listing), which backends
     /// allow concurrently with writes.
     pub fn backend(&self) -> &Arc<dyn Backend> {
-        &self.backend
+        &self.stores.backend
     }
 
     /// Refuses further requests and closes the backend (which syncs it).
     pub fn close(&self) -> Result<(), StorageError> {
         self.closed.store(true, Ordering::Release);
-        self.backend.close()
+        self.stores.backend.close()
     }
 
     /// Closes the vnode whose data is about to be destroyed: the backend
@@ -304,7 +314,7 @@ impl Vnode {
         if !self.folds.close(gate::FOLD_DRAIN_MAX) {
             tracing::warn!(partition = self.partition.0, "closing under a running fold");
         }
-        self.backend.close_discarding()
+        self.stores.backend.close_discarding()
     }
 
     fn lock(&self, key: &StorageKey) -> MutexGuard<'_, ()> {
@@ -319,9 +329,9 @@ impl Vnode {
     /// Reads `key`'s stored object's encoding (a segmented one assembled),
     /// unchecked: whoever decodes it refuses a corrupt one.
     fn read_encoded(&self, key: &StorageKey) -> Result<Option<Bytes>, KvError> {
-        match self.backend.get(&key.bucket, &key.key)? {
+        match self.stores.backend.get(&key.bucket, &key.key)? {
             Some(bytes) => Ok(Some(
-                segments::whole_bytes(&*self.backend, key, bytes)?.into(),
+                segments::whole_bytes(&*self.stores.backend, key, bytes)?.into(),
             )),
             None => Ok(None),
         }
@@ -330,7 +340,11 @@ impl Vnode {
     /// Reads what `key` holds as stored: its bytes, and the root if they
     /// are a segmented value's root record.
     fn read_stored(&self, key: &StorageKey) -> Result<Stored, KvError> {
-        let raw = self.backend.get(&key.bucket, &key.key)?.map(Bytes::from);
+        let raw = self
+            .stores
+            .backend
+            .get(&key.bucket, &key.key)?
+            .map(Bytes::from);
         let root = match raw.as_deref() {
             Some(bytes) if segments::is_root_record(bytes) => {
                 Some(segments::decode_root_record(bytes)?)
@@ -375,7 +389,7 @@ impl Vnode {
     /// backend keeps records together, and segment keys fit its limit.
     fn may_segment(&self, key: &StorageKey) -> bool {
         key.key.len() + 8 <= eddy_storage::limits::KEY_BYTES_MAX
-            && segments::allowed(self.backend.capabilities_for(&key.bucket))
+            && segments::allowed(self.stores.backend.capabilities_for(&key.bucket))
     }
 
     /// Merges `encoded`, an object another node handed off, into `key` as
@@ -397,16 +411,18 @@ impl Vnode {
 
     /// Makes every write this vnode took durable, those of
     /// [`Vnode::merge_handed`] included: notes where the commit log is,
-    /// syncs the backend, appends a synced mark naming that place, and
-    /// waits until the log has synced the mark. Replay then applies no
-    /// record of this vnode from before the sync, which could be older
-    /// than a merge the sync made durable. Blocks on the disk.
+    /// waits for the writes logged before it ([`Vnode::fence`]), syncs the
+    /// backend and the side store, appends a synced mark naming that
+    /// place, and waits until the log has synced the mark. Replay then
+    /// applies no record of this vnode from before the sync, which could
+    /// be older than a merge the sync made durable. Blocks on the disk.
     pub fn sync_handed(&self) -> Result<(), KvError> {
         let Some(log) = &self.log else {
-            return Ok(self.backend.sync()?);
+            return Ok(self.stores.sync()?);
         };
         let upto = log.position();
-        self.backend.sync()?;
+        self.fence();
+        self.stores.sync()?;
         let mark = log.append_synced(self.partition.0, self.incarnation, upto)?;
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         log.when_synced(
@@ -419,6 +435,22 @@ impl Vnode {
             Ok(synced) => synced.map_err(KvError::SyncFailed),
             Err(_) => Err(KvError::SyncFailed("the commit log stopped".into())),
         }
+    }
+
+    /// Waits until every write that logged its records before this call
+    /// has finished with the backend and the side store: a write holds
+    /// its key's lock from its log append to its last store, so taking
+    /// each lock once is enough. A checkpoint (or [`Vnode::sync_handed`])
+    /// that read the log's position before this syncs those writes too.
+    pub fn fence(&self) {
+        for lock in self.locks.iter() {
+            drop(lock.lock());
+        }
+    }
+
+    /// The vnode's backend and side store.
+    pub fn stores(&self) -> &Stores {
+        &self.stores
     }
 
     fn put(
@@ -448,7 +480,10 @@ impl Vnode {
             pair => pair,
         };
         let (current, encoded) = match &root {
-            Some(r) => (Some(segments::assemble(&*self.backend, key, r)?), None),
+            Some(r) => (
+                Some(segments::assemble(&*self.stores.backend, key, r)?),
+                None,
+            ),
             None => (raw.as_deref().map(codec::decode).transpose()?, raw),
         };
         let mut sent = None;
@@ -604,6 +639,12 @@ impl Vnode {
             None => (Bytes::from(codec::encode(next)), None),
         };
         if current == Some(next) {
+            if records == Records::Skip {
+                // A handed object sent again after a crash of this node
+                // may have reached the backend without its side entries.
+                let entries = Entries::holding(next);
+                self.stores.set_side((&key.bucket, &key.key), &entries)?;
+            }
             return Ok(Written {
                 durability: self.durability_of_stored(&key.bucket),
                 delta: None,
@@ -612,15 +653,15 @@ impl Vnode {
                 logged_at: None,
             });
         }
-        let specs = apply::index_specs(current, next);
+        let entries = Entries::between(current, next);
         let (durability, logged_at) = match layout.shape {
             Shape::Whole => {
-                let put = Put::object(key, &bytes, specs);
+                let put = Put::object(key, &bytes, entries);
                 let put = (put, same_as);
                 self.write(key, put, layout.old_root, records)?
             }
             Shape::Segmented(state) => {
-                self.write_segmented(key, next, state, specs, layout.old_root, records)?
+                self.write_segmented(key, next, state, entries, layout.old_root, records)?
             }
         };
         Ok(Written {
@@ -651,10 +692,17 @@ impl Vnode {
         self.write_all(key, &puts, first.1, records)
     }
 
-    /// Writes `puts` in order, as one batch, and logs each in that order
-    /// unless `records` says not to (the first as a reference to the
-    /// record at `same_as`, if given). Returns how they become durable and
+    /// Logs each of `puts` in order unless `records` says not to (the
+    /// first as a reference to the record at `same_as`, if given), then
+    /// writes them to the backend, as one batch, and tells the side store
+    /// what they did to index entries. Returns how they become durable and
     /// where the first's record starts.
+    ///
+    /// The records go first: a crash at any point after them replays
+    /// them, into the backend and the side store alike, so the two agree
+    /// after any crash; before them, nothing was touched. A write the
+    /// backend refuses after its records were logged returns the error,
+    /// and a restart before the next checkpoint applies its records.
     fn write_all(
         &self,
         key: &StorageKey,
@@ -663,6 +711,11 @@ impl Vnode {
         records: Records,
     ) -> Result<(Durability, Option<Lsn>), KvError> {
         let target = self.checked_target(&key.bucket)?;
+        let logged = match (records, target) {
+            (Records::Skip, Target::Log(_)) => (Durability::Backend, None),
+            _ => self.log_all(target, puts, same_as)?,
+        };
+        let stores = &self.stores;
         match puts {
             // One object, as most writes are: the backend's own put, which
             // need not copy it into a batch.
@@ -671,27 +724,44 @@ impl Vnode {
                     bucket,
                     key: k,
                     value: Some(value),
-                    specs,
+                    entries,
                 },
             ] => {
-                self.backend
-                    .put(bucket, k, value, specs, WriteOptions::NO_SYNC)?;
+                let specs = stores.backend_specs(bucket, entries);
+                stores
+                    .backend
+                    .put(bucket, k, value, &specs, WriteOptions::NO_SYNC)?;
             }
             _ => {
                 let mut batch = eddy_storage::WriteBatch::default();
                 for p in puts {
                     match p.value {
-                        Some(value) => batch.put(&p.bucket, &p.key, value, p.specs.clone(), None),
+                        Some(value) => {
+                            let specs = stores.backend_specs(&p.bucket, &p.entries);
+                            batch.put(&p.bucket, &p.key, value, specs, None)
+                        }
                         None => batch.delete(&p.bucket, &p.key),
                     };
                 }
-                self.backend.write(batch, WriteOptions::NO_SYNC)?;
+                stores.backend.write(batch, WriteOptions::NO_SYNC)?;
             }
         }
-        self.written[Self::stripe(key)].notify_all();
-        if let (Records::Skip, Target::Log(_)) = (records, target) {
-            return Ok((Durability::Backend, None));
+        for p in puts {
+            stores.set_side((&p.bucket, &p.key), &p.entries)?;
         }
+        self.written[Self::stripe(key)].notify_all();
+        Ok(logged)
+    }
+
+    /// Appends the records of `puts` to the log `target` names, in order
+    /// (the first as a reference to the record at `same_as`, if given).
+    /// Returns how they become durable and where the first's starts.
+    fn log_all(
+        &self,
+        target: Target<'_>,
+        puts: &[Put<'_>],
+        same_as: Option<Lsn>,
+    ) -> Result<(Durability, Option<Lsn>), KvError> {
         let mut durability = Durability::Backend;
         let mut first_at = None;
         for (i, p) in puts.iter().enumerate() {
@@ -714,11 +784,12 @@ impl Vnode {
         let _locked = self.lock(key);
         match self.read(key)? {
             Some(obj) if obj.is_deleted() && obj.vv == *tombstone => {
+                // A tombstone has no index entries: the side store holds
+                // nothing for it. Logged first, as `write_all` says.
                 let target = self.checked_target(&key.bucket)?;
-                self.backend
-                    .delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
-                self.logged(target, (&key.bucket, &key.key), Op::Delete, None)
-                    .map(|_| ())
+                self.logged(target, (&key.bucket, &key.key), Op::Delete, None)?;
+                let backend = &self.stores.backend;
+                Ok(backend.delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?)
             }
             _ => Ok(()),
         }
@@ -727,7 +798,7 @@ impl Vnode {
     /// Where writes to `bucket` become durable.
     fn target(&self, bucket: &[u8]) -> Target<'_> {
         match &self.log {
-            _ if !self.backend.capabilities_for(bucket).persistent => Target::Volatile,
+            _ if !self.stores.backend.capabilities_for(bucket).persistent => Target::Volatile,
             Some(log) => Target::Log(log),
             None => Target::Backend,
         }
@@ -805,7 +876,7 @@ impl Vnode {
             (Durability::Backend, _) => {
                 // No commit log: the backend's sync may wait on the disk,
                 // so it runs off the caller's (possibly async) thread.
-                let backend = self.backend.clone();
+                let backend = self.stores.backend.clone();
                 let sync = move || waiting.answer(backend.sync().map_err(|e| e.to_string()));
                 match tokio::runtime::Handle::try_current() {
                     Ok(runtime) => drop(runtime.spawn_blocking(sync)),
@@ -874,27 +945,29 @@ struct Put<'a> {
     key: std::borrow::Cow<'a, [u8]>,
     /// `None`: removed.
     value: Option<&'a [u8]>,
-    specs: Vec<eddy_storage::IndexSpec>,
+    /// What the write does to the key's index entries.
+    entries: Entries,
 }
 
 impl<'a> Put<'a> {
-    /// The removal of `bucket`'s `key`.
+    /// The removal of `bucket`'s `key` (an object's: its index entries go
+    /// too).
     fn removed(bucket: &'a [u8], key: &'a [u8]) -> Self {
         Put {
             bucket: bucket.into(),
             key: key.into(),
             value: None,
-            specs: Vec::new(),
+            entries: Entries::Removed,
         }
     }
 
     /// The object record of `key`.
-    fn object(key: &'a StorageKey, value: &'a [u8], specs: Vec<eddy_storage::IndexSpec>) -> Self {
+    fn object(key: &'a StorageKey, value: &'a [u8], entries: Entries) -> Self {
         Put {
             bucket: key.bucket.as_slice().into(),
             key: key.key.as_slice().into(),
             value: Some(value),
-            specs,
+            entries,
         }
     }
 }

@@ -100,7 +100,7 @@ pub(crate) fn run(
 /// Runs `fold`'s phase over the objects of its scan's entries in the
 /// plan's ranges, [`MAP_BATCH`] at a time. Without a runner it fails.
 pub(crate) fn run_index(
-    backend: &dyn Backend,
+    stores: &crate::entries::Stores,
     req: &FoldRequest,
     fold: &IndexMapFold,
     runner: Option<&dyn MapRunner>,
@@ -111,7 +111,8 @@ pub(crate) fn run_index(
         return Ok(());
     };
     let mut keys = Vec::new();
-    super::index_fold::entries(backend, req, &fold.scan, usize::MAX, &mut |_, key| {
+    let backend = &*stores.backend;
+    super::index_fold::entries(stores, req, &fold.scan, usize::MAX, &mut |_, key| {
         keys.push(key.to_vec())
     })?;
     let mut batch = Vec::with_capacity(MAP_BATCH.min(keys.len()));

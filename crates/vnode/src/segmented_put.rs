@@ -12,10 +12,10 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
+use super::entries::Entries;
 use bytes::Bytes;
 use eddy_dt::{DataType, Delta, DtError, Root, State};
 use eddy_object::{Content, RiakObject, Sibling, codec};
-use eddy_storage::IndexSpec;
 
 use super::msg::{Conditions, Coordinate, DtDelta, StorageKey, WritePolicy};
 use super::segments::{self, StoredRoot};
@@ -63,7 +63,7 @@ impl Vnode {
         };
         let start = Instant::now();
         let touched = stored.root.touched_by_op(&update.op)?;
-        let loaded = segments::read_segments(&*self.backend, key, &stored.root, &touched)?;
+        let loaded = segments::read_segments(&*self.stores.backend, key, &stored.root, &touched)?;
         let mut partial = stored.root.partial(loaded)?;
         let now_us = content.meta.last_modified_us;
         let context = update.context.as_ref();
@@ -84,9 +84,9 @@ impl Vnode {
         let written = root.write_back(partial, &touched)?;
         next.siblings[0].content.value = root.encode();
         let record = segments::encode_root_record(&next);
-        let specs = apply::index_specs(Some(&stored.object), &next);
+        let entries = Entries::between(Some(&stored.object), &next);
         let (durability, _) =
-            self.write_parts(key, &written.puts, &record, specs, written.dead, records)?;
+            self.write_parts(key, &written.puts, &record, entries, written.dead, records)?;
         Ok(Written {
             encoded: Bytes::new(),
             delta: Some(Box::new(sent)),
@@ -131,7 +131,8 @@ impl Vnode {
                     .root
                     .touched_by_delta(&delta)
                     .map_err(|_| KvError::Signal(Signal::Behind))?;
-                let loaded = segments::read_segments(&*self.backend, key, &stored.root, &touched)?;
+                let loaded =
+                    segments::read_segments(&*self.stores.backend, key, &stored.root, &touched)?;
                 let mut partial = stored.root.partial(loaded)?;
                 let start = Instant::now();
                 partial
@@ -142,8 +143,8 @@ impl Vnode {
                 let written = root.write_back(partial, &touched)?;
                 next.siblings[0].content.value = root.encode();
                 let record = segments::encode_root_record(&next);
-                let specs = apply::index_specs(Some(&stored.object), &next);
-                self.write_parts(key, &written.puts, &record, specs, written.dead, records)?
+                let entries = Entries::between(Some(&stored.object), &next);
+                self.write_parts(key, &written.puts, &record, entries, written.dead, records)?
                     .0
             }
             None => self.join_whole(key, raw, &sent.before, &delta, next, records)?,
@@ -186,15 +187,15 @@ impl Vnode {
             .join_delta(delta)
             .map_err(|_| KvError::Signal(Signal::Behind))?;
         self.figures.merged(Some(datatype), start);
-        let specs = apply::index_specs(Some(&current), &next);
+        let entries = Entries::between(Some(&current), &next);
         if self.may_segment(key) && segments::worth_segmenting(&next, &state, false) {
             return Ok(self
-                .write_segmented(key, &next, state, specs, None, records)?
+                .write_segmented(key, &next, state, entries, None, records)?
                 .0);
         }
         next.siblings[0].content.value = state.encode();
         let bytes = codec::encode(&next);
-        let first = (Put::object(key, &bytes, specs), None);
+        let first = (Put::object(key, &bytes, entries), None);
         let (durability, _) = self.write(key, first, None, records)?;
         self.keep_state(key, &bytes, state);
         Ok(durability)
@@ -228,7 +229,7 @@ impl Vnode {
         key: &StorageKey,
         next: &RiakObject,
         state: State,
-        specs: Vec<IndexSpec>,
+        entries: Entries,
         old_root: Option<&Root>,
         records: Records,
     ) -> Result<(Durability, Option<Lsn>), KvError> {
@@ -260,7 +261,7 @@ impl Vnode {
             key,
             &segments,
             &record,
-            specs,
+            entries,
             dead.unwrap_or_default(),
             records,
         )?;
@@ -268,13 +269,13 @@ impl Vnode {
     }
 
     /// Writes a segmented value's records in their order: `segments`,
-    /// then the root `record` with `specs`, then the removal of `dead`.
+    /// then the root `record` with `entries`, then the removal of `dead`.
     fn write_parts(
         &self,
         key: &StorageKey,
         segments: &[(u64, Vec<u8>)],
         record: &[u8],
-        specs: Vec<IndexSpec>,
+        entries: Entries,
         dead: Vec<u64>,
         records: Records,
     ) -> Result<(Durability, Option<Lsn>), KvError> {
@@ -285,10 +286,10 @@ impl Vnode {
                 bucket: Cow::Owned(bucket.clone()),
                 key: Cow::Owned(segments::segment_key(&key.key, *id)),
                 value: Some(bytes),
-                specs: Vec::new(),
+                entries: Entries::Untouched,
             })
             .collect();
-        puts.push(Put::object(key, record, specs));
+        puts.push(Put::object(key, record, entries));
         puts.extend(dead_segments(key, dead));
         self.write_all(key, &puts, None, records)
     }
@@ -305,7 +306,7 @@ pub(super) fn dead_segments<'a>(
             bucket: Cow::Owned(bucket.clone()),
             key: Cow::Owned(segments::segment_key(&key.key, id)),
             value: None,
-            specs: Vec::new(),
+            entries: Entries::Untouched,
         })
         .collect()
 }

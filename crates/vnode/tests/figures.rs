@@ -32,7 +32,10 @@ fn vnode(figures: &Arc<VnodeFigures>) -> VnodeHandle {
         Partition(0),
         eddy_vnode::commitlog::FIRST_INCARNATION,
         Actor(7),
-        Arc::new(MemoryBackend::new(MemoryConfig::default())),
+        eddy_vnode::entries::Stores {
+            backend: Arc::new(MemoryBackend::new(MemoryConfig::default())),
+            side: None,
+        },
         None,
         Arc::default(),
         figures.clone(),

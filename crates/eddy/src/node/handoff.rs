@@ -32,7 +32,8 @@ struct PartitionDirs(Arc<Storage>);
 
 impl PartitionStore for PartitionDirs {
     fn destroy(&self, p: Partition) -> Result<(), String> {
-        eddy_storage::destroy::destroy_dir(&self.0.partition_dir(p)).map_err(|e| e.to_string())
+        eddy_storage::destroy::destroy_dir(&self.0.partition_dir(p)).map_err(|e| e.to_string())?;
+        self.0.destroy_side(p).map_err(|e| e.to_string())
     }
 }
 

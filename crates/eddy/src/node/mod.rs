@@ -248,17 +248,21 @@ fn open_node(
         let lost = eddy_vnode::marker::newly_damaged(Some(&marker), &backend.recovery_report());
         let actor = actors.actor(&storage.partition_dir(*p), *p, lost)?;
         let incarnation = vnodes::incarnation(&storage, *p);
+        let side = storage.open_side(*p, incarnation, &backend)?;
         let backend = watch.wrap(*p, backend);
         opened.insert(
             *p,
             VnodeParts {
                 backend,
+                side,
                 actor,
                 incarnation,
             },
         );
     }
     actors.finish();
+    let live: Vec<_> = opened.iter().map(|(p, v)| (*p, v.incarnation)).collect();
+    storage.keep_sides(&live)?;
     let elapsed_ms = opening.elapsed().as_millis();
     tracing::info!(
         partitions = partitions.len(),

@@ -1,4 +1,6 @@
-//! Opening each partition's backend as the storage settings say.
+//! Opening each partition's backend as the storage settings say, and its
+//! side store (design note 027: the node's one side database in
+//! `<data>/side/`, for every backend that keeps data across restarts).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -6,9 +8,11 @@ use std::sync::Arc;
 use eddy_bitcask::{Bitcask, BitcaskConfig};
 use eddy_lsm::LsmEnv;
 use eddy_ring::Partition;
+use eddy_side::{SideEnv, SideStore};
 use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use eddy_storage::multi::MultiBackend;
 use eddy_storage::{Backend, StorageError};
+use eddy_vnode::entries::Stores;
 
 use eddy_model::BucketRef;
 use eddy_model::types::BucketRegistry;
@@ -27,6 +31,8 @@ pub struct Storage {
     bitcask: BitcaskConfig,
     memory: MemoryConfig,
     lsm: Option<LsmEnv>,
+    /// The side database; none on a memory node (nothing persists).
+    side: Option<SideEnv>,
 }
 
 impl Storage {
@@ -43,6 +49,10 @@ impl Storage {
             }
             StorageBackend::Bitcask | StorageBackend::Memory => None,
         };
+        let side = match kind {
+            StorageBackend::Memory => None,
+            _ => Some(SideEnv::open(&root.join("side"), Default::default())?),
+        };
         Ok(Storage {
             kind,
             registry,
@@ -50,7 +60,53 @@ impl Storage {
             bitcask: settings.bitcask.clone(),
             memory: settings.memory.clone(),
             lsm,
+            side,
         })
+    }
+
+    /// Opens the side store of partition `p`'s incarnation `incarnation`
+    /// over `backend`, building it from the backend's objects if it is
+    /// new or half built (`eddy_vnode::side_build`).
+    pub fn open_side(
+        &self,
+        p: Partition,
+        incarnation: u64,
+        backend: &Arc<dyn Backend>,
+    ) -> Result<Option<Arc<SideStore>>, StorageError> {
+        let Some(env) = &self.side else {
+            return Ok(None);
+        };
+        let side = Arc::new(env.open_vnode(u64::from(p.0), incarnation)?);
+        let stores = Stores {
+            backend: backend.clone(),
+            side: Some(side.clone()),
+        };
+        eddy_vnode::side_build::build_if_needed(&stores, p)?;
+        Ok(Some(side))
+    }
+
+    /// Deletes every side store of partition `p` (its data is destroyed).
+    pub fn destroy_side(&self, p: Partition) -> Result<(), StorageError> {
+        match &self.side {
+            Some(env) => env.destroy_partition(u64::from(p.0)),
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes the side stores of every (partition, incarnation) but
+    /// `live`'s: those a crash left behind their destroyed data.
+    pub fn keep_sides(&self, live: &[(Partition, u64)]) -> Result<(), StorageError> {
+        let Some(env) = &self.side else {
+            return Ok(());
+        };
+        let live: Vec<(u64, u64)> = live.iter().map(|(p, i)| (u64::from(p.0), *i)).collect();
+        for name in env.keep_only(&live)? {
+            tracing::info!(
+                keyspace = name,
+                "deleted a side store left by a destroyed vnode"
+            );
+        }
+        Ok(())
     }
 
     /// The directory holding every partition's directory.

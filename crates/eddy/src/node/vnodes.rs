@@ -53,6 +53,7 @@ pub fn destroy_dropped(node: &Node, storage: &Storage) -> Result<(), eddy_storag
             "destroying a dropped vnode's data"
         );
         eddy_storage::destroy::destroy_dir(&storage.partition_dir(*p))?;
+        storage.destroy_side(*p)?;
     }
     Ok(())
 }
@@ -75,8 +76,12 @@ impl VnodeFactory for Factory {
         datadir::write_id(&dir, INCARNATION, incarnation).map_err(text)?;
         let actor = datadir::fresh_actor(&dir, p).map_err(text)?;
         let backend = self.storage.open(p).map_err(|e| e.to_string())?;
+        let side = (self.storage)
+            .open_side(p, incarnation, &backend)
+            .map_err(|e| e.to_string())?;
         Ok(VnodeParts {
             backend,
+            side,
             actor,
             incarnation,
         })

@@ -140,7 +140,7 @@ impl Node {
                 ring_size,
                 ranges: v.filter,
             };
-            let items = eddy_vnode::fold::collect(&**handle.backend(), &req, runner.as_deref())?;
+            let items = eddy_vnode::fold::collect(handle.stores(), &req, runner.as_deref())?;
             match Instant::now() >= deadline {
                 true => Err(KvError::Timeout),
                 false => Ok(items),

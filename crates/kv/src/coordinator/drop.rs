@@ -154,7 +154,7 @@ fn sweep_vnode(vnode: &VnodeHandle, bucket: &BucketRef, generation: u64) -> Resu
                 FoldControl::Stop
             })?;
             if any {
-                backend.drop_bucket(&name)?;
+                vnode.stores().drop_bucket(&name)?;
                 held = true;
             }
         }

@@ -153,7 +153,7 @@ impl Node {
         }
         for p in targets {
             let v = self.handle_of(*p)?;
-            v.backend().sync().map_err(KvError::from)?;
+            v.stores().sync().map_err(KvError::from)?;
             v.clear_damage().map_err(|source| RepairError::Marker {
                 partition: p.0,
                 source,

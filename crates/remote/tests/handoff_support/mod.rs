@@ -95,6 +95,7 @@ impl Store {
         };
         VnodeParts {
             backend,
+            side: None,
             actor,
             incarnation,
         }
@@ -215,6 +216,7 @@ pub fn start_with_store(
         let parts = opener.open(p);
         VnodeParts {
             backend: w.wrap(p, parts.backend),
+            side: None,
             ..parts
         }
     })

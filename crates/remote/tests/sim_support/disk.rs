@@ -83,6 +83,7 @@ impl Disk {
         });
         VnodeParts {
             backend,
+            side: None,
             actor: Actor(self.actors.fetch_add(1, Ordering::SeqCst)),
             incarnation: *self.incarnations.lock().entry(p.0).or_insert(1),
         }

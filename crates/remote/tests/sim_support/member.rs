@@ -105,6 +105,7 @@ pub fn start(boot: Boot) -> Member {
         let parts = disk.open(p);
         VnodeParts {
             backend: w.wrap(p, parts.backend),
+            side: None,
             ..parts
         }
     })

@@ -1,0 +1,93 @@
+//! Building a vnode's side store from its objects: a data directory
+//! written before the side store existed (bitcask and lsm kept their own
+//! index entries then), or a side store a crash left half built. Runs at
+//! open, before the vnode serves or replays, with a progress line in the
+//! log every [`PROGRESS_EVERY`] objects.
+//!
+//! Invariant: the store is marked built only after every object's entries
+//! are in it and durable; a build cut short starts again at the next open
+//! (telling the store an object's entries twice changes nothing).
+
+use eddy_ring::Partition;
+use eddy_storage::{FoldControl, FoldOptions, StorageError};
+
+use crate::entries::{Entries, Stores};
+use crate::segments::indexed_object;
+
+/// Objects between two progress lines.
+pub const PROGRESS_EVERY: u64 = 100_000;
+
+/// What a build found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Built {
+    /// Objects read.
+    pub objects: u64,
+    /// Objects with index entries, now in the side store.
+    pub indexed: u64,
+    /// Objects that did not decode (left out; their reads fail as before).
+    pub undecodable: u64,
+}
+
+/// Builds `stores`' side store from its backend's objects unless it is
+/// built already; `None` when there was nothing to do.
+pub fn build_if_needed(stores: &Stores, p: Partition) -> Result<Option<Built>, StorageError> {
+    let Some(side) = &stores.side else {
+        return Ok(None);
+    };
+    if side.is_built()? {
+        return Ok(None);
+    }
+    let started = std::time::Instant::now();
+    let mut built = Built::default();
+    let mut failed = None;
+    stores
+        .backend
+        .fold_objects(&FoldOptions::all(), &mut |bucket, key, value| {
+            built.objects += 1;
+            if built.objects.is_multiple_of(PROGRESS_EVERY) {
+                tracing::info!(
+                    partition = p.0,
+                    objects = built.objects,
+                    indexed = built.indexed,
+                    "building the side store"
+                );
+            }
+            let object = match indexed_object(bucket, value) {
+                Ok(Some(object)) => object,
+                Ok(None) => return FoldControl::Continue,
+                Err(_) => {
+                    built.undecodable += 1;
+                    return FoldControl::Continue;
+                }
+            };
+            let entries = Entries::between(None, &object);
+            if entries == Entries::Untouched {
+                return FoldControl::Continue;
+            }
+            built.indexed += 1;
+            match stores.set_side((bucket, key), &entries) {
+                Ok(()) => FoldControl::Continue,
+                Err(e) => {
+                    failed = Some(e);
+                    FoldControl::Stop
+                }
+            }
+        })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    side.persist()?;
+    side.mark_built()?;
+    side.persist()?;
+    if built.objects > 0 {
+        tracing::info!(
+            partition = p.0,
+            objects = built.objects,
+            indexed = built.indexed,
+            undecodable = built.undecodable,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "side store built"
+        );
+    }
+    Ok(Some(built))
+}
