@@ -24,10 +24,14 @@ const FIXTURE: &str = concat!(
 );
 
 fn unpack(dir: &Path) {
+    unpack_from(FIXTURE, dir);
+}
+
+fn unpack_from(fixture: &str, dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     let out = Command::new("tar")
         .arg("-xzf")
-        .arg(FIXTURE)
+        .arg(fixture)
         .arg("-C")
         .arg(dir)
         .output()
@@ -129,6 +133,8 @@ fn serves_the_fixture(node: &TestNode) {
     assert_eq!(keys["keys"].as_array().unwrap().len(), 50);
     let index = json(node, "/types/default/buckets/b1/index/n_int/10/12");
     assert_eq!(index["keys"], serde_json::json!(["k10", "k11", "k12"]));
+    // The entries came into the side store, built at the start.
+    assert!(node.data_dir().join("side").is_dir());
     let map = json(node, "/types/maps/buckets/m/datatypes/doc");
     assert_eq!(
         map["value"],
@@ -139,4 +145,79 @@ fn serves_the_fixture(node: &TestNode) {
     let put = node.http("PUT", "/types/custom/buckets/b2/keys/new", &text, b"after");
     assert_eq!(put.status, 204, "{}", put.text());
     assert_eq!(get(node, "/types/custom/buckets/b2/keys/new").1, b"after");
+}
+
+/// The data directory `fixtures/datadir-b4809a1-BACKEND.tar.gz` holds
+/// (`fixtures/datadir-b4809a1-backends.sh` wrote it with b4809a1, whose
+/// lsm kept index entries in its own keyspace and bitcask in hint files):
+/// bucket `b1`'s 40 objects, each with `n_int` i and `t_bin` t(i mod 4),
+/// and under multi bucket `l` (on lsm) with 20, `n_int` i.
+fn b4809a1(backend: &'static str) -> TestNode {
+    let fixture = format!(
+        "{}/tests/fixtures/datadir-b4809a1-{backend}.tar.gz",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let env = [("EDDY_STORAGE_BACKEND", backend)];
+    TestNode::start_on_data(|dir| unpack_from(&fixture, dir), &env)
+}
+
+/// What every 2i query of bucket `b1` of the b4809a1 fixtures answers.
+fn serves_b1_entries(node: &TestNode) {
+    let range = json(node, "/types/default/buckets/b1/index/n_int/10/12");
+    assert_eq!(range["keys"], serde_json::json!(["k10", "k11", "k12"]));
+    let exact = json(node, "/types/default/buckets/b1/index/t_bin/t1");
+    let mut keys: Vec<String> = exact["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    keys.sort();
+    let mut want: Vec<String> = (1..=40)
+        .filter(|i| i % 4 == 1)
+        .map(|i| format!("k{i}"))
+        .collect();
+    want.sort();
+    assert_eq!(keys, want);
+    let page = json(
+        node,
+        "/types/default/buckets/b1/index/n_int/1/40?max_results=5",
+    );
+    assert_eq!(
+        page["keys"],
+        serde_json::json!(["k1", "k2", "k3", "k4", "k5"])
+    );
+    let next = page["continuation"].as_str().unwrap();
+    let path =
+        format!("/types/default/buckets/b1/index/n_int/1/40?max_results=5&continuation={next}");
+    let page = json(node, &path);
+    assert_eq!(
+        page["keys"],
+        serde_json::json!(["k6", "k7", "k8", "k9", "k10"])
+    );
+    assert!(node.data_dir().join("side").is_dir());
+}
+
+#[test]
+fn an_lsm_data_directory_from_b4809a1_serves_its_index_entries_from_the_side_store() {
+    let mut node = b4809a1("lsm");
+    serves_b1_entries(&node);
+    node.stop();
+    node.restart();
+    serves_b1_entries(&node);
+}
+
+#[test]
+fn a_multi_data_directory_from_b4809a1_serves_its_index_entries_from_the_side_store() {
+    let node = b4809a1("multi");
+    serves_b1_entries(&node);
+    let on_lsm = json(&node, "/types/default/buckets/l/index/n_int/1/5");
+    let mut keys: Vec<&str> = on_lsm["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["k1", "k2", "k3", "k4", "k5"]);
 }
