@@ -2,6 +2,9 @@
 //! `_bin` and `_int` fields (numeric order, negatives), `$key` and
 //! `$bucket`, return_terms, term_regex, pages joined by continuations,
 //! deleted keys never returned, and bad queries refused with Riak's words.
+//! The model test runs twice: over memory backends (a volatile bucket's
+//! entries live in the backend) and over bitcask with side stores (a
+//! persistent bucket's live in the vnode's side store, design note 027).
 
 use std::sync::Arc;
 
@@ -23,6 +26,40 @@ fn node() -> Arc<Node> {
     Node::start(config, registry, |p| {
         let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
         (backend, Actor(7000 + u64::from(p.0)))
+    })
+    .unwrap()
+}
+
+/// Where a test node keeps its data: in memory, or in bitcask with a side
+/// store per vnode under a directory the test holds.
+enum Stores {
+    Memory,
+    Side(tempfile::TempDir),
+}
+
+fn node_on(stores: &Stores) -> Arc<Node> {
+    let Stores::Side(dir) = stores else {
+        return node();
+    };
+    let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
+    let config = NodeConfig {
+        ring_size: 16,
+        ..NodeConfig::default()
+    };
+    let env = eddy_side::SideEnv::open(&dir.path().join("side"), Default::default()).unwrap();
+    let ring = eddy_ring::Ring::single(16, config.node_name.clone()).unwrap();
+    let partitions: Vec<_> = ring.partitions().collect();
+    Node::start_with(config, registry, ring, &partitions, |p| {
+        let path = dir.path().join(format!("bitcask{}", p.0));
+        let bitcask = eddy_bitcask::Bitcask::open(&path, Default::default()).unwrap();
+        let side = env.open_vnode(u64::from(p.0), 1).unwrap();
+        side.mark_built().unwrap();
+        VnodeParts {
+            backend: Arc::new(bitcask),
+            side: Some(Arc::new(side)),
+            actor: Actor(7000 + u64::from(p.0)),
+            incarnation: 1,
+        }
     })
     .unwrap()
 }
@@ -115,8 +152,8 @@ fn keys(results: &[(Vec<u8>, Vec<u8>)]) -> Vec<String> {
         .collect()
 }
 
-async fn loaded(seed: u64, n: usize) -> (Arc<Node>, Vec<Doc>) {
-    let node = node();
+async fn loaded(stores: &Stores, seed: u64, n: usize) -> (Arc<Node>, Vec<Doc>) {
+    let node = node_on(stores);
     let mut rng = Lcg(seed);
     let mut docs = Vec::new();
     for i in 0..n {
@@ -148,8 +185,18 @@ async fn loaded(seed: u64, n: usize) -> (Arc<Node>, Vec<Doc>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queries_match_the_model_page_by_page() {
+    queries_match_the_model(|| Stores::Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_from_side_stores_match_the_model_page_by_page() {
+    queries_match_the_model(|| Stores::Side(tempfile::tempdir().unwrap())).await;
+}
+
+async fn queries_match_the_model(stores: impl Fn() -> Stores) {
     for seed in 1..=4u64 {
-        let (node, docs) = loaded(seed, 150).await;
+        let stores = stores();
+        let (node, docs) = loaded(&stores, seed, 150).await;
         let mut rng = Lcg(seed * 31);
         for _ in 0..12 {
             let lo = rng.next(40) as i64 - 20;
@@ -162,16 +209,19 @@ async fn queries_match_the_model_page_by_page() {
             want.sort();
             let mut req = range("count_int", &lo.to_string(), &hi.to_string());
             req.return_terms = true;
-            req.max_results = Some(1 + rng.next(9) as u32);
-            let got = all_pages(&node, req).await;
-            let got: Vec<(i64, String)> = got
-                .iter()
-                .map(|(t, k)| {
-                    let t = std::str::from_utf8(t).unwrap().parse().unwrap();
-                    (t, String::from_utf8(k.clone()).unwrap())
-                })
-                .collect();
-            assert_eq!(got, want, "seed {seed}, {lo}..={hi}");
+            // The unpaged answer, then pages of a random size joined.
+            for max in [None, Some(1 + rng.next(9) as u32)] {
+                req.max_results = max;
+                let got = all_pages(&node, req.clone()).await;
+                let got: Vec<(i64, String)> = got
+                    .iter()
+                    .map(|(t, k)| {
+                        let t = std::str::from_utf8(t).unwrap().parse().unwrap();
+                        (t, String::from_utf8(k.clone()).unwrap())
+                    })
+                    .collect();
+                assert_eq!(got, want, "seed {seed}, {lo}..={hi}, pages of {max:?}");
+            }
         }
         for a in 0..7 {
             let affiliate = format!("a{a}");
@@ -232,7 +282,7 @@ async fn int_terms_sort_numerically_and_terms_come_back_only_for_ranges() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn term_regex_filters_bin_terms_and_keys() {
-    let (node, docs) = loaded(9, 60).await;
+    let (node, docs) = loaded(&Stores::Memory, 9, 60).await;
     let mut req = range("affiliate_bin", "a0", "a9");
     req.term_regex = Some("^a[12]$".into());
     let got = query(&node, req).await.unwrap();
@@ -253,7 +303,7 @@ async fn term_regex_filters_bin_terms_and_keys() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_queries_are_refused_with_a_clear_error() {
-    let (node, _) = loaded(3, 20).await;
+    let (node, _) = loaded(&Stores::Memory, 3, 20).await;
     let refused = |r: Result<IndexPage, KvError>| match r {
         Err(KvError::BadQuery(m)) => m,
         other => panic!("expected a bad query, got {other:?}"),
@@ -299,7 +349,7 @@ async fn bad_queries_are_refused_with_a_clear_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queries_and_listings_are_counted_in_the_node_figures() {
-    let (node, docs) = loaded(5, 30).await;
+    let (node, docs) = loaded(&Stores::Memory, 5, 30).await;
     let q = &node.metrics.queries;
     query(&node, eq("affiliate_bin", "a1")).await.unwrap();
     query(&node, eq("color", "red")).await.unwrap_err();
