@@ -138,7 +138,6 @@ async fn unimplemented_props_are_refused_by_name() {
         ),
         ("consistent", r#"{"props":{"consistent":true}}"#),
         ("old_vclock", r#"{"props":{"old_vclock":1}}"#),
-        ("ttl", r#"{"props":{"ttl":3600}}"#),
     ] {
         let r = put_json(&s, "/buckets/pb/props", body).await;
         assert_eq!(r.status(), 400, "{field}");
@@ -152,6 +151,26 @@ async fn unimplemented_props_are_refused_by_name() {
     let p = props(&s, "/buckets/pb/props").await;
     let body = json!({ "props": p }).to_string();
     assert_eq!(put_json(&s, "/buckets/pb/props", &body).await.status(), 204);
+}
+
+#[tokio::test]
+async fn a_ttl_is_set_as_seconds_or_a_duration_and_read_back_as_seconds() {
+    let s = start().await;
+    let r = put_json(&s, "/buckets/t/props", r#"{"props":{"ttl":"30d"}}"#).await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(props(&s, "/buckets/t/props").await["ttl"], 30 * 86_400);
+    let r = put_json(&s, "/buckets/t/props", r#"{"props":{"ttl":90}}"#).await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(props(&s, "/buckets/t/props").await["ttl"], 90);
+    let r = put_json(&s, "/buckets/t/props", r#"{"props":{"ttl":null}}"#).await;
+    assert_eq!(r.status(), 204);
+    assert!(props(&s, "/buckets/t/props").await.get("ttl").is_none());
+    for bad in [r#""soon""#, "-5", "1.5", r#""1.5s""#, "true"] {
+        let body = format!(r#"{{"props":{{"ttl":{bad}}}}}"#);
+        let r = put_json(&s, "/buckets/t/props", &body).await;
+        assert_eq!(r.status(), 400, "{bad}");
+        assert!(r.text().await.unwrap().contains("ttl"), "{bad}");
+    }
 }
 
 #[tokio::test]

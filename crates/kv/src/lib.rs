@@ -44,6 +44,7 @@
 pub mod bucket_props;
 pub mod coordinator;
 pub mod core;
+pub mod expiry;
 pub mod index_memory;
 pub mod metadata_push;
 pub mod metrics;

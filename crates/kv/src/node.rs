@@ -80,6 +80,10 @@ pub struct NodeConfig {
     /// Runs map phases at this node's vnodes (the query layer's
     /// `Jobs`; design note 017); `None`: map folds fail.
     pub map_runner: Option<Arc<dyn eddy_vnode::mapphase::MapRunner>>,
+    /// How often the expiry sweep looks for expired objects when none was
+    /// due ([`crate::expiry`]); `None`: no sweep runs on its own (tests
+    /// call `Node::sweep_expired`).
+    pub expiry_sweep_every: Option<Duration>,
 }
 
 impl Default for NodeConfig {
@@ -103,6 +107,7 @@ impl Default for NodeConfig {
             blocking_inline: false,
             datatype_cache_bytes: eddy_vnode::states::BUDGET_BYTES_DEFAULT,
             map_runner: None,
+            expiry_sweep_every: Some(crate::expiry::SWEEP_EVERY),
         }
     }
 }
@@ -210,13 +215,27 @@ pub struct VnodeParts {
 }
 
 impl VnodeParts {
-    /// The vnode's backend and side store.
-    pub fn stores(&self) -> eddy_vnode::entries::Stores {
-        eddy_vnode::entries::Stores {
-            backend: self.backend.clone(),
-            side: self.side.clone(),
+    /// The vnode's backend and side store, on the system clock.
+    pub fn stores(&self) -> Stores {
+        Stores::new(self.backend.clone(), self.side.clone())
+    }
+
+    /// The vnode's backend and side store, on `clock`.
+    fn stores_on(&self, clock: &Arc<dyn Clock>) -> Stores {
+        Stores {
+            clock: clock.clone(),
+            ..self.stores()
         }
     }
+}
+
+/// The ttl in seconds (0: none) of the objects of `storage_bucket`, as
+/// `registry` has its props now.
+pub fn ttl_of(registry: &BucketRegistry, storage_bucket: &[u8]) -> u64 {
+    BucketRef::parse_storage_bucket(storage_bucket)
+        .and_then(|(b, _)| registry.bucket_props_shared(&b.bucket_type, &b.bucket).ok())
+        .and_then(|props| props.ttl)
+        .map_or(0, |t| t.secs())
 }
 
 impl From<(Arc<dyn Backend>, Actor)> for VnodeParts {
@@ -289,7 +308,9 @@ impl Node {
             Some(dir) => {
                 let log_figures = commitlog::LogFigures::register(&figures);
                 let opts = &config.commit_log;
-                let (log, left_out) = start_log(dir, opts, &mut opened, &vnodes, log_figures)?;
+                let ttl = |bucket: &[u8]| ttl_of(&registry, bucket);
+                let at = (&mut opened, &vnodes);
+                let (log, left_out) = start_log(dir, opts, at, &ttl, log_figures)?;
                 (Some(Arc::new(log)), left_out)
             }
             None => (None, Vec::new()),
@@ -303,7 +324,7 @@ impl Node {
                 p,
                 parts.incarnation,
                 parts.actor,
-                parts.stores(),
+                parts.stores_on(&config.clock),
                 log.clone(),
                 states.clone(),
                 metrics.vnodes.clone(),
@@ -341,6 +362,7 @@ impl Node {
             ..node
         });
         node.sweep_on_generation();
+        crate::expiry::start(&node);
         Ok(node)
     }
 
@@ -432,7 +454,7 @@ impl Node {
             p,
             parts.incarnation,
             parts.actor,
-            parts.stores(),
+            parts.stores_on(&self.config.clock),
             self.log.clone(),
             self.states.clone(),
             self.metrics.vnodes.clone(),
@@ -550,15 +572,17 @@ impl Node {
 fn start_log(
     dir: &std::path::Path,
     opts: &LogOptions,
-    opened: &mut Vec<(Partition, VnodeParts)>,
-    vnodes: &Arc<VnodeTable>,
+    (opened, vnodes): (&mut Vec<(Partition, VnodeParts)>, &Arc<VnodeTable>),
+    ttl_of: &replay::TtlOf<'_>,
     figures: commitlog::LogFigures,
 ) -> Result<(CommitLog, Vec<(Partition, u64)>), StartError> {
     let live: Vec<(u32, u64)> = opened.iter().map(|(p, v)| (p.0, v.incarnation)).collect();
     let is_live = |p: u32, inc: u64| live.contains(&(p, inc));
     let recovered = commitlog::recover_live(dir, is_live, |record| {
         let at = opened.iter().find(|(p, _)| p.0 == record.partition);
-        at.map_or(Ok(()), |(_, v)| replay::apply_record(&v.stores(), record))
+        at.map_or(Ok(()), |(_, v)| {
+            replay::apply_record(&v.stores(), record, ttl_of)
+        })
     })?;
     figures.replayed(&recovered);
     if recovered.records > 0 {
@@ -663,10 +687,7 @@ mod tests {
         let open: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
         let closed: Arc<dyn Backend> = Arc::new(MemoryBackend::new(MemoryConfig::default()));
         closed.close().unwrap();
-        let stores = |backend| Stores {
-            backend,
-            side: None,
-        };
+        let stores = |backend| Stores::new(backend, None);
         let all = vec![(Partition(1), stores(closed)), (Partition(2), stores(open))];
         assert_eq!(sync_each(&all, Duration::ZERO), Ok(()));
     }

@@ -186,6 +186,7 @@ fn merge_foreign_into(
         last_write_wins: false,
         max_siblings: 100,
         write_once: false,
+        ttl_secs: 0,
     };
     for p in partitions {
         let vnode = node.vnode(*p).unwrap();

@@ -76,6 +76,7 @@ const POLICY: WritePolicy = WritePolicy {
     last_write_wins: false,
     max_siblings: 100,
     write_once: false,
+    ttl_secs: 0,
 };
 
 /// `stored` updated by another node's actor: what a handoff sender holds

@@ -96,6 +96,7 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
             last_write_wins: false,
             max_siblings: 100,
             write_once: false,
+            ttl_secs: 0,
         },
         sync: SyncLevel::Durable,
         props: None,
@@ -108,6 +109,7 @@ fn pinned_requests() -> Vec<(&'static str, RequestEnvelope)> {
             last_write_wins: true,
             max_siblings: 100,
             write_once: false,
+            ttl_secs: 0,
         },
         sync: SyncLevel::Written,
         props: None,
@@ -197,6 +199,7 @@ fn dt_coordinate() -> VnodeRequest {
             last_write_wins: false,
             max_siblings: 100,
             write_once: false,
+            ttl_secs: 0,
         },
         sync: SyncLevel::Durable,
         props: None,
@@ -407,6 +410,7 @@ fn pinned_batch() -> BatchEnvelope {
                 last_write_wins: !allow_mult,
                 max_siblings: 100,
                 write_once: false,
+                ttl_secs: 0,
             },
             sync,
             props: props.map(Arc::new),
@@ -919,14 +923,20 @@ fn sync_level() -> impl Strategy<Value = SyncLevel> {
 }
 
 fn request() -> impl Strategy<Value = VnodeRequest> {
-    let policy =
-        (any::<bool>(), any::<bool>(), any::<bool>(), any::<u32>()).prop_map(|(m, l, o, s)| {
-            WritePolicy {
-                allow_mult: m,
-                last_write_wins: l,
-                max_siblings: s as usize,
-                write_once: o,
-            }
+    let ttl = prop_oneof![Just(0u64), any::<u64>()];
+    let policy = (
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<u32>(),
+        ttl,
+    )
+        .prop_map(|(m, l, o, s, ttl_secs)| WritePolicy {
+            allow_mult: m,
+            last_write_wins: l,
+            max_siblings: s as usize,
+            write_once: o,
+            ttl_secs,
         });
     let put = (
         storage_key(),

@@ -120,6 +120,7 @@ mod tests {
         last_write_wins: false,
         max_siblings: 3,
         write_once: false,
+        ttl_secs: 0,
     };
 
     fn content(v: &str, t: u64) -> Content {

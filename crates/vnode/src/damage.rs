@@ -66,9 +66,11 @@ impl Vnode {
     /// Sets `key` to what `healthy()` says the healthy replicas hold
     /// (`None`: none holds it), under the key's lock, so that a put racing
     /// with the repair is either seen by `healthy()` or merged in after.
+    /// A copy written gets the expiry its bucket's ttl (`ttl_secs`) gives.
     pub fn repair_key(
         &self,
         key: &StorageKey,
+        ttl_secs: u64,
         healthy: impl FnOnce() -> Result<Option<RiakObject>, KvError>,
     ) -> Result<KeyRepair, KvError> {
         if self.closed.load(Ordering::Acquire) {
@@ -87,14 +89,14 @@ impl Vnode {
                 );
                 self.remove_copy(key)?;
                 return match wanted {
-                    Some(object) => self.copy(key, None, &object),
+                    Some(object) => self.copy(key, None, (&object, ttl_secs)),
                     None => Ok(KeyRepair::Removed),
                 };
             }
         };
         match wanted {
             _ if current == wanted => Ok(KeyRepair::Unchanged),
-            Some(object) => self.copy(key, current.as_ref(), &object),
+            Some(object) => self.copy(key, current.as_ref(), (&object, ttl_secs)),
             None => {
                 self.remove_copy(key)?;
                 Ok(KeyRepair::Removed)
@@ -108,10 +110,10 @@ impl Vnode {
         &self,
         key: &StorageKey,
         current: Option<&RiakObject>,
-        object: &RiakObject,
+        (object, ttl_secs): (&RiakObject, u64),
     ) -> Result<KeyRepair, KvError> {
         let bytes = codec::encode(object);
-        let entries = super::entries::Entries::between(current, object);
+        let entries = super::entries::Entries::between(current, object, ttl_secs);
         let first = (super::Put::object(key, &bytes, entries), None);
         let old_root = self.stored_root(key);
         self.write(key, first, old_root.as_ref(), super::Records::Log)?;

@@ -9,20 +9,28 @@
 //! bucket's in a vnode without a side store (a node without a data
 //! directory).
 //!
+//! A write to a bucket with a ttl stamps its object with an expiry (the
+//! newest sibling's last write plus the ttl: [`expiry_of`]), which the
+//! backend and the side store both get, so the object and its entries
+//! vanish together, and the side store's expiry order tells the node's
+//! sweep what to delete.
+//!
 //! Invariants:
-//! - a write tells the side store the key's whole set of entries after it
-//!   ([`Entries::Changed`]'s `new`), never a diff, so telling it twice
-//!   (replay, a resent handoff batch) leaves it the same;
-//! - a write to a key that has entries neither before nor after leaves the
-//!   side store alone ([`Entries::Untouched`]): what the side store holds
-//!   agrees with the stored objects, so it holds nothing for that key.
+//! - a write tells the side store the key's whole set of entries and its
+//!   expiry after it ([`Entries::Changed`]'s `new` and `expiry`), never a
+//!   diff, so telling it twice (replay, a resent handoff batch) leaves it
+//!   the same;
+//! - a write to a key of a bucket without a ttl that has entries neither
+//!   before nor after leaves the side store alone ([`Entries::Untouched`]):
+//!   what the side store holds agrees with the stored objects, so it holds
+//!   nothing for that key.
 
 use std::sync::Arc;
 
 use eddy_object::RiakObject;
 use eddy_side::{KeyState, SideStore, Term};
 use eddy_storage::fold::KeyVisitor;
-use eddy_storage::{Backend, IndexQuery, IndexSpec, StorageError};
+use eddy_storage::{Backend, Clock, IndexQuery, IndexSpec, StorageError, SystemClock};
 
 use eddy_model::index::term::storage_term;
 
@@ -33,35 +41,51 @@ pub enum Entries {
     /// record, an object without entries).
     #[default]
     Untouched,
-    /// The key's entries go from `old` to `new` (each sorted, as stored).
-    Changed { old: Vec<Term>, new: Vec<Term> },
+    /// The key's entries go from `old` to `new` (each sorted, as stored),
+    /// and it expires at `expiry` (seconds; 0: never).
+    Changed {
+        old: Vec<Term>,
+        new: Vec<Term>,
+        expiry: u64,
+    },
     /// The key is removed, and whatever entries it had with it.
     Removed,
 }
 
 impl Entries {
-    /// What writing `next` over `current` does to the key's entries.
-    pub fn between(current: Option<&RiakObject>, next: &RiakObject) -> Entries {
+    /// What writing `next` over `current` in a bucket with a ttl of
+    /// `ttl_secs` (0: none) does to the key's entries and expiry.
+    pub fn between(current: Option<&RiakObject>, next: &RiakObject, ttl_secs: u64) -> Entries {
         let old = current.map(terms_of).unwrap_or_default();
         let new = terms_of(next);
-        match old.is_empty() && new.is_empty() {
+        let expiry = expiry_of(next, ttl_secs);
+        match old.is_empty() && new.is_empty() && expiry == 0 {
             true => Entries::Untouched,
-            false => Entries::Changed { old, new },
+            false => Entries::Changed { old, new, expiry },
         }
     }
 
     /// Entries that say the key holds `next`'s, whatever it held: for
     /// the side store, which diffs them against its own record.
-    pub fn holding(next: &RiakObject) -> Entries {
+    pub fn holding(next: &RiakObject, ttl_secs: u64) -> Entries {
         Entries::Changed {
             old: Vec::new(),
             new: terms_of(next),
+            expiry: expiry_of(next, ttl_secs),
+        }
+    }
+
+    /// When the key expires after the write (0: never).
+    pub fn expiry(&self) -> u64 {
+        match self {
+            Entries::Changed { expiry, .. } => *expiry,
+            _ => 0,
         }
     }
 
     /// The specs that make a backend's own index say this.
     pub fn specs(&self) -> Vec<IndexSpec> {
-        let Entries::Changed { old, new } = self else {
+        let Entries::Changed { old, new, .. } = self else {
             return Vec::new();
         };
         let removes = old
@@ -75,15 +99,30 @@ impl Entries {
         removes.chain(adds).collect()
     }
 
-    /// The entries the key holds after the write, if the write touches
-    /// them.
-    fn after(&self) -> Option<&[Term]> {
+    /// The entries and expiry the key holds after the write, if the write
+    /// touches them.
+    fn after(&self) -> Option<(&[Term], u64)> {
         match self {
             Entries::Untouched => None,
-            Entries::Changed { new, .. } => Some(new),
-            Entries::Removed => Some(&[]),
+            Entries::Changed { new, expiry, .. } => Some((new, *expiry)),
+            Entries::Removed => Some((&[], 0)),
         }
     }
+}
+
+/// When `o` expires in a bucket with a ttl of `ttl_secs`: its newest
+/// sibling's last write plus the ttl, in whole seconds; 0 without a ttl.
+pub fn expiry_of(o: &RiakObject, ttl_secs: u64) -> u64 {
+    if ttl_secs == 0 {
+        return 0;
+    }
+    let last_write_us = o
+        .siblings
+        .iter()
+        .map(|s| s.content.meta.last_modified_us)
+        .max()
+        .unwrap_or(0);
+    (last_write_us / 1_000_000).saturating_add(ttl_secs).max(1)
 }
 
 /// An object's index entries as stored (terms by
@@ -108,9 +147,20 @@ pub fn terms_of(o: &RiakObject) -> Vec<Term> {
 pub struct Stores {
     pub backend: Arc<dyn Backend>,
     pub side: Option<Arc<SideStore>>,
+    /// What "now" is for expiry: the backends' clock.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Stores {
+    /// `backend` and `side` on the system clock.
+    pub fn new(backend: Arc<dyn Backend>, side: Option<Arc<SideStore>>) -> Stores {
+        Stores {
+            backend,
+            side,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
     /// The side store that keeps `bucket`'s index entries, if one does
     /// (module docs); `None`: the backend keeps them.
     pub fn side_for(&self, bucket: &[u8]) -> Option<&SideStore> {
@@ -138,12 +188,12 @@ impl Stores {
         entries: &Entries,
     ) -> Result<(), StorageError> {
         match (self.side_for(bucket), entries.after()) {
-            (Some(side), Some(terms)) => side
+            (Some(side), Some((terms, expiry))) => side
                 .set(&KeyState {
                     bucket,
                     key,
                     terms,
-                    expiry: 0,
+                    expiry,
                 })
                 .map(drop),
             _ => Ok(()),
@@ -168,7 +218,7 @@ impl Stores {
             (&query.bucket, &query.field),
             (&query.start, &query.end),
             after,
-            0,
+            self.clock.now_secs(),
             f,
         )
     }
@@ -212,7 +262,7 @@ mod tests {
     fn specs_diff_the_entries() {
         let old = object(&[(b"f_bin", b"1"), (b"f_bin", b"2")]);
         let new = object(&[(b"f_bin", b"2"), (b"f_bin", b"3")]);
-        let specs = Entries::between(Some(&old), &new).specs();
+        let specs = Entries::between(Some(&old), &new, 0).specs();
         assert_eq!(
             specs,
             [
@@ -225,17 +275,33 @@ mod tests {
     #[test]
     fn objects_without_entries_leave_them_untouched() {
         let plain = object(&[]);
-        assert_eq!(Entries::between(None, &plain), Entries::Untouched);
-        assert_eq!(Entries::between(Some(&plain), &plain), Entries::Untouched);
+        assert_eq!(Entries::between(None, &plain, 0), Entries::Untouched);
+        assert_eq!(
+            Entries::between(Some(&plain), &plain, 0),
+            Entries::Untouched
+        );
         let indexed = object(&[(b"f_bin", b"1")]);
-        let dropped = Entries::between(Some(&indexed), &plain);
-        assert_eq!(dropped.after(), Some(&[][..]));
+        let dropped = Entries::between(Some(&indexed), &plain, 0);
+        assert_eq!(dropped.after(), Some((&[][..], 0)));
+    }
+
+    #[test]
+    fn a_ttl_stamps_the_newest_sibling_s_last_write_plus_the_ttl() {
+        let mut o = object(&[]);
+        o.siblings[0].content.meta.last_modified_us = 1_000_000_900_000;
+        let mut newer = o.siblings[0].clone();
+        newer.content.meta.last_modified_us = 1_000_005_000_000;
+        o.siblings.push(newer);
+        assert_eq!(expiry_of(&o, 60), 1_000_065);
+        assert_eq!(expiry_of(&o, 0), 0);
+        let entries = Entries::between(None, &o, 60);
+        assert_eq!(entries.after(), Some((&[][..], 1_000_065)));
     }
 
     #[test]
     fn int_terms_are_stored_in_numeric_order() {
         let new = object(&[(b"n_int", b"-9"), (b"n_int", b"10"), (b"n_int", b"9")]);
-        let Entries::Changed { new: terms, .. } = Entries::between(None, &new) else {
+        let Entries::Changed { new: terms, .. } = Entries::between(None, &new, 0) else {
             panic!("entries added");
         };
         let texts: Vec<Vec<u8>> = terms

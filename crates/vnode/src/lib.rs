@@ -45,6 +45,7 @@ pub mod commitlog;
 pub mod damage;
 pub mod datatype;
 pub mod entries;
+mod expire;
 pub mod figures;
 pub mod fold;
 mod gate;
@@ -158,10 +159,7 @@ impl Vnode {
             partition,
             crate::commitlog::FIRST_INCARNATION,
             actor,
-            Stores {
-                backend,
-                side: None,
-            },
+            Stores::new(backend, None),
             log,
             Arc::default(),
             Arc::new(VnodeFigures::unregistered()),
@@ -463,7 +461,7 @@ impl Vnode {
     ) -> Result<Written, KvError> {
         let mut locked = self.lock(key);
         if policy.write_once {
-            return self.put_once(key, kind, hint, records);
+            return self.put_once(key, kind, hint, records, policy.ttl_secs);
         }
         let stored = match &kind {
             PutKind::DtDelta(d) => self.stored_by(key, &mut locked, &d.before)?,
@@ -537,6 +535,7 @@ impl Vnode {
         let layout = Layout {
             shape,
             old_root: old_root.as_ref(),
+            ttl_secs: policy.ttl_secs,
         };
         let written = self.store(key, current.as_ref(), &next, sent, records, layout)?;
         if let Some(state) = kept {
@@ -642,7 +641,7 @@ impl Vnode {
             if records == Records::Skip {
                 // A handed object sent again after a crash of this node
                 // may have reached the backend without its side entries.
-                let entries = Entries::holding(next);
+                let entries = Entries::holding(next, layout.ttl_secs);
                 self.stores.set_side((&key.bucket, &key.key), &entries)?;
             }
             return Ok(Written {
@@ -653,7 +652,7 @@ impl Vnode {
                 logged_at: None,
             });
         }
-        let entries = Entries::between(current, next);
+        let entries = Entries::between(current, next, layout.ttl_secs);
         let (durability, logged_at) = match layout.shape {
             Shape::Whole => {
                 let put = Put::object(key, &bytes, entries);
@@ -717,8 +716,8 @@ impl Vnode {
         };
         let stores = &self.stores;
         match puts {
-            // One object, as most writes are: the backend's own put, which
-            // need not copy it into a batch.
+            // One object without an expiry, as most writes are: the
+            // backend's own put, which need not copy it into a batch.
             [
                 Put {
                     bucket,
@@ -726,7 +725,7 @@ impl Vnode {
                     value: Some(value),
                     entries,
                 },
-            ] => {
+            ] if entries.expiry() == 0 => {
                 let specs = stores.backend_specs(bucket, entries);
                 stores
                     .backend
@@ -738,7 +737,8 @@ impl Vnode {
                     match p.value {
                         Some(value) => {
                             let specs = stores.backend_specs(&p.bucket, &p.entries);
-                            batch.put(&p.bucket, &p.key, value, specs, None)
+                            let expiry = Some(p.entries.expiry()).filter(|e| *e != 0);
+                            batch.put(&p.bucket, &p.key, value, specs, expiry)
                         }
                         None => batch.delete(&p.bucket, &p.key),
                     };
@@ -930,6 +930,8 @@ struct Layout<'a> {
     shape: Shape,
     /// The root the key held, whose segments the write replaces.
     old_root: Option<&'a eddy_dt::Root>,
+    /// The bucket's ttl (0: none), which stamps the object's expiry.
+    ttl_secs: u64,
 }
 
 /// Whole, or as a root and segments ([`segments`]).

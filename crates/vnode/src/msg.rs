@@ -40,6 +40,9 @@ pub struct WritePolicy {
     /// A `write_once` bucket: no read before a write without index
     /// entries, and one version kept whatever the concurrency.
     pub write_once: bool,
+    /// The bucket's ttl (0: none): a write stamps its object with an
+    /// expiry this long after its newest sibling's last write.
+    pub ttl_secs: u64,
 }
 
 /// When a vnode answers a put.

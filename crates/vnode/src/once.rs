@@ -29,6 +29,7 @@ impl Vnode {
         kind: PutKind,
         hint: LocalHint,
         records: Records,
+        ttl_secs: u64,
     ) -> Result<Written, KvError> {
         let (incoming, sent) = match kind {
             PutKind::Coordinate(c) => (first_version(c.content), None),
@@ -56,6 +57,7 @@ impl Vnode {
         let layout = super::Layout {
             shape: super::Shape::Whole,
             old_root: None,
+            ttl_secs,
         };
         self.store(key, current.as_ref(), &next, sent, records, layout)
     }

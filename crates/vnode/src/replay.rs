@@ -11,19 +11,28 @@
 //! it holds), or into the side store, which is told the entries the record
 //! leaves whether or not the backend already had the record (a write logs
 //! its record before either store takes it, so a crash may have left the
-//! backend ahead of the side store). Writes are marked
+//! backend ahead of the side store). A record of a bucket with a ttl gets
+//! the expiry that ttl gives its object now (`ttl_of`: the bucket's props
+//! at the start). Writes are marked
 //! [`WriteOptions::REPLAY`]: they were acknowledged before the restart, so
 //! a backend takes them even past a memory bound at which it refuses new
 //! writes, as it loads its files at open.
 
-use eddy_storage::WriteOptions;
+use eddy_storage::{WriteBatch, WriteOptions};
 
 use super::entries::{Entries, Stores};
 use super::segments::indexed_object;
 use crate::commitlog::{Op, Record};
 
+/// The ttl (seconds, 0: none) of the objects of a storage bucket.
+pub type TtlOf<'a> = dyn Fn(&[u8]) -> u64 + 'a;
+
 /// Applies one record to `stores`, without syncing.
-pub fn apply_record(stores: &Stores, record: &Record<'_>) -> Result<(), String> {
+pub fn apply_record(
+    stores: &Stores,
+    record: &Record<'_>,
+    ttl_of: &TtlOf<'_>,
+) -> Result<(), String> {
     let (bucket, key) = (record.bucket, record.key);
     let backend = &stores.backend;
     let entries = match record.op {
@@ -39,17 +48,22 @@ pub fn apply_record(stores: &Stores, record: &Record<'_>) -> Result<(), String> 
                 }
                 return Ok(());
             };
+            let ttl_secs = ttl_of(bucket);
             if stored.as_deref() != Some(value) {
                 // A stored object that no longer decodes has no
                 // trustworthy index entries to remove; the new ones are
                 // still added.
                 let old = stored.and_then(|b| indexed_object(bucket, &b).ok().flatten());
-                let specs = stores.backend_specs(bucket, &Entries::between(old.as_ref(), &new));
+                let entries = Entries::between(old.as_ref(), &new, ttl_secs);
+                let specs = stores.backend_specs(bucket, &entries);
+                let expiry = Some(entries.expiry()).filter(|e| *e != 0);
+                let mut batch = WriteBatch::default();
+                batch.put(bucket, key, value, specs, expiry);
                 backend
-                    .put(bucket, key, value, &specs, WriteOptions::REPLAY)
+                    .write(batch, WriteOptions::REPLAY)
                     .map_err(|e| e.to_string())?;
             }
-            Entries::holding(&new)
+            Entries::holding(&new, ttl_secs)
         }
         Op::Delete => {
             backend

@@ -13,6 +13,10 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use super::entries::Entries;
+
+/// Segmented values are data type values, whose buckets have no ttl
+/// (`eddy_model::props` refuses one with a `datatype`).
+const NO_TTL: u64 = 0;
 use bytes::Bytes;
 use eddy_dt::{DataType, Delta, DtError, Root, State};
 use eddy_object::{Content, RiakObject, Sibling, codec};
@@ -84,7 +88,7 @@ impl Vnode {
         let written = root.write_back(partial, &touched)?;
         next.siblings[0].content.value = root.encode();
         let record = segments::encode_root_record(&next);
-        let entries = Entries::between(Some(&stored.object), &next);
+        let entries = Entries::between(Some(&stored.object), &next, NO_TTL);
         let (durability, _) =
             self.write_parts(key, &written.puts, &record, entries, written.dead, records)?;
         Ok(Written {
@@ -143,7 +147,7 @@ impl Vnode {
                 let written = root.write_back(partial, &touched)?;
                 next.siblings[0].content.value = root.encode();
                 let record = segments::encode_root_record(&next);
-                let entries = Entries::between(Some(&stored.object), &next);
+                let entries = Entries::between(Some(&stored.object), &next, NO_TTL);
                 self.write_parts(key, &written.puts, &record, entries, written.dead, records)?
                     .0
             }
@@ -187,7 +191,7 @@ impl Vnode {
             .join_delta(delta)
             .map_err(|_| KvError::Signal(Signal::Behind))?;
         self.figures.merged(Some(datatype), start);
-        let entries = Entries::between(Some(&current), &next);
+        let entries = Entries::between(Some(&current), &next, NO_TTL);
         if self.may_segment(key) && segments::worth_segmenting(&next, &state, false) {
             return Ok(self
                 .write_segmented(key, &next, state, entries, None, records)?

@@ -12,6 +12,7 @@ use eddy_ring::Partition;
 use eddy_storage::{FoldControl, FoldOptions, StorageError};
 
 use crate::entries::{Entries, Stores};
+use crate::replay::TtlOf;
 use crate::segments::indexed_object;
 
 /// Objects between two progress lines.
@@ -29,8 +30,13 @@ pub struct Built {
 }
 
 /// Builds `stores`' side store from its backend's objects unless it is
-/// built already; `None` when there was nothing to do.
-pub fn build_if_needed(stores: &Stores, p: Partition) -> Result<Option<Built>, StorageError> {
+/// built already, each object with the expiry its bucket's ttl
+/// (`ttl_of`) gives; `None` when there was nothing to do.
+pub fn build_if_needed(
+    stores: &Stores,
+    p: Partition,
+    ttl_of: &TtlOf<'_>,
+) -> Result<Option<Built>, StorageError> {
     let Some(side) = &stores.side else {
         return Ok(None);
     };
@@ -60,7 +66,7 @@ pub fn build_if_needed(stores: &Stores, p: Partition) -> Result<Option<Built>, S
                     return FoldControl::Continue;
                 }
             };
-            let entries = Entries::between(None, &object);
+            let entries = Entries::between(None, &object, ttl_of(bucket));
             if entries == Entries::Untouched {
                 return FoldControl::Continue;
             }

@@ -24,6 +24,7 @@ const POLICY: WritePolicy = WritePolicy {
     last_write_wins: false,
     max_siblings: 100,
     write_once: false,
+    ttl_secs: 0,
 };
 
 /// A vnode over a memory backend counting into `figures`.
@@ -32,10 +33,10 @@ fn vnode(figures: &Arc<VnodeFigures>) -> VnodeHandle {
         Partition(0),
         eddy_vnode::commitlog::FIRST_INCARNATION,
         Actor(7),
-        eddy_vnode::entries::Stores {
-            backend: Arc::new(MemoryBackend::new(MemoryConfig::default())),
-            side: None,
-        },
+        eddy_vnode::entries::Stores::new(
+            Arc::new(MemoryBackend::new(MemoryConfig::default())),
+            None,
+        ),
         None,
         Arc::default(),
         figures.clone(),

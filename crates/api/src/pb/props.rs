@@ -51,6 +51,8 @@ pub fn patch_from_pb(p: &RpbBucketProps) -> Result<PropsPatch, PbError> {
         datatype: text("datatype", p.datatype.as_deref())?.map(Some),
         hll_precision: p.hll_precision.map(Some),
         consistent: p.consistent,
+        // Not a PB field: set over HTTP or with the CLI.
+        ttl: None,
         generation: None,
         extra: uninterpreted(p)?,
     })

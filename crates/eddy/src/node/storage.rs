@@ -77,11 +77,9 @@ impl Storage {
             return Ok(None);
         };
         let side = Arc::new(env.open_vnode(u64::from(p.0), incarnation)?);
-        let stores = Stores {
-            backend: backend.clone(),
-            side: Some(side.clone()),
-        };
-        eddy_vnode::side_build::build_if_needed(&stores, p)?;
+        let stores = Stores::new(backend.clone(), Some(side.clone()));
+        let ttl = |bucket: &[u8]| eddy_kv::node::ttl_of(&self.registry, bucket);
+        eddy_vnode::side_build::build_if_needed(&stores, p, &ttl)?;
         Ok(Some(side))
     }
 

@@ -126,6 +126,31 @@ impl Node {
         }
     }
 
+    /// The write policy a replica merges the objects of storage bucket
+    /// `storage_bucket` with, from one lookup of its props; `None` for a
+    /// dropped generation of the bucket, whose objects are not written. A
+    /// bucket this node cannot name keeps every sibling, which loses
+    /// nothing, and has no ttl.
+    pub fn write_policy_of(&self, storage_bucket: &[u8]) -> Option<WritePolicy> {
+        let named = eddy_model::request::BucketRef::parse_storage_bucket(storage_bucket);
+        let props = named.as_ref().and_then(|(b, _)| {
+            self.registry()
+                .bucket_props_shared(&b.bucket_type, &b.bucket)
+                .ok()
+        });
+        Some(match props {
+            Some(props) if named.is_some_and(|(_, g)| g < props.generation) => return None,
+            Some(props) => self.write_policy(&props),
+            None => WritePolicy {
+                allow_mult: true,
+                last_write_wins: false,
+                max_siblings: self.config.siblings_max,
+                write_once: false,
+                ttl_secs: 0,
+            },
+        })
+    }
+
     /// The write policy a replica merges a bucket's objects with.
     pub fn write_policy(&self, props: &eddy_model::props::BucketProps) -> WritePolicy {
         WritePolicy {
@@ -133,6 +158,7 @@ impl Node {
             last_write_wins: props.last_write_wins,
             max_siblings: self.config.siblings_max,
             write_once: props.write_once,
+            ttl_secs: props.ttl.map_or(0, |t| t.secs()),
         }
     }
 }

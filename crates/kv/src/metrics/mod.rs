@@ -74,6 +74,8 @@ pub struct NodeMetrics {
     /// `Behind` and were sent the whole object.
     pub datatype_deltas: Counter,
     pub datatype_deltas_behind: Counter,
+    /// Objects the expiry sweep deleted (buckets with a `ttl`).
+    pub expired: Counter,
     /// Time of each single-key get and put this node coordinated, µs.
     pub get_fsm_time: Histogram,
     pub put_fsm_time: Histogram,
@@ -110,6 +112,7 @@ impl NodeMetrics {
             vnode_batches: r.counter("eddy_vnode_batches_total", "Batched vnode messages sent to other nodes."),
             datatype_deltas: r.counter("eddy_datatype_deltas_total", "Set and map operations sent to replicas as deltas."),
             datatype_deltas_behind: r.counter("eddy_datatype_deltas_behind_total", "Replicas behind a delta, sent the whole value."),
+            expired: r.counter("eddy_expired_total", "Objects of buckets with a ttl the expiry sweep deleted (each replica counts its own)."),
             get_fsm_time: time("eddy_node_get_fsm_time_seconds", "Time of the gets this node coordinated."),
             put_fsm_time: time("eddy_node_put_fsm_time_seconds", "Time of the puts this node coordinated."),
             get_fsm_siblings: r.histogram("eddy_node_get_fsm_siblings", "Siblings in the objects gets found.", Unit::Count, SIBLINGS_BOUNDS),

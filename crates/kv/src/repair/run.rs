@@ -190,10 +190,11 @@ impl Node {
         summary.keys += 1;
         let c = &self.repair.counters;
         c.keys_total.fetch_add(1, Ordering::Relaxed);
+        let ttl_secs = self.write_policy_of(&key.bucket).map_or(0, |p| p.ttl_secs);
         for t in here {
             let outcome = self
                 .replica(t)
-                .and_then(|v| v.repair_key(key, || self.healthy_value(&preflist, key)));
+                .and_then(|v| v.repair_key(key, ttl_secs, || self.healthy_value(&preflist, key)));
             match outcome {
                 Ok(KeyRepair::Unchanged) => {}
                 Ok(KeyRepair::Copied) => {

@@ -32,6 +32,11 @@
 //!   same on every vnode and read (Riak's repeatable "random write wins"),
 //!   never kept as siblings, whatever `allow_mult` and `last_write_wins`
 //!   say (eddy-vnode's `once`).
+//! - `ttl` (Eddy's own, [`ttl`]): each write stamps its object with an
+//!   expiry, its newest sibling's last-modified time plus the ttl; the
+//!   vnode gives it to the backend and the side store, which hide the
+//!   object and its index entries from then on, and the node's expiry
+//!   sweep deletes it (eddy-kv's `expiry`).
 
 use std::collections::BTreeMap;
 
@@ -46,10 +51,12 @@ pub mod patch;
 #[cfg(test)]
 mod patch_tests;
 mod sync_on_write;
+pub mod ttl;
 pub mod unsupported;
 
 pub use patch::PropsPatch;
 pub use sync_on_write::SyncOnWrite;
+pub use ttl::Ttl;
 
 /// A module/function pair, as Riak names hook and key functions.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,6 +135,10 @@ pub struct BucketProps {
     pub hll_precision: Option<u32>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub consistent: bool,
+    /// How long an object lives after its last write (`ttl`, Eddy's own:
+    /// [`ttl`]); none when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<Ttl>,
     /// How many times the bucket was dropped: its objects are stored
     /// under this generation's storage name (design note 018).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -169,6 +180,7 @@ impl Default for BucketProps {
             datatype: None,
             hll_precision: None,
             consistent: false,
+            ttl: None,
             generation: 0,
             extra: BTreeMap::new(),
         }
@@ -276,6 +288,10 @@ impl BucketProps {
                 let reason = "cannot be combined with a datatype: data types merge every replica's updates, last-write-wins would drop them";
                 return Err(PropsError::one("last_write_wins", reason));
             }
+            if self.ttl.is_some_and(|t| t.secs() != 0) {
+                let reason = "cannot be combined with a datatype: a big data type value is stored in segments the expiry sweep does not follow";
+                return Err(PropsError::one("ttl", reason));
+            }
         }
         if let Some(p) = self.hll_precision
             && !(u32::from(HLL_PRECISION_MIN)..=u32::from(HLL_PRECISION_MAX)).contains(&p)
@@ -314,6 +330,23 @@ impl BucketProps {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_ttl_is_refused_with_a_datatype() {
+        let props = BucketProps {
+            datatype: Some("set".into()),
+            allow_mult: true,
+            ttl: Ttl::from_secs(60),
+            ..BucketProps::default()
+        };
+        let err = props.validate().unwrap_err();
+        assert_eq!(err.0[0].0, "ttl");
+        let none = BucketProps {
+            ttl: Ttl::from_secs(0),
+            ..props
+        };
+        assert!(none.validate().is_ok());
+    }
 
     fn patch(v: Value) -> PropsPatch {
         PropsPatch::from_json(v.as_object().unwrap()).unwrap()

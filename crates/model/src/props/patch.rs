@@ -27,7 +27,7 @@ use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::{BucketProps, COMPUTED, GENERATION, ModFun, PropsError, SyncOnWrite};
+use super::{BucketProps, COMPUTED, GENERATION, ModFun, PropsError, SyncOnWrite, Ttl};
 use crate::quorum::Quorum;
 
 /// Declares [`PropsPatch`] with one `Option` per typed property, and the
@@ -146,6 +146,8 @@ props_patch! {
     /// `Some(None)`: `null`; an `hll` type then gets the default precision.
     hll_precision: Option<u32>,
     consistent: bool,
+    /// `Some(None)`: `null`, no ttl.
+    ttl: Option<Ttl>,
 }
 
 impl PropsPatch {

@@ -212,6 +212,7 @@ fn value_of(name: &str) -> BoxedStrategy<Value> {
             .boxed(),
         "backend" | "datatype" => nullable(text().prop_map(Value::from).boxed()),
         "hll_precision" => nullable(any::<u32>().prop_map(Value::from).boxed()),
+        "ttl" => nullable((0..=super::ttl::TTL_SECS_MAX).prop_map(Value::from).boxed()),
         "generation" => prop_oneof![any::<u64>().prop_map(Value::from), leaf_json()].boxed(),
         n if TYPED.contains(&n) => any::<bool>().prop_map(Value::from).boxed(),
         _ => leaf_json(),

@@ -1,13 +1,10 @@
 //! Bucket properties Eddy keeps but does not implement: a change may set
 //! them only to Riak's defaults, so no client believes a hook runs, a key
-//! function applies or vclocks are pruned when none of it happens; and
-//! properties of Eddy's own not built yet ([`NOT_BUILT`]), which a change
-//! may not set at all, so none is kept and ignored.
+//! function applies or vclocks are pruned when none of it happens.
 //!
 //! Invariant: a props change (bucket or bucket type) that sets one of
 //! [`UNSUPPORTED`] to anything but the value [`BucketProps::default`] has
-//! for it, or sets one of [`NOT_BUILT`], is refused, naming the property
-//! and what is missing. Riak clients that write back the props they read
+//! for it is refused, naming the property and what is missing. Riak clients that write back the props they read
 //! (all defaults) keep working.
 
 use serde_json::Value;
@@ -30,17 +27,10 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
     ("old_vclock", "vclock pruning is not implemented"),
 ];
 
-/// Eddy's own properties that are not built yet, and what to use instead.
-pub const NOT_BUILT: &[(&str, &str)] = &[(
-    "ttl",
-    "per-bucket TTL is not built yet; bitcask.expiry, lsm.expiry and memory_backend.ttl \
-     expire every object of a node",
-)];
-
 impl BucketProps {
     /// Fails, naming each property, if `patch` sets a property of
     /// [`UNSUPPORTED`] to a value these props (the patch's result) do not
-    /// hold at Riak's default, or sets one of [`NOT_BUILT`].
+    /// hold at Riak's default.
     pub fn check_supported(&self, patch: &PropsPatch) -> Result<(), PropsError> {
         let props = self.to_json();
         let defaults = BucketProps::default().to_json();
@@ -49,16 +39,6 @@ impl BucketProps {
             .filter(|(field, _)| patch.sets(field))
             .filter(|(field, _)| props.get(*field) != defaults.get(*field))
             .map(|(field, why)| (field.to_string(), reason(field, why, defaults.get(*field))))
-            .chain(
-                (NOT_BUILT.iter())
-                    .filter(|(field, _)| patch.extra.contains_key(*field))
-                    .map(|(field, why)| {
-                        (
-                            field.to_string(),
-                            format!("bucket property '{field}' is not supported: {why}"),
-                        )
-                    }),
-            )
             .collect();
         match refused.is_empty() {
             true => Ok(()),
@@ -134,16 +114,5 @@ mod tests {
                 .contains("riak_kv_wm_link_walker:mapreduce_linkfun"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn eddys_own_properties_not_built_are_refused_whatever_their_value() {
-        for value in [json!(3600), json!("1d"), json!(null)] {
-            let err = check(json!({ "ttl": value, "n_val": 3 })).unwrap_err();
-            assert_eq!(err.0.len(), 1);
-            assert_eq!(err.0[0].0, "ttl");
-            assert!(err.0[0].1.contains("not built yet"), "{}", err.0[0].1);
-        }
-        assert!(check(json!({ "my_own_prop": 1 })).is_ok());
     }
 }

@@ -26,8 +26,7 @@ use super::checkpoint::Checkpoint;
 use super::limit::{Slot, TransferLimit};
 use super::wire::{Digest, Item, Kind, Position, Progress, Reply, Request, TransferKey};
 use eddy_kv::node::Node;
-use eddy_model::request::BucketRef;
-use eddy_vnode::msg::{StorageKey, WritePolicy};
+use eddy_vnode::msg::StorageKey;
 use eddy_vnode::{Vnode, VnodeHandle};
 
 /// How long a vnode that an ownership transfer finished into counts as
@@ -398,7 +397,7 @@ fn merge(node: &Node, vnode: &Vnode, items: &[Item]) -> Result<(), String> {
     for item in items {
         // `None`: an object of a dropped bucket's earlier generation,
         // from a sender that has not heard of the drop (design note 018).
-        let Some(policy) = policy(node, &item.bucket) else {
+        let Some(policy) = node.write_policy_of(&item.bucket) else {
             continue;
         };
         let key = StorageKey {
@@ -417,28 +416,6 @@ fn merge(node: &Node, vnode: &Vnode, items: &[Item]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The bucket's write policy, from one lookup of its props; `None` for a
-/// dropped generation of the bucket, whose objects are not written. A
-/// bucket this node cannot name keeps every sibling, which loses nothing.
-fn policy(node: &Node, storage_bucket: &[u8]) -> Option<WritePolicy> {
-    let named = BucketRef::parse_storage_bucket(storage_bucket);
-    let props = named.as_ref().and_then(|(b, _)| {
-        node.registry()
-            .bucket_props_shared(&b.bucket_type, &b.bucket)
-            .ok()
-    });
-    Some(match props {
-        Some(props) if named.is_some_and(|(_, g)| g < props.generation) => return None,
-        Some(props) => node.write_policy(&props),
-        None => WritePolicy {
-            allow_mult: true,
-            last_write_wins: false,
-            max_siblings: node.config().siblings_max,
-            write_once: false,
-        },
-    })
 }
 
 /// The indices of the digests whose objects this vnode has not seen all of.

@@ -63,6 +63,8 @@ const BUCKET_TYPE_BYTES_MAX: usize = 4096;
 const POLICY_ALLOW_MULT: u8 = 1;
 const POLICY_LWW: u8 = 2;
 const POLICY_WRITE_ONCE: u8 = 4;
+/// A ttl (u64 seconds) follows the sibling limit.
+const POLICY_TTL: u8 = 8;
 const IF_NONE_MATCH: u8 = 1;
 const IF_NOT_MODIFIED: u8 = 2;
 const DT_UPDATE: u8 = 4;
@@ -386,13 +388,19 @@ fn policy(w: &mut Writer, p: WritePolicy) {
     if p.write_once {
         flags |= POLICY_WRITE_ONCE;
     }
+    if p.ttl_secs != 0 {
+        flags |= POLICY_TTL;
+    }
     w.u8(flags);
     w.u64(p.max_siblings as u64);
+    if p.ttl_secs != 0 {
+        w.u64(p.ttl_secs);
+    }
 }
 
 fn read_policy(r: &mut Reader<'_>) -> Result<WritePolicy, WireError> {
     let flags = r.u8()?;
-    if flags & !(POLICY_ALLOW_MULT | POLICY_LWW | POLICY_WRITE_ONCE) != 0 {
+    if flags & !(POLICY_ALLOW_MULT | POLICY_LWW | POLICY_WRITE_ONCE | POLICY_TTL) != 0 {
         return Err(WireError::BadByte {
             what: "policy flags",
             value: flags,
@@ -403,6 +411,10 @@ fn read_policy(r: &mut Reader<'_>) -> Result<WritePolicy, WireError> {
         last_write_wins: flags & POLICY_LWW != 0,
         write_once: flags & POLICY_WRITE_ONCE != 0,
         max_siblings: r.count()?,
+        ttl_secs: match flags & POLICY_TTL {
+            0 => 0,
+            _ => r.u64()?,
+        },
     })
 }
 

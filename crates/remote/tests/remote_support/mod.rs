@@ -59,6 +59,7 @@ fn policy() -> WritePolicy {
         last_write_wins: false,
         max_siblings: 100,
         write_once: false,
+        ttl_secs: 0,
     }
 }
 

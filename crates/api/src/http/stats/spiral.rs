@@ -57,7 +57,7 @@ impl Spiral {
 /// requests (design note 016: requests and the keys they named, per
 /// operation, and the batched vnode messages sent to other nodes) and set
 /// operations' deltas (design note 020 §6: sent to replicas, and replicas
-/// that were behind one).
+/// that were behind one), and objects the expiry sweep deleted.
 pub(super) fn spirals(node: &Node, pb: Option<&Arc<ConnectionTable>>) -> Vec<Spiral> {
     let m: &NodeMetrics = &node.metrics;
     let counted = [
@@ -75,6 +75,7 @@ pub(super) fn spirals(node: &Node, pb: Option<&Arc<ConnectionTable>>) -> Vec<Spi
         ("vnode_batches", &m.vnode_batches),
         ("datatype_deltas", &m.datatype_deltas),
         ("datatype_deltas_behind", &m.datatype_deltas_behind),
+        ("expired", &m.expired),
         ("vnode_index_reads", &m.queries.vnode_index_reads),
         ("list_fsm_create", &m.queries.list_keys),
         ("object_merge", &m.vnodes.object_merges),
