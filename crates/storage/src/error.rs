@@ -56,6 +56,13 @@ pub enum StorageError {
         /// The bound.
         max: u64,
     },
+    /// A write gave index specs to a backend that keeps no index entries
+    /// (its [`crate::Capabilities::indexes`] is false); nothing was written.
+    #[error("the {backend} backend keeps no secondary-index entries: a write gave it index specs")]
+    NoIndexes {
+        /// The backend's name ([`crate::Backend::name`]).
+        backend: &'static str,
+    },
     /// The instance was closed.
     #[error("backend is closed")]
     Closed,
