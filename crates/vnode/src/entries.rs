@@ -7,7 +7,8 @@
 //! (the memory backend's) stay in its backend beside the objects, which
 //! are in memory anyway and gone with them at a restart; so do every
 //! bucket's in a vnode without a side store (a node without a data
-//! directory).
+//! directory). A backend that keeps no entries (bitcask) needs a side
+//! store: it refuses a write that gives it index specs.
 //!
 //! Invariants:
 //! - a write tells the side store the key's whole set of entries after it
