@@ -11,10 +11,8 @@
 //! it holds), or into the side store, which is told the entries the record
 //! leaves whether or not the backend already had the record (a write logs
 //! its record before either store takes it, so a crash may have left the
-//! backend ahead of the side store). Writes are marked
-//! [`WriteOptions::REPLAY`]: they were acknowledged before the restart, so
-//! a backend takes them even past a memory bound at which it refuses new
-//! writes, as it loads its files at open.
+//! backend ahead of the side store). Writes are not synced: replay syncs
+//! every backend and side store at its end.
 
 use eddy_storage::WriteOptions;
 
@@ -34,7 +32,7 @@ pub fn apply_record(stores: &Stores, record: &Record<'_>) -> Result<(), String> 
                 // A segment record: no index entries.
                 if stored.as_deref() != Some(value) {
                     backend
-                        .put(bucket, key, value, &[], WriteOptions::REPLAY)
+                        .put(bucket, key, value, &[], WriteOptions::NO_SYNC)
                         .map_err(|e| e.to_string())?;
                 }
                 return Ok(());
@@ -46,14 +44,14 @@ pub fn apply_record(stores: &Stores, record: &Record<'_>) -> Result<(), String> 
                 let old = stored.and_then(|b| indexed_object(bucket, &b).ok().flatten());
                 let specs = stores.backend_specs(bucket, &Entries::between(old.as_ref(), &new));
                 backend
-                    .put(bucket, key, value, &specs, WriteOptions::REPLAY)
+                    .put(bucket, key, value, &specs, WriteOptions::NO_SYNC)
                     .map_err(|e| e.to_string())?;
             }
             Entries::holding(&new)
         }
         Op::Delete => {
             backend
-                .delete(bucket, key, WriteOptions::REPLAY)
+                .delete(bucket, key, WriteOptions::NO_SYNC)
                 .map_err(|e| e.to_string())?;
             Entries::Removed
         }

@@ -111,10 +111,7 @@ impl<'a> Harness<'a> {
             .map(|op| absolute_expiry(op, now))
             .map(|op| if indexes { op } else { without_specs(op) })
             .collect();
-        let opts = WriteOptions {
-            sync,
-            ..WriteOptions::default()
-        };
+        let opts = WriteOptions { sync };
         let batch = WriteBatch { ops: ops.clone() };
         self.backend()
             .write(batch, opts)
