@@ -67,13 +67,6 @@ pub struct BitcaskConfig {
     pub merge_window: MergeWindow,
     /// How often the background thread checks merge triggers (0 = never).
     pub merge_check_interval_ms: u64,
-    /// Bound on the term index's estimated memory (`index::memory`), in
-    /// bytes; `None` for none. A write that would grow the index past it
-    /// is refused with [`StorageError::IndexFull`] before anything is
-    /// written; writes that do not grow it always pass, and open and
-    /// replayed writes load everything (design note 002). Not Riak's: its
-    /// bitcask has no index.
-    pub index_memory_max_bytes: Option<u64>,
     /// Time source for timestamps, expiry and the merge window.
     pub clock: Arc<dyn Clock>,
 }
@@ -96,7 +89,6 @@ impl Default for BitcaskConfig {
             small_file_threshold: 10 * MIB,
             merge_window: MergeWindow::Always,
             merge_check_interval_ms: 180_000,
-            index_memory_max_bytes: None,
             clock: Arc::new(SystemClock),
         }
     }

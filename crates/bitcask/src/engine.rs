@@ -1,11 +1,11 @@
 //! The shared core of an instance ([`Inner`]) and its write path.
 //!
 //! Locking: `writer` (a mutex) serialises appends; `state` (a read-write
-//! lock) guards keydir, index and file table. A writer holds `writer` while
-//! it reads the key's current terms, appends the record and applies it to
-//! `state`, so keydir updates happen in append order. Nobody takes `writer`
-//! while holding `state`. Readers take only `state`, and `writer` briefly
-//! when a record is still in the write buffer.
+//! lock) guards keydir and file table. A writer holds `writer` while it
+//! appends the record and applies it to `state`, so keydir updates happen
+//! in append order. Nobody takes `writer` while holding `state`. Readers
+//! take only `state`, and `writer` briefly when a record is still in the
+//! write buffer.
 //!
 //! Durability: `appended` counts every byte ever appended (a log sequence
 //! number). A durable write waits until `durable` covers its end; one waiter
@@ -23,6 +23,10 @@
 //! that fails for another reason than an exhausted resource) poisons the
 //! instance: every later write fails with `StorageError::Poisoned`, and no
 //! later fsync is trusted.
+//!
+//! Index specs: bitcask keeps no index entries (a vnode keeps them in its
+//! side store, design note 027), so a write that gives it specs is refused
+//! whole with `StorageError::NoIndexes` before anything is appended.
 //!
 //! Out of disk or descriptors (docs/design/008-transient-failures.md): a
 //! flush that fails with `StorageError::Exhausted` keeps the buffer (a
@@ -43,8 +47,6 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use eddy_storage::clock::effective_expiry;
-use eddy_storage::index::IndexSpec;
-use eddy_storage::memory::apply_specs;
 use eddy_storage::{
     BatchOp, GroupCommit, StorageError, SyncPolicy, WriteBatch, WriteOptions, limits,
 };
@@ -53,7 +55,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::background::{Activity, Membership};
 use crate::config::BitcaskConfig;
 use crate::datafile::{ActiveFile, DataFile, ID_STRIDE, MAX_UNFLUSHED_BYTES, data_path, sync_dir};
-use crate::format::{FLAG_DROP, FLAG_LZ4, FLAG_TOMBSTONE, NewRecord, TermSet};
+use crate::format::{FLAG_DROP, FLAG_LZ4, FLAG_TOMBSTONE, NewRecord};
 use crate::format::{compress_value, encode_drop_position, encode_record};
 use crate::keydir::{Entry, expiry_to_u32};
 use crate::recovery::OpenReport;
@@ -130,10 +132,6 @@ pub struct Inner {
     /// Test hook: while non-zero, every write of buffered bytes to a data
     /// file fails with this errno.
     flush_errno: AtomicI32,
-    /// Writes refused because the term index would outgrow its bound.
-    pub index_refusals: AtomicU64,
-    /// Whether the index being over its bound was logged (once per instance).
-    pub index_over_logged: AtomicBool,
 }
 
 /// The on-disk form of an expiry: 0 = none, and never 0 for a real one.
@@ -172,8 +170,6 @@ impl Inner {
             fail_next_sync: AtomicBool::new(false),
             flush_failures: AtomicU64::new(0),
             flush_errno: AtomicI32::new(0),
-            index_refusals: AtomicU64::new(0),
-            index_over_logged: AtomicBool::new(false),
         }
     }
 
@@ -282,28 +278,27 @@ impl Inner {
     }
 
     /// Applies a batch; with `opts.sync` (or `OSync`) returns once durable.
+    /// A batch with index specs is refused whole (module docs).
     pub fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<(), StorageError> {
         batch.ops.iter().try_for_each(limits::check_op)?;
+        let specs =
+            |op: &BatchOp| matches!(op, BatchOp::Put { indexes, .. } if !indexes.is_empty());
+        if batch.ops.iter().any(specs) {
+            return Err(StorageError::NoIndexes { backend: "bitcask" });
+        }
         let durable = self.wants_durable(opts);
         let lsn = {
             let mut w = self.writer.lock();
             self.check_writable(&mut w, durable)?;
-            self.check_batch_index_room(&batch.ops, opts.replay)?;
             for op in batch.ops {
                 match op {
                     BatchOp::Put {
                         bucket,
                         key,
                         value,
-                        indexes,
                         expires_at_secs,
-                    } => self.put_locked(
-                        &mut w,
-                        (&bucket, &key, &value),
-                        indexes,
-                        expires_at_secs,
-                        opts.replay,
-                    )?,
+                        ..
+                    } => self.put_locked(&mut w, (&bucket, &key, &value), expires_at_secs)?,
                     BatchOp::Delete { bucket, key } => self.delete_locked(&mut w, &bucket, &key)?,
                 }
             }
@@ -319,7 +314,6 @@ impl Inner {
     pub fn put(
         &self,
         op: (&[u8], &[u8], &[u8]),
-        indexes: Vec<IndexSpec>,
         expires_at_secs: Option<u64>,
         opts: WriteOptions,
     ) -> Result<(), StorageError> {
@@ -327,7 +321,7 @@ impl Inner {
         let lsn = {
             let mut w = self.writer.lock();
             self.check_writable(&mut w, durable)?;
-            self.put_locked(&mut w, op, indexes, expires_at_secs, opts.replay)?;
+            self.put_locked(&mut w, op, expires_at_secs)?;
             w.appended
         };
         if durable {
@@ -336,24 +330,14 @@ impl Inner {
         Ok(())
     }
 
-    /// Stores `(bucket, key, value)` with the key's terms after `indexes`;
-    /// refuses it first if it would grow the term index past its bound
-    /// (unless `replay`). Caller holds the writer lock.
+    /// Stores `(bucket, key, value)`. Caller holds the writer lock.
     fn put_locked(
         &self,
         w: &mut Writer,
         (bucket, key, value): (&[u8], &[u8], &[u8]),
-        indexes: Vec<IndexSpec>,
         expires_at_secs: Option<u64>,
-        replay: bool,
     ) -> Result<(), StorageError> {
         let now = self.now();
-        let mut terms = TermSet::new();
-        if !indexes.is_empty() || self.state.read().index.terms_of(bucket, key).is_some() {
-            terms = live_terms(&self.state.read(), bucket, key, now);
-            apply_specs(&mut terms, indexes);
-            self.check_index_room(bucket, key, &terms, replay)?;
-        }
         let expiry = disk_expiry(effective_expiry(
             now,
             expires_at_secs,
@@ -374,7 +358,6 @@ impl Inner {
             flags,
             bucket,
             key,
-            terms: &terms,
             value: payload,
         };
         let (file_id, offset, size) = self.append(w, &rec)?;
@@ -385,7 +368,7 @@ impl Inner {
             tstamp: tstamp(now),
             expiry: expiry_to_u32(expiry),
         };
-        self.state.write().apply_value(bucket, key, entry, terms);
+        self.state.write().apply_value(bucket, key, entry);
         self.maybe_flush(w)
     }
 
@@ -402,7 +385,6 @@ impl Inner {
             flags: FLAG_TOMBSTONE,
             bucket,
             key,
-            terms: &TermSet::new(),
             value: &[],
         };
         let (file_id, _, size) = self.append(w, &rec)?;
@@ -431,7 +413,6 @@ impl Inner {
                 flags: FLAG_DROP,
                 bucket,
                 key: &[],
-                terms: &TermSet::new(),
                 value: &value,
             };
             let (file_id, _, size) = self.append(&mut w, &rec)?;
@@ -615,16 +596,6 @@ impl Inner {
         self.syncs.fetch_add(1, Ordering::Relaxed);
         self.sync_file(&file)
     }
-}
-
-/// The terms `(bucket, key)` has now: none if it is absent or expired.
-pub fn live_terms(st: &State, bucket: &[u8], key: &[u8], now: u64) -> TermSet {
-    match st.keydir.get(bucket, key) {
-        Some(e) if !e.is_expired(now) => st.index.terms_of(bucket, key),
-        _ => None,
-    }
-    .map(|terms| terms.iter().cloned().collect())
-    .unwrap_or_default()
 }
 
 /// An offset as a keydir `u32`.

@@ -1,14 +1,14 @@
 //! The on-disk record format of data files (docs/formats/bitcask.md).
 //!
-//! This module owns the byte layout: file headers, data records and the
-//! encoding of a key's index term set. It does no I/O. Invariants:
+//! This module owns the byte layout: file headers and data records. It does
+//! no I/O. Invariants:
 //! - every record's CRC32 covers every byte after the CRC field, so a record
 //!   whose CRC matches was written exactly as decoded;
 //! - a record never contains its own location, so merge copies records
 //!   byte for byte;
-//! - term sets are encoded sorted and without duplicates.
-
-use std::collections::BTreeSet;
+//! - a record's terms field is written empty (`terms_len` 0). Records
+//!   written before bitcask stopped keeping index entries may hold a term
+//!   set there; decoding reads past it, and nothing reads what it holds.
 
 /// First bytes of every data and hint file.
 pub const MAGIC: [u8; 8] = *b"EDDYBCSK";
@@ -31,9 +31,6 @@ const FLAGS_KNOWN: u8 = FLAG_TOMBSTONE | FLAG_LZ4 | FLAG_DROP;
 
 /// Size of a data record's fixed header.
 pub const RECORD_HEADER_BYTES: usize = 29;
-
-/// A key's index entries: sorted `(field, term)` pairs.
-pub type TermSet = BTreeSet<(Vec<u8>, Vec<u8>)>;
 
 /// A file header: magic, version, kind, two reserved bytes, the file id.
 pub fn file_header(kind: u8, file_id: u32) -> [u8; FILE_HEADER_BYTES] {
@@ -127,14 +124,13 @@ impl RecordHeader {
     }
 }
 
-/// A decoded record borrowing the bytes it was read from.
+/// A decoded record borrowing the bytes it was read from (its terms
+/// field, empty or an old term set, is skipped).
 #[derive(Clone, Copy, Debug)]
 pub struct Record<'a> {
     pub header: RecordHeader,
     pub bucket: &'a [u8],
     pub key: &'a [u8],
-    /// Encoded term set (see [`decode_terms`]).
-    pub terms: &'a [u8],
     /// Value payload as stored (compressed when `FLAG_LZ4`).
     pub value: &'a [u8],
 }
@@ -169,13 +165,12 @@ pub fn decode_record(b: &[u8]) -> Result<Record<'_>, &'static str> {
     };
     let bucket = take(header.bucket_len as usize);
     let key = take(header.key_len as usize);
-    let terms = take(header.terms_len as usize);
+    take(header.terms_len as usize);
     let value = take(header.value_len as usize);
     Ok(Record {
         header,
         bucket,
         key,
-        terms,
         value,
     })
 }
@@ -187,85 +182,37 @@ pub struct NewRecord<'a> {
     pub flags: u8,
     pub bucket: &'a [u8],
     pub key: &'a [u8],
-    pub terms: &'a TermSet,
     /// Payload as stored (already compressed when `FLAG_LZ4`).
     pub value: &'a [u8],
 }
 
-/// Appends one encoded record to `out` and returns its length, or `None`
-/// when a length field would overflow.
+/// Appends one encoded record, with an empty terms field, to `out` and
+/// returns its length, or `None` when a length field would overflow.
 pub fn encode_record(out: &mut Vec<u8>, rec: &NewRecord<'_>) -> Option<usize> {
+    let lens = (
+        u16::try_from(rec.bucket.len()).ok(),
+        u16::try_from(rec.key.len()).ok(),
+        u32::try_from(rec.value.len()).ok(),
+    );
+    let (Some(bl), Some(kl), Some(vl)) = lens else {
+        return None;
+    };
     let start = out.len();
     out.extend_from_slice(&[0u8; RECORD_HEADER_BYTES]);
     out.extend_from_slice(rec.bucket);
     out.extend_from_slice(rec.key);
-    let terms_start = out.len();
-    encode_terms(out, rec.terms)?;
-    let terms_len = u32::try_from(out.len() - terms_start).ok();
     out.extend_from_slice(rec.value);
-    let lens = (
-        u16::try_from(rec.bucket.len()).ok(),
-        u16::try_from(rec.key.len()).ok(),
-        terms_len,
-        u32::try_from(rec.value.len()).ok(),
-    );
-    let (Some(bl), Some(kl), Some(tl), Some(vl)) = lens else {
-        out.truncate(start);
-        return None;
-    };
     let h = &mut out[start..start + RECORD_HEADER_BYTES];
     h[4..8].copy_from_slice(&rec.tstamp.to_le_bytes());
     h[8..16].copy_from_slice(&rec.expiry.to_le_bytes());
     h[16] = rec.flags;
     h[17..19].copy_from_slice(&bl.to_le_bytes());
     h[19..21].copy_from_slice(&kl.to_le_bytes());
-    h[21..25].copy_from_slice(&tl.to_le_bytes());
+    // h[21..25], `terms_len`, stays 0.
     h[25..29].copy_from_slice(&vl.to_le_bytes());
     let crc = crc32fast::hash(&out[start + 4..]);
     out[start..start + 4].copy_from_slice(&crc.to_le_bytes());
     Some(out.len() - start)
-}
-
-/// Appends `[count u32]` then `[field_len u16][field][term_len u16][term]`
-/// for each pair in order. `None` when a part is longer than a u16 allows.
-pub fn encode_terms(out: &mut Vec<u8>, terms: &TermSet) -> Option<()> {
-    if terms.is_empty() {
-        return Some(());
-    }
-    out.extend_from_slice(&u32::try_from(terms.len()).ok()?.to_le_bytes());
-    for (field, term) in terms {
-        out.extend_from_slice(&u16::try_from(field.len()).ok()?.to_le_bytes());
-        out.extend_from_slice(field);
-        out.extend_from_slice(&u16::try_from(term.len()).ok()?.to_le_bytes());
-        out.extend_from_slice(term);
-    }
-    Some(())
-}
-
-/// Decodes an encoded term set (the empty slice is the empty set).
-pub fn decode_terms(b: &[u8]) -> Result<TermSet, &'static str> {
-    let mut set = TermSet::new();
-    if b.is_empty() {
-        return Ok(set);
-    }
-    let short = "term set truncated";
-    let count = u32_at(b.get(..4).ok_or(short)?, 0);
-    let mut at = 4usize;
-    let part = |at: &mut usize| -> Result<Vec<u8>, &'static str> {
-        let len = u16_at(b.get(*at..*at + 2).ok_or(short)?, 0) as usize;
-        let bytes = b.get(*at + 2..*at + 2 + len).ok_or(short)?;
-        *at += 2 + len;
-        Ok(bytes.to_vec())
-    };
-    for _ in 0..count {
-        let field = part(&mut at)?;
-        let term = part(&mut at)?;
-        set.insert((field, term));
-    }
-    if at != b.len() || set.len() != count as usize {
-        return Err("term set has trailing bytes or duplicates");
-    }
-    Ok(set)
 }
 
 /// The drop position `(file_id, offset)` carried by a bucket-drop record.
@@ -324,40 +271,73 @@ pub fn decode_value(flags: u8, payload: Vec<u8>) -> Result<Vec<u8>, &'static str
 mod tests {
     use super::*;
 
-    fn terms(pairs: &[(&str, &str)]) -> TermSet {
-        pairs
-            .iter()
-            .map(|(f, t)| (f.as_bytes().to_vec(), t.as_bytes().to_vec()))
-            .collect()
-    }
-
-    #[test]
-    fn record_round_trips_and_detects_flips() {
-        let ts = terms(&[("email_bin", "a@b"), ("age_int", "\x00\x2a")]);
+    fn record(value: &[u8]) -> Vec<u8> {
         let rec = NewRecord {
             tstamp: 7,
             expiry: 99,
             flags: 0,
             bucket: b"users",
             key: b"k1",
-            terms: &ts,
-            value: b"hello",
+            value,
         };
         let mut out = Vec::new();
         let n = encode_record(&mut out, &rec).unwrap();
         assert_eq!(n, out.len());
+        out
+    }
+
+    /// `raw` with `terms` in its terms field, as the code that kept index
+    /// entries wrote it (a count, then each field and term with a u16
+    /// length), CRC made again.
+    fn with_terms(raw: &[u8], terms: &[(&[u8], &[u8])]) -> Vec<u8> {
+        let h = RecordHeader::parse(raw).unwrap();
+        let body = RECORD_HEADER_BYTES + h.bucket_len as usize + h.key_len as usize;
+        let mut set = (terms.len() as u32).to_le_bytes().to_vec();
+        for (field, term) in terms {
+            for part in [field, term] {
+                set.extend_from_slice(&(part.len() as u16).to_le_bytes());
+                set.extend_from_slice(part);
+            }
+        }
+        let mut out = raw[..body].to_vec();
+        out.extend_from_slice(&set);
+        out.extend_from_slice(&raw[body..]);
+        out[21..25].copy_from_slice(&(set.len() as u32).to_le_bytes());
+        let crc = crc32fast::hash(&out[4..]);
+        out[..4].copy_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn record_round_trips_and_detects_flips() {
+        let out = record(b"hello");
         let r = decode_record(&out).unwrap();
         assert_eq!(
             (r.bucket, r.key, r.value),
             (&b"users"[..], &b"k1"[..], &b"hello"[..])
         );
-        assert_eq!(decode_terms(r.terms).unwrap(), ts);
         assert_eq!((r.header.tstamp, r.header.expiry), (7, 99));
+        assert_eq!(r.header.terms_len, 0, "the terms field is written empty");
         for i in 0..out.len() {
             let mut bad = out.clone();
             bad[i] ^= 0x10;
             assert!(decode_record(&bad).is_err(), "flip at {i} not detected");
         }
+    }
+
+    #[test]
+    fn a_record_holding_a_term_set_reads_past_it() {
+        let old = with_terms(
+            &record(b"hello"),
+            &[(b"age_int", b"\x00\x2a"), (b"email_bin", b"a@b")],
+        );
+        let r = decode_record(&old).unwrap();
+        assert!(r.header.terms_len > 0);
+        assert_eq!(r.header.total_len(), old.len() as u64);
+        assert_eq!(
+            (r.bucket, r.key, r.value),
+            (&b"users"[..], &b"k1"[..], &b"hello"[..])
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Hint files: a data file's records without their values, so open can
-//! rebuild the keydir and index without reading values.
+//! rebuild the keydir without reading values.
 //!
 //! Layout (docs/formats/bitcask.md): a file header of kind `KIND_HINT`, one
 //! entry per data record in file order, and a 24-byte trailer
@@ -7,7 +7,9 @@
 //! every byte before it. A hint file is used only when its trailer, CRC,
 //! entry count and `data_len` (the data file's exact length) all match;
 //! otherwise open rejects it and scans the data file. Hints are written to a
-//! temporary name, synced, then renamed into place.
+//! temporary name, synced, then renamed into place. An entry's terms field
+//! is written empty; an entry written when bitcask kept index entries may
+//! hold the record's term set there, which parsing reads past.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -33,7 +35,6 @@ pub struct HintEntry<'a> {
     pub flags: u8,
     pub bucket: &'a [u8],
     pub key: &'a [u8],
-    pub terms: &'a [u8],
     /// The drop position, for bucket-drop records.
     pub drop_position: &'a [u8],
 }
@@ -82,11 +83,10 @@ impl HintWriter {
         fixed[20] = h.flags;
         fixed[21..23].copy_from_slice(&h.bucket_len.to_le_bytes());
         fixed[23..25].copy_from_slice(&h.key_len.to_le_bytes());
-        fixed[25..29].copy_from_slice(&h.terms_len.to_le_bytes());
+        // fixed[25..29], `terms_len`, stays 0.
         self.put(&fixed)?;
         self.put(r.bucket)?;
         self.put(r.key)?;
-        self.put(r.terms)?;
         if r.is_drop() {
             self.put(r.value)?;
         }
@@ -181,7 +181,6 @@ fn parse_entry(b: &[u8]) -> Result<(HintEntry<'_>, usize), &'static str> {
         flags,
         bucket: &body[..bl],
         key: &body[bl..bl + kl],
-        terms: &body[bl + kl..bl + kl + tl],
         drop_position: &body[bl + kl + tl..],
     };
     Ok((entry, len))

@@ -4,16 +4,19 @@
 //!
 //! Modules, bottom up: [`format`] (record bytes), [`scan`] (damage-tolerant
 //! file scans), [`hint`] (hint files), [`datafile`] (files and the write
-//! buffer), [`keydir`] and [`index`] (memory), `state` (both, plus the file
-//! table), `recovery` (open), `engine` (write path, group commit),
-//! `index_room` (the term index's memory bound on the write path),
-//! `read` (get, folds, index scans), [`merge`], `background` (the hint,
-//! sync and merge threads every instance of the process shares).
+//! buffer), [`keydir`] (memory), `state` (the keydir plus the file table),
+//! `recovery` (open), `engine` (write path, group commit), `read` (get,
+//! folds, status), [`merge`], `background` (the hint, sync and merge
+//! threads every instance of the process shares).
+//!
+//! Bitcask keeps no secondary-index entries: its capabilities say
+//! `indexes: false`, a write with index specs is refused with
+//! [`StorageError::NoIndexes`], and an index scan answers nothing. A vnode
+//! keeps its buckets' entries in its side store (design note 027).
 //!
 //! Invariants:
-//! - Replaying the data files in id order rebuilds exactly the keydir and
-//!   index the writes built: every record carries its key's whole term set,
-//!   and merges keep replay order (see [`merge`]).
+//! - Replaying the data files in id order rebuilds exactly the keydir the
+//!   writes built: merges keep replay order (see [`merge`]).
 //! - A record is returned only after its CRC and key have been checked.
 //! - A write with `sync` returns only after an fdatasync covering it; after
 //!   a failed fsync every write fails with `StorageError::Poisoned`.
@@ -25,8 +28,6 @@ pub mod datafile;
 mod engine;
 pub mod format;
 pub mod hint;
-pub mod index;
-mod index_room;
 pub mod keydir;
 mod lock;
 pub mod merge;
@@ -79,12 +80,6 @@ impl Bitcask {
         let mut inner = Inner::new(dir.to_path_buf(), config, state, Writer::new(active));
         inner.report = recovered.report;
         *inner.lock_file.lock() = Some(lock);
-        if let Some(max) = inner.config.index_memory_max_bytes {
-            let bytes = inner.state.read().index.memory_bytes();
-            if bytes > max {
-                inner.log_index_over(bytes, max, "open found");
-            }
-        }
         let inner = Arc::new(inner);
         let membership = background::join(&inner).map_err(|e| StorageError::io(dir, e))?;
         let _ = inner.membership.set(membership);
@@ -108,13 +103,6 @@ impl Bitcask {
     /// Bytes the keydir allocates (arena plus hash table).
     pub fn keydir_memory_bytes(&self) -> usize {
         self.inner.state.read().keydir.memory_bytes()
-    }
-
-    /// The term index's entries and its estimated memory in bytes
-    /// (`index::memory`).
-    pub fn index_memory(&self) -> (usize, u64) {
-        let st = self.inner.state.read();
-        (st.index.len(), st.index.memory_bytes())
     }
 
     /// Makes the next fdatasync fail, to test poisoning. Not for production.
@@ -226,7 +214,7 @@ impl Backend for Bitcask {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             ordered: false,
-            indexes: true,
+            indexes: false,
             ttl: true,
             kv_separation: false,
             persistent: true,
@@ -251,8 +239,7 @@ impl Backend for Bitcask {
         opts: WriteOptions,
     ) -> Result<(), StorageError> {
         check_put(bucket, key, value, indexes)?;
-        self.inner
-            .put((bucket, key, value), indexes.to_vec(), None, opts)
+        self.inner.put((bucket, key, value), None, opts)
     }
 
     fn fold_keys(&self, opts: &FoldOptions, f: &mut KeyVisitor<'_>) -> Result<(), StorageError> {
@@ -267,8 +254,13 @@ impl Backend for Bitcask {
         self.inner.fold_objects(opts, f)
     }
 
-    fn index_range(&self, query: &IndexQuery, f: &mut KeyVisitor<'_>) -> Result<(), StorageError> {
-        self.inner.index_range(query, f)
+    /// Answers nothing: bitcask keeps no index entries.
+    fn index_range(
+        &self,
+        _query: &IndexQuery,
+        _f: &mut KeyVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        self.inner.check_open()
     }
 
     fn drop_bucket(&self, bucket: &[u8]) -> Result<(), StorageError> {
@@ -310,8 +302,9 @@ impl Backend for Bitcask {
 }
 
 /// The limits of a put: the hot path checks lengths against the same
-/// constants `limits::check_op` uses, without copying; a put with index
-/// specs goes through `check_op` itself.
+/// constants `limits::check_op` uses, without copying. A put with index
+/// specs goes through `check_op` itself (an oversized spec is `TooLarge`,
+/// as on every backend), then is refused: bitcask keeps no index entries.
 fn check_put(
     bucket: &[u8],
     key: &[u8],
@@ -337,5 +330,6 @@ fn check_put(
         value: Vec::new(),
         indexes: indexes.to_vec(),
         expires_at_secs: None,
-    })
+    })?;
+    Err(StorageError::NoIndexes { backend: "bitcask" })
 }

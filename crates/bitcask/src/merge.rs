@@ -13,6 +13,11 @@
 //! value is dropped only when no surviving file could hold an older record
 //! it hides: that is, when every file older than it is an input of this
 //! merge. Otherwise it is kept (an expired value becomes a tombstone).
+//!
+//! A value record that holds a term set (written when bitcask kept index
+//! entries) is copied without it: its terms field empty, the rest the
+//! same. Every other record is copied byte for byte.
+//!
 //! Outputs are synced and renamed into place before any input is deleted,
 //! and inputs are deleted oldest first, so a crash part-way leaves a suffix
 //! of the inputs, in which every surviving value is still followed by the
@@ -27,7 +32,7 @@ use eddy_storage::{StorageError, retire};
 use crate::config::BitcaskConfig;
 use crate::datafile::{ActiveFile, DataFile, ID_STRIDE, data_path, hint_path, sync_dir, temp_path};
 use crate::engine::{Inner, tstamp};
-use crate::format::{FLAG_TOMBSTONE, NewRecord, Record, TermSet};
+use crate::format::{FLAG_TOMBSTONE, NewRecord, Record};
 use crate::format::{decode_drop_position, decode_record, encode_record};
 use crate::hint::HintWriter;
 use crate::keydir::Entry;
@@ -317,10 +322,16 @@ impl Merger<'_> {
             self.changes.push(r, (id, offset), None);
             return self.expire(id, r);
         }
+        let stripped = match r.header.terms_len {
+            0 => None,
+            _ => Some(self.without_terms(r)?),
+        };
+        let raw = stripped.as_deref().unwrap_or(raw);
         let (file_id, new_offset) = self.append(raw, r, false)?;
         let moved = Entry {
             file_id,
             offset: new_offset,
+            size: raw.len() as u32,
             ..e
         };
         self.changes.push(r, (id, offset), Some(moved));
@@ -343,6 +354,21 @@ impl Merger<'_> {
         Ok(())
     }
 
+    /// The bytes of value record `r` with its terms field empty.
+    fn without_terms(&self, r: &Record<'_>) -> Result<Vec<u8>, StorageError> {
+        let rec = NewRecord {
+            tstamp: r.header.tstamp,
+            expiry: r.header.expiry,
+            flags: r.header.flags,
+            bucket: r.bucket,
+            key: r.key,
+            value: r.value,
+        };
+        let mut raw = Vec::new();
+        encode_record(&mut raw, &rec).ok_or(StorageError::Config("key too long".into()))?;
+        Ok(raw)
+    }
+
     /// Drops an expired value, leaving a tombstone if an older file survives.
     fn expire(&mut self, id: u32, r: &Record<'_>) -> Result<(), StorageError> {
         self.stats.records_dropped += 1;
@@ -355,7 +381,6 @@ impl Merger<'_> {
             flags: FLAG_TOMBSTONE,
             bucket: r.bucket,
             key: r.key,
-            terms: &TermSet::new(),
             value: &[],
         };
         let mut raw = Vec::new();

@@ -1,4 +1,4 @@
-//! The read path: get, folds, index scans, status.
+//! The read path: get, folds, status.
 //!
 //! Reads look the key up under the state's read lock, clone the file's
 //! `Arc`, release the lock and then copy the record out of the file's map
@@ -17,18 +17,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use eddy_storage::{
-    BackendStatus, FoldControl, FoldOptions, IndexQuery, KeyVisitor, ObjectVisitor, StorageError,
+    BackendStatus, FoldControl, FoldOptions, KeyVisitor, ObjectVisitor, StorageError,
 };
 
 use crate::datafile::DataFile;
 use crate::engine::Inner;
 use crate::format::decode_record;
 use crate::format::decode_value;
-use crate::index::deliver;
 use crate::keydir::Entry;
-
-/// Index hits collected per lock acquisition during an index scan.
-const INDEX_BATCH: usize = 4096;
 
 /// Keys and locations selected by a fold, packed into one buffer.
 struct Snapshot {
@@ -173,34 +169,6 @@ impl Inner {
         Ok(())
     }
 
-    /// Index entries of live objects in `(term, key)` order.
-    pub fn index_range(
-        &self,
-        query: &IndexQuery,
-        f: &mut KeyVisitor<'_>,
-    ) -> Result<(), StorageError> {
-        let mut q = query.clone();
-        loop {
-            self.check_open()?;
-            let now = self.now();
-            let hits = {
-                let st = self.state.read();
-                let live = |k: &[u8]| {
-                    st.keydir
-                        .get(&q.bucket, k)
-                        .is_some_and(|e| !e.is_expired(now))
-                };
-                st.index.range(&q, INDEX_BATCH, live)
-            };
-            let last = hits.last().cloned();
-            let full = hits.len() == INDEX_BATCH;
-            if deliver(hits, f) == FoldControl::Stop || !full {
-                return Ok(());
-            }
-            q.start_after = last;
-        }
-    }
-
     /// True when no live, unexpired key exists.
     pub fn is_empty(&self) -> Result<bool, StorageError> {
         self.check_open()?;
@@ -220,21 +188,6 @@ impl Inner {
         let dead_bytes = st.files.values().map(|f| f.dead_bytes()).sum();
         let extra = vec![
             ("keydir_bytes".into(), st.keydir.memory_bytes().to_string()),
-            ("index_entries".into(), st.index.len().to_string()),
-            (
-                "index_memory_bytes".into(),
-                st.index.memory_bytes().to_string(),
-            ),
-            (
-                "index_memory_max".into(),
-                self.config
-                    .index_memory_max_bytes
-                    .map_or_else(|| "off".into(), |max| max.to_string()),
-            ),
-            (
-                "index_writes_refused".into(),
-                self.index_refusals.load(Ordering::Relaxed).to_string(),
-            ),
             (
                 "corrupt_reads".into(),
                 self.corrupt_reads.load(Ordering::Relaxed).to_string(),

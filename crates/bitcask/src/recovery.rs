@@ -1,5 +1,7 @@
-//! Open-time recovery: rebuilds keydir, index and file table from the data
-//! directory, and reports what it had to skip.
+//! Open-time recovery: rebuilds keydir and file table from the data
+//! directory, and reports what it had to skip. The term sets that records
+//! and hint entries written when bitcask kept index entries may hold are
+//! read past.
 //!
 //! Files replay in id order; each uses its hint file when that is valid and
 //! otherwise a scan of the data file. Temporary files (unfinished merges and
@@ -16,8 +18,8 @@ use std::sync::Arc;
 use eddy_storage::{RecoveryReport, StorageError};
 
 use crate::datafile::{DataFile, FileKind, ID_STRIDE, classify, hint_path};
+use crate::format::decode_drop_position;
 use crate::format::{FILE_HEADER_BYTES, FLAG_DROP, FLAG_TOMBSTONE, KIND_DATA, check_file_header};
-use crate::format::{decode_drop_position, decode_terms};
 use crate::hint::{HintEntry, for_each_entry, read_hint};
 use crate::keydir::{Entry, expiry_to_u32};
 use crate::scan::{ScanEvent, scan};
@@ -271,7 +273,6 @@ impl Replay<'_> {
                         flags: r.header.flags,
                         bucket: r.bucket,
                         key: r.key,
-                        terms: r.terms,
                         drop_position: if r.is_drop() { r.value } else { &[] },
                     };
                     self.apply(file.id, &e)
@@ -318,7 +319,6 @@ impl Replay<'_> {
             *latest = (*latest).max(position);
             self.state.apply_drop_record(id, e.size);
         } else {
-            let terms = decode_terms(e.terms)?;
             let entry = Entry {
                 file_id: id,
                 offset: e.offset,
@@ -326,7 +326,7 @@ impl Replay<'_> {
                 tstamp: e.tstamp,
                 expiry: expiry_to_u32(e.expiry),
             };
-            self.state.apply_value(e.bucket, e.key, entry, terms);
+            self.state.apply_value(e.bucket, e.key, entry);
         }
         Ok(())
     }

@@ -1,10 +1,10 @@
-//! The in-memory state guarded by one lock: keydir, index and file table.
+//! The in-memory state guarded by one lock: keydir and file table.
 //!
 //! Both the write path and open's replay change the state only through the
 //! `apply_*` methods, so a replay of the data files rebuilds exactly the state
 //! the writes built. Invariants:
 //! - the keydir holds each key's latest record in replay order (file id,
-//!   then offset), and the index holds that record's term set;
+//!   then offset);
 //! - `files[id].live_bytes` is the sum of the sizes of keydir entries in
 //!   file `id`, plus the tombstones and drop records a merge had to keep
 //!   (those are needed, not dead);
@@ -14,8 +14,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::datafile::{DataFile, ID_STRIDE};
-use crate::format::TermSet;
-use crate::index::TermIndex;
 use crate::keydir::{Entry, Keydir};
 
 /// One data file and its byte counts.
@@ -45,11 +43,10 @@ pub fn is_merge_output(file_id: u32) -> bool {
     !file_id.is_multiple_of(ID_STRIDE)
 }
 
-/// Keydir, index and file table.
+/// Keydir and file table.
 #[derive(Default)]
 pub struct State {
     pub keydir: Keydir,
-    pub index: TermIndex,
     pub files: BTreeMap<u32, FileInfo>,
 }
 
@@ -71,14 +68,11 @@ impl State {
         }
     }
 
-    /// A value record for `(bucket, key)` with its whole term set.
-    pub fn apply_value(&mut self, bucket: &[u8], key: &[u8], entry: Entry, terms: TermSet) {
+    /// A value record for `(bucket, key)`.
+    pub fn apply_value(&mut self, bucket: &[u8], key: &[u8], entry: Entry) {
         self.add_bytes(entry.file_id, entry.size, true);
         let old = self.keydir.insert(bucket, key, entry);
         self.forget(old);
-        if !terms.is_empty() || self.index.terms_of(bucket, key).is_some() {
-            self.index.set(bucket, key, terms);
-        }
     }
 
     /// A tombstone record of `size` bytes in `file_id`.
@@ -86,7 +80,6 @@ impl State {
         self.add_bytes(file_id, size, is_merge_output(file_id));
         let old = self.keydir.remove(bucket, key);
         self.forget(old);
-        self.index.remove(bucket, key);
     }
 
     /// A bucket-drop record of `size` bytes in `file_id`; see [`State::drop_before`].
@@ -97,14 +90,13 @@ impl State {
     /// Removes every key of `bucket` whose latest record lies before
     /// `position` (a `(file_id, offset)` in replay order).
     pub fn drop_before(&mut self, bucket: &[u8], position: (u32, u32)) {
-        let mut removed: Vec<(Vec<u8>, Entry)> = Vec::new();
+        let mut removed: Vec<Entry> = Vec::new();
         self.keydir.remove_where(
             |b, _, e| b == bucket && e.location() < position,
-            |_, k, e| removed.push((k.to_vec(), *e)),
+            |_, _, e| removed.push(*e),
         );
-        for (key, e) in removed {
+        for e in removed {
             self.forget(Some(e));
-            self.index.remove(bucket, &key);
         }
     }
 
@@ -116,9 +108,6 @@ impl State {
             .remove_if(bucket, key, |e| e.location() == location);
         let removed = old.is_some();
         self.forget(old);
-        if removed {
-            self.index.remove(bucket, key);
-        }
         removed
     }
 

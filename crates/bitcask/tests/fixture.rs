@@ -2,15 +2,25 @@
 //! code, checked in under tests/fixtures/v1, read back key by key so the
 //! format can never change silently.
 //!
-//! Regenerate (only for a deliberate format change, with a new version):
-//! `EDDY_WRITE_FIXTURE=1 cargo test -p eddy-bitcask --test fixture`.
+//! That version kept index entries: its value records and hint entries hold
+//! term sets (alice's `age_int` and `email_bin`, carol's `age_int`). They
+//! are read past, whether open uses the hint files or scans the data
+//! files, and a merge copies those records without them. The fixture is
+//! frozen: this code writes no term sets, so it cannot write it again.
+//!
+//! What it holds, in order (files of 1 KiB, lz4 on, the clock at
+//! 1,700,000,000): alice with two terms; bob's long, compressible value;
+//! two fillers; carol with a term, then deleted; erin expiring at +100 and
+//! frank at +1,000,000 in one batch; g1 and g2 in bucket `gone`; two
+//! fillers; `gone` dropped, then g3 written to it; two fillers; alice again
+//! with one term removed and one added.
 
 use std::path::{Path, PathBuf};
 
+use eddy_bitcask::format::Record;
+use eddy_bitcask::scan::{ScanEvent, scan};
 use eddy_bitcask::{Bitcask, BitcaskConfig};
-use eddy_storage::{
-    Backend, FoldControl, FoldOptions, IndexQuery, IndexSpec, ManualClock, WriteBatch, WriteOptions,
-};
+use eddy_storage::{Backend, FoldControl, FoldOptions, IndexQuery, ManualClock};
 
 const T0: u64 = 1_700_000_000;
 
@@ -22,7 +32,8 @@ fn bob_value() -> Vec<u8> {
     b"bob likes long, repetitive values. ".repeat(30)
 }
 
-/// Incompressible bytes, so the fixture spans several files.
+/// The fillers' incompressible bytes, which spread the fixture over
+/// several files.
 fn filler(i: u32) -> Vec<u8> {
     let mut x = 0x2545_f491_4f6c_dd1du64 ^ i as u64;
     (0..400)
@@ -33,72 +44,6 @@ fn filler(i: u32) -> Vec<u8> {
             x as u8
         })
         .collect()
-}
-
-fn write_filler(b: &Bitcask, from: u32) {
-    for i in from..from + 2 {
-        let key = format!("f{i}");
-        b.put(
-            b"filler",
-            key.as_bytes(),
-            &filler(i),
-            &[],
-            WriteOptions::NO_SYNC,
-        )
-        .unwrap();
-    }
-}
-
-fn write_fixture(dir: &Path) {
-    let config = BitcaskConfig {
-        max_file_size_bytes: 1024,
-        compression: true,
-        merge_check_interval_ms: 0,
-        clock: ManualClock::new(T0),
-        ..BitcaskConfig::default()
-    };
-    let b = Bitcask::open(dir, config).unwrap();
-    let w = WriteOptions::NO_SYNC;
-    let age30 = IndexSpec::add(b"age_int", &[0, 0, 0, 30]);
-    let email = IndexSpec::add(b"email_bin", b"alice@example.com");
-    b.put(b"users", b"alice", b"alice v1", &[age30, email], w)
-        .unwrap();
-    b.put(b"users", b"bob", &bob_value(), &[], w).unwrap();
-    write_filler(&b, 0);
-    b.put(
-        b"users",
-        b"carol",
-        b"carol",
-        &[IndexSpec::add(b"age_int", &[0, 0, 0, 40])],
-        w,
-    )
-    .unwrap();
-    b.delete(b"users", b"carol", w).unwrap();
-    let mut batch = WriteBatch::default();
-    batch.put(b"users", b"erin", b"short-lived", vec![], Some(T0 + 100));
-    batch.put(
-        b"users",
-        b"frank",
-        b"long-lived",
-        vec![],
-        Some(T0 + 1_000_000),
-    );
-    b.write(batch, w).unwrap();
-    b.put(b"gone", b"g1", b"dropped", &[], w).unwrap();
-    b.put(b"gone", b"g2", b"dropped", &[], w).unwrap();
-    write_filler(&b, 2);
-    b.drop_bucket(b"gone").unwrap();
-    b.put(b"gone", b"g3", b"after the drop", &[], w).unwrap();
-    let birthday = [
-        IndexSpec::remove(b"age_int", &[0, 0, 0, 30]),
-        IndexSpec::add(b"age_int", &[0, 0, 0, 31]),
-    ];
-    write_filler(&b, 4);
-    b.put(b"users", b"alice", b"alice v2", &birthday, w)
-        .unwrap();
-    b.close().unwrap();
-    drop(b);
-    std::fs::remove_file(dir.join("LOCK")).unwrap();
 }
 
 fn copy_fixture() -> tempfile::TempDir {
@@ -113,34 +58,48 @@ fn copy_fixture() -> tempfile::TempDir {
     tmp
 }
 
-fn index(b: &Bitcask, field: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut hits = Vec::new();
-    let q = IndexQuery::range(b"users", field, b"", b"\xff\xff\xff\xff\xff");
-    b.index_range(&q, &mut |t, k| {
-        hits.push((t.to_vec(), k.to_vec()));
-        FoldControl::Continue
-    })
-    .unwrap();
-    hits
-}
-
-#[test]
-fn v1_fixture_reads_back() {
-    if std::env::var("EDDY_WRITE_FIXTURE").is_ok() {
-        let dir = fixture_dir();
-        let _ = std::fs::remove_dir_all(&dir);
-        write_fixture(&dir);
-    }
-    let tmp = copy_fixture();
+fn open(dir: &Path) -> Bitcask {
     let config = BitcaskConfig {
         merge_check_interval_ms: 0,
         clock: ManualClock::new(T0 + 500),
         ..BitcaskConfig::default()
     };
-    let b = Bitcask::open(tmp.path(), config).unwrap();
-    let report = b.open_report().clone();
-    assert!(report.is_clean(), "{report:?}");
-    assert!(report.data_files >= 3 && report.hints_used == report.data_files);
+    Bitcask::open(dir, config).unwrap()
+}
+
+/// Calls `f` with every record of the directory's data files.
+fn for_each_record(dir: &Path, mut f: impl FnMut(&Record<'_>)) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with(".bitcask.data") {
+            continue;
+        }
+        let file = std::fs::File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        scan(&file, &path, len, |ev| {
+            if let ScanEvent::Record { record, .. } = ev {
+                f(&record);
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+}
+
+/// Keys of the records that hold a term set, sorted.
+fn keys_with_terms(dir: &Path) -> Vec<Vec<u8>> {
+    let mut keys = Vec::new();
+    for_each_record(dir, |r| {
+        if r.header.terms_len > 0 {
+            keys.push(r.key.to_vec());
+        }
+    });
+    keys.sort();
+    keys
+}
+
+/// Checks every object of the fixture, and that no index entry is answered.
+fn check(b: &Bitcask) {
     let get = |bucket: &[u8], key: &[u8]| b.get(bucket, key).unwrap();
     assert_eq!(get(b"users", b"alice"), Some(b"alice v2".to_vec()));
     assert_eq!(get(b"users", b"bob"), Some(bob_value()));
@@ -150,13 +109,11 @@ fn v1_fixture_reads_back() {
     assert_eq!(get(b"gone", b"g1"), None);
     assert_eq!(get(b"gone", b"g2"), None);
     assert_eq!(get(b"gone", b"g3"), Some(b"after the drop".to_vec()));
-    let ages = index(&b, b"age_int");
-    assert_eq!(ages, vec![(vec![0, 0, 0, 31], b"alice".to_vec())]);
-    let emails = index(&b, b"email_bin");
-    assert_eq!(
-        emails,
-        vec![(b"alice@example.com".to_vec(), b"alice".to_vec())]
-    );
+    for field in [&b"age_int"[..], b"email_bin"] {
+        let q = IndexQuery::range(b"users", field, b"", b"\xff\xff\xff\xff\xff");
+        b.index_range(&q, &mut |t, k| panic!("index entry {t:?} {k:?} answered"))
+            .unwrap();
+    }
     let mut keys = Vec::new();
     b.fold_keys(&FoldOptions::all(), &mut |bk, k| {
         if bk == b"filler" {
@@ -179,4 +136,59 @@ fn v1_fixture_reads_back() {
     .map(|(bk, k)| (bk.to_vec(), k.to_vec()))
     .collect();
     assert_eq!(keys, want);
+}
+
+#[test]
+fn the_fixture_holds_term_sets() {
+    let tmp = copy_fixture();
+    let keys = keys_with_terms(tmp.path());
+    assert_eq!(keys, [&b"alice"[..], b"alice", b"carol"]);
+}
+
+#[test]
+fn v1_fixture_reads_back_from_its_hint_files() {
+    let tmp = copy_fixture();
+    let b = open(tmp.path());
+    let report = b.open_report().clone();
+    assert!(report.is_clean(), "{report:?}");
+    assert!(report.data_files >= 3 && report.hints_used == report.data_files);
+    check(&b);
+}
+
+#[test]
+fn v1_fixture_reads_back_from_its_data_files() {
+    let tmp = copy_fixture();
+    for entry in std::fs::read_dir(tmp.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.to_string_lossy().ends_with(".bitcask.hint") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let b = open(tmp.path());
+    let report = b.open_report().clone();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.hints_used, 0);
+    check(&b);
+}
+
+#[test]
+fn a_merge_copies_the_fixture_without_its_term_sets() {
+    let tmp = copy_fixture();
+    let b = open(tmp.path());
+    let stats = b.merge(true).unwrap();
+    assert!(stats.input_files >= 4, "{stats:?}");
+    check(&b);
+    let live_bytes = b.status().unwrap().live_bytes;
+    b.close().unwrap();
+    drop(b);
+    assert!(keys_with_terms(tmp.path()).is_empty());
+    let mut on_disk = 0;
+    for_each_record(tmp.path(), |r| on_disk += r.header.total_len());
+    assert_eq!(
+        on_disk, live_bytes,
+        "the keydir counts the records as written"
+    );
+    let b = open(tmp.path());
+    assert!(b.open_report().is_clean());
+    check(&b);
 }

@@ -82,6 +82,27 @@ fn merge_on_memory_is_a_clear_error() {
 }
 
 #[test]
+fn index_scan_on_bitcask_is_a_clear_error() {
+    let out = eddy(&[
+        "bench",
+        "storage",
+        "--backend",
+        "bitcask",
+        "--workload",
+        "index-scan",
+        "--keys",
+        "10",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("index-scan does not apply to the bitcask backend")
+            && err.contains("keeps no index entries"),
+        "{err}"
+    );
+}
+
+#[test]
 fn no_arguments_prints_help() {
     let out = eddy(&[]);
     let text = String::from_utf8_lossy(&out.stderr);
@@ -104,8 +125,12 @@ fn disk_engines_run_every_workload() {
         "100000",
         "--json",
     ];
+    let workloads = |backend| match backend {
+        "lsm" => &["put", "get", "mixed", "index-scan", "merge", "open"][..],
+        _ => &["put", "get", "mixed", "merge", "open"][..],
+    };
     for backend in ["bitcask", "lsm"] {
-        for workload in ["put", "get", "mixed", "index-scan", "merge", "open"] {
+        for &workload in workloads(backend) {
             let mut args = vec![
                 "bench",
                 "storage",

@@ -14,7 +14,6 @@
 //! - [`repair`]: damaged partitions: marks, reads around them, repair;
 //! - [`bucket_props`]: bucket props requests, with their names and changes checked;
 //! - [`refusal`]: the last write refused for lack of a resource;
-//! - [`index_memory`]: the backends' term-index memory, summed for `/stats`;
 //! - [`metadata_push`]: how far this node's metadata changes were pushed;
 //! - [`metrics`]: the kv layer's figures (gets, puts, deletes and their FSM times).
 //!
@@ -45,7 +44,6 @@ pub mod bucket_props;
 pub mod coordinator;
 pub mod core;
 pub mod expiry;
-pub mod index_memory;
 pub mod metadata_push;
 pub mod metrics;
 pub mod node;

@@ -478,10 +478,7 @@ fn concurrent_writers_keep_index_and_objects_in_step() {
                         &key,
                         &term,
                         &[spec],
-                        WriteOptions {
-                            sync: i % 10 == 0,
-                            ..WriteOptions::default()
-                        },
+                        WriteOptions { sync: i % 10 == 0 },
                     )
                     .unwrap();
                     if i % 7 == 0 {

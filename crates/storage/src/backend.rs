@@ -17,7 +17,8 @@ use crate::{
 pub struct Capabilities {
     /// Folds yield keys in `(bucket, key)` byte order, and key ranges are scans.
     pub ordered: bool,
-    /// Secondary-index entries are stored and scanned (true for all of Eddy's).
+    /// Secondary-index entries are stored and scanned (all of Eddy's but
+    /// bitcask).
     pub indexes: bool,
     /// Per-object and instance-wide expiry are honoured.
     pub ttl: bool,

@@ -2,36 +2,19 @@
 
 use crate::index::IndexSpec;
 
-/// Durability asked of one write, and whether it restores an earlier one.
+/// Durability asked of one write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WriteOptions {
     /// Return only once the write is on stable storage (Riak's `dw`). Backends
     /// share one fsync among concurrent writers that ask for it (group commit).
     pub sync: bool,
-    /// The write restores one that was acknowledged before (the commit
-    /// log's replay at start): a backend takes it even past a memory bound
-    /// at which it refuses new writes ([`crate::StorageError::IndexFull`]),
-    /// as it loads whatever its files hold at open. Never set for a
-    /// client's write.
-    pub replay: bool,
 }
 
 impl WriteOptions {
     /// A write that must be durable before it is acknowledged.
-    pub const SYNC: WriteOptions = WriteOptions {
-        sync: true,
-        replay: false,
-    };
+    pub const SYNC: WriteOptions = WriteOptions { sync: true };
     /// A write the backend's sync strategy makes durable later.
-    pub const NO_SYNC: WriteOptions = WriteOptions {
-        sync: false,
-        replay: false,
-    };
-    /// A replayed write (not synced: replay syncs every backend at its end).
-    pub const REPLAY: WriteOptions = WriteOptions {
-        sync: false,
-        replay: true,
-    };
+    pub const NO_SYNC: WriteOptions = WriteOptions { sync: false };
 }
 
 /// One operation of a [`WriteBatch`].

@@ -42,19 +42,12 @@ pub enum StorageError {
         /// What was being done, and the OS error.
         detail: String,
     },
-    /// The write would grow the term index past the memory bound of its
-    /// backend instance (bitcask's `index_memory_max_bytes`); nothing was
-    /// written. Writes that add no index bytes (deletes, puts with fewer or
-    /// the same entries) are still taken, so the index can shrink.
-    #[error(
-        "index memory limit reached: the term index would hold {bytes} bytes, over its limit \
-         of {max}; writes adding index entries are refused until entries are removed"
-    )]
-    IndexFull {
-        /// The index's estimated bytes had the write been taken.
-        bytes: u64,
-        /// The bound.
-        max: u64,
+    /// A write gave index specs to a backend that keeps no index entries
+    /// (its [`crate::Capabilities::indexes`] is false); nothing was written.
+    #[error("the {backend} backend keeps no secondary-index entries: a write gave it index specs")]
+    NoIndexes {
+        /// The backend's name ([`crate::Backend::name`]).
+        backend: &'static str,
     },
     /// The instance was closed.
     #[error("backend is closed")]

@@ -7,7 +7,8 @@
 //! (the memory backend's) stay in its backend beside the objects, which
 //! are in memory anyway and gone with them at a restart; so do every
 //! bucket's in a vnode without a side store (a node without a data
-//! directory).
+//! directory). A backend that keeps no entries (bitcask) needs a side
+//! store: it refuses a write that gives it index specs.
 //!
 //! A write to a bucket with a ttl stamps its object with an expiry (the
 //! newest sibling's last write plus the ttl: [`expiry_of`]), which the

@@ -13,10 +13,8 @@
 //! its record before either store takes it, so a crash may have left the
 //! backend ahead of the side store). A record of a bucket with a ttl gets
 //! the expiry that ttl gives its object now (`ttl_of`: the bucket's props
-//! at the start). Writes are marked
-//! [`WriteOptions::REPLAY`]: they were acknowledged before the restart, so
-//! a backend takes them even past a memory bound at which it refuses new
-//! writes, as it loads its files at open.
+//! at the start). Writes are not synced: replay syncs every backend and
+//! side store at its end.
 
 use eddy_storage::{WriteBatch, WriteOptions};
 
@@ -43,7 +41,7 @@ pub fn apply_record(
                 // A segment record: no index entries.
                 if stored.as_deref() != Some(value) {
                     backend
-                        .put(bucket, key, value, &[], WriteOptions::REPLAY)
+                        .put(bucket, key, value, &[], WriteOptions::NO_SYNC)
                         .map_err(|e| e.to_string())?;
                 }
                 return Ok(());
@@ -60,14 +58,14 @@ pub fn apply_record(
                 let mut batch = WriteBatch::default();
                 batch.put(bucket, key, value, specs, expiry);
                 backend
-                    .write(batch, WriteOptions::REPLAY)
+                    .write(batch, WriteOptions::NO_SYNC)
                     .map_err(|e| e.to_string())?;
             }
             Entries::holding(&new, ttl_secs)
         }
         Op::Delete => {
             backend
-                .delete(bucket, key, WriteOptions::REPLAY)
+                .delete(bucket, key, WriteOptions::NO_SYNC)
                 .map_err(|e| e.to_string())?;
             Entries::Removed
         }

@@ -148,9 +148,6 @@ impl From<&KvError> for ApiError {
             KvError::Storage(StorageError::Exhausted { resource, detail }) => {
                 exhausted(*resource, detail)
             }
-            KvError::Storage(e @ StorageError::IndexFull { .. }) => {
-                ApiError::new(StatusCode::INSUFFICIENT_STORAGE, format!("{e}\n"))
-            }
             other => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("Error:\n{other}\n"),
@@ -160,9 +157,7 @@ impl From<&KvError> for ApiError {
 }
 
 /// A write refused because a resource ran out: 507 for disk space, 503
-/// for the rest (both pass once it is back: design note 008). A write
-/// refused because a term index is at its memory bound is a 507 too: it
-/// passes once entries are removed or the bound is raised.
+/// for the rest (both pass once it is back: design note 008).
 fn exhausted(resource: Resource, detail: &str) -> ApiError {
     let status = match resource {
         Resource::Disk => StatusCode::INSUFFICIENT_STORAGE,
@@ -281,22 +276,5 @@ mod tests {
         let e = refused(Resource::Descriptors);
         assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE);
         assert!(e.message.starts_with("file descriptors exhausted"), "{e:?}");
-    }
-
-    #[test]
-    fn a_full_term_index_answers_507_naming_the_limit() {
-        let e: ApiError = KvError::Storage(StorageError::IndexFull {
-            bytes: 300,
-            max: 200,
-        })
-        .into();
-        assert_eq!(e.status, StatusCode::INSUFFICIENT_STORAGE);
-        assert!(
-            e.message.starts_with(
-                "index memory limit reached: the term index would hold 300 bytes, \
-                 over its limit of 200"
-            ),
-            "{e:?}"
-        );
     }
 }

@@ -21,31 +21,6 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// `/stats` entries exported as `eddy_` + their name: kind and help.
 pub const FROM_STATS: &[(&str, Kind, &str)] = &[
     (
-        "bitcask_index_entries",
-        Kind::Gauge,
-        "Bitcask's in-memory 2i entries on this node.",
-    ),
-    (
-        "bitcask_index_memory_bytes",
-        Kind::Gauge,
-        "Estimated memory of bitcask's in-memory 2i entries.",
-    ),
-    (
-        "bitcask_index_memory_max",
-        Kind::Gauge,
-        "The sum of the partitions' term index bounds.",
-    ),
-    (
-        "bitcask_index_partitions_over_limit",
-        Kind::Gauge,
-        "Partitions whose term index is over its bound now.",
-    ),
-    (
-        "bitcask_index_writes_refused_total",
-        Kind::Counter,
-        "Writes refused at a term index bound (HTTP 507).",
-    ),
-    (
         "datatype_cache_entries",
         Kind::Gauge,
         "Big sets and maps kept decoded.",

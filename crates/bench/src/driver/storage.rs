@@ -56,10 +56,7 @@ impl StorageConn {
         Ok(StorageConn {
             engine: engine.0.clone(),
             bucket: options.target.bucket.as_bytes().to_vec(),
-            write: WriteOptions {
-                sync,
-                ..WriteOptions::default()
-            },
+            write: WriteOptions { sync },
         })
     }
 

@@ -21,7 +21,7 @@ use eddy_storage::{Backend, FoldControl, IndexQuery};
 use tokio::sync::Notify;
 
 use super::error::BenchError;
-use super::report::{PhaseResult, Report};
+use super::report::{PhaseResult, Report, value_name};
 use crate::cli::{KeyOrder, StorageArgs, SyncMode};
 
 /// Bytes of a key: an 8-byte big-endian number.
@@ -180,8 +180,16 @@ fn check_index(ctx: &Ctx<'_>) -> Result<(), BenchError> {
 
 /// `index-scan`: load with one entry per key, check the index, then time
 /// full scans of it. The headline ops are index entries; latencies are of
-/// whole scans.
+/// whole scans. An engine that keeps no index entries (bitcask: a node
+/// keeps them in its vnodes' side stores) has nothing to scan.
 pub fn index_scan(ctx: &Ctx<'_>) -> Result<Report, BenchError> {
+    if !ctx.backend.capabilities().indexes {
+        return Err(BenchError::Unsupported {
+            workload: value_name(ctx.args.workload),
+            backend: value_name(ctx.args.backend),
+            why: "the engine keeps no index entries",
+        });
+    }
     let load = load(ctx, true)?;
     check_index(ctx)?;
     let scans = (ctx.args.ops / ctx.args.keys).max(1);

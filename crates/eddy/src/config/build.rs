@@ -121,10 +121,6 @@ fn bitcask(s: &Schema) -> BitcaskConfig {
         dead_bytes_threshold: s.bitcask_merge_thresholds_dead_bytes.0,
         small_file_threshold: s.bitcask_merge_thresholds_small_file.0,
         merge_window,
-        // Per vnode, as the index lives in each partition's instance: the
-        // default is 1 GiB for a node holding all 64 partitions of the
-        // default ring (design note 002, "The term index's memory").
-        index_memory_max_bytes: s.bitcask_index_memory_maximum_per_vnode.map(|b| b.0),
         ..BitcaskConfig::default()
     }
 }
@@ -300,7 +296,6 @@ mod tests {
         assert_eq!(s.commit_log.segment_bytes, 64 << 20);
         assert_eq!(s.storage.memory.max_memory_bytes, None);
         assert_eq!(s.storage.bitcask.expiry_secs, 0);
-        assert_eq!(s.storage.bitcask.index_memory_max_bytes, Some(16 << 20));
         // The commit log owns durability; the backends never sync alone.
         assert!(matches!(
             s.storage.bitcask.sync,

@@ -26,7 +26,6 @@ pub const NOT_SETTINGS: &[&str] = &[
     "EDDY_REQUIRE_PYTHON_CLIENT",
     "EDDY_REQUIRE_NETNS",
     "EDDY_TEST_LOGDIR",
-    "EDDY_WRITE_FIXTURE",
     "EDDY_WRITE_FIXTURES",
     "EDDY_SIM_SEED",
     "EDDY_SIM_SEEDS",
@@ -57,6 +56,11 @@ const REPLACED: &[(&str, &str)] = &[
         "bitcask.sync.interval",
         "the commit log owns durability (the node writes its backends without syncing and \
          syncs them at checkpoints): set commit_log.sync.interval instead",
+    ),
+    (
+        "bitcask.index_memory.maximum_per_vnode",
+        "2i entries now live in each vnode's side store on disk, with no per-vnode memory \
+         bound to set: remove the setting",
     ),
 ];
 
@@ -463,6 +467,24 @@ mod tests {
         std::fs::write(&file, "ring_sise = 64\n").unwrap();
         let err = Config::load(Some(&file), env(&[])).unwrap_err().to_string();
         assert!(err.contains("did you mean ring_size?"), "{err}");
+    }
+
+    #[test]
+    fn the_bitcask_index_memory_bound_is_refused_naming_the_side_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("eddy.toml");
+        let line = "bitcask.index_memory.maximum_per_vnode = \"64MB\"\n";
+        std::fs::write(&file, line).unwrap();
+        let err = Config::load(Some(&file), env(&[])).unwrap_err().to_string();
+        assert!(
+            err.contains("unknown setting \"bitcask.index_memory.maximum_per_vnode\"")
+                && err.contains("side store on disk")
+                && err.contains("no per-vnode memory bound"),
+            "{err}"
+        );
+        let vars = env(&[("EDDY_BITCASK_INDEX_MEMORY_MAXIMUM_PER_VNODE", "off")]);
+        let err = Config::load(None, vars).unwrap_err().to_string();
+        assert!(err.contains("side store on disk"), "{err}");
     }
 
     /// Every `EDDY_` name the repository's code, scripts and docs use is a

@@ -182,8 +182,6 @@ schema! {
     bitcask_expiry "bitcask.expiry": Option<Dur> = "off";
     /// Compress values with lz4.
     bitcask_compression "bitcask.compression": bool = "off";
-    /// Refuse writes that would grow a partition's in-memory 2i index beyond this.
-    bitcask_index_memory_maximum_per_vnode "bitcask.index_memory.maximum_per_vnode": Option<Size> = "16MB";
     /// Time to live of every object.
     lsm_expiry "lsm.expiry": Option<Dur> = "off";
     /// Compress blocks with lz4.

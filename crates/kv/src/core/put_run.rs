@@ -245,16 +245,13 @@ impl PutRun {
     }
 }
 
-/// A replica refused for want of a resource (disk, descriptors, memory)
-/// or of room in its term index: the put's answer, if it fails, says so
-/// rather than only that too few replicas wrote.
+/// A replica refused for want of a resource (disk, descriptors, memory):
+/// the put's answer, if it fails, says so rather than only that too few
+/// replicas wrote.
 fn is_exhaustion(e: &KvError) -> bool {
     matches!(
         e,
-        KvError::Storage(
-            eddy_storage::StorageError::Exhausted { .. }
-                | eddy_storage::StorageError::IndexFull { .. }
-        )
+        KvError::Storage(eddy_storage::StorageError::Exhausted { .. })
     )
 }
 

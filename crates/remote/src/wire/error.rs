@@ -7,7 +7,8 @@
 //! [`OTHER_ENGINE`] or [`STORAGE_ENGINE`], which encodes back to the same
 //! kind and text, so a decoded error re-encodes to the same bytes (but
 //! for a `too_large` naming a field this code does not know, which
-//! becomes `other`).
+//! becomes `other`, and the retired kind [`INDEX_FULL_RETIRED`], which
+//! becomes `storage`).
 
 use eddy_object::DecodeError;
 use eddy_storage::{Resource, StorageError};
@@ -35,7 +36,11 @@ const NOT_HOSTED: u8 = 14;
 const VNODE_START: u8 = 15;
 const CLOSED: u8 = 16;
 const PROPS_NEWER: u8 = 17;
-const INDEX_FULL: u8 = 18;
+/// Retired, never written and never given another meaning: `index_full`
+/// (`u64 bytes, u64 max`), sent by nodes whose bitcask bounded an index
+/// kept in memory. Such a node's reply still decodes, into a `storage`
+/// error saying what it refused.
+const INDEX_FULL_RETIRED: u8 = 18;
 const BEHIND: u8 = 19;
 
 pub use eddy_model::error::{OTHER_ENGINE, STORAGE_ENGINE};
@@ -99,11 +104,6 @@ fn storage(w: &mut Writer, e: &StorageError) {
         }
         StorageError::Poisoned(m) => text(w, POISONED, m),
         StorageError::Closed => w.u8(CLOSED),
-        StorageError::IndexFull { bytes, max } => {
-            w.u8(INDEX_FULL);
-            w.u64(*bytes);
-            w.u64(*max);
-        }
         StorageError::TooLarge { what, size, max } => too_large(w, what, *size, *max),
         StorageError::Engine { engine, source } if *engine == OTHER_ENGINE => {
             text(w, OTHER, &source.to_string());
@@ -193,10 +193,16 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<KvError, WireError> {
         VNODE_START => KvError::VnodeStart(text(r)?),
         CLOSED => KvError::Storage(StorageError::Closed),
         PROPS_NEWER => KvError::Signal(Signal::PropsNewer(Box::new(super::props::decode(r)?))),
-        INDEX_FULL => KvError::Storage(StorageError::IndexFull {
-            bytes: r.u64()?,
-            max: r.u64()?,
-        }),
+        INDEX_FULL_RETIRED => {
+            let (bytes, max) = (r.u64()?, r.u64()?);
+            engine(
+                STORAGE_ENGINE,
+                format!(
+                    "index memory limit reached: the term index would hold {bytes} bytes, \
+                     over its limit of {max}"
+                ),
+            )
+        }
         value => return Err(bad("error kind", value)),
     })
 }

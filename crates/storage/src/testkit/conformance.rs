@@ -1,5 +1,10 @@
 //! The conformance suite: targeted cases, then random operation sequences
 //! (with reopens and clock moves) checked step by step against [`Model`].
+//!
+//! A backend whose capabilities say it keeps no index entries
+//! (`indexes: false`) must refuse a write that gives it index specs with
+//! [`StorageError::NoIndexes`], writing nothing, and answer every index
+//! scan with nothing; the other cases give it writes without specs.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -32,6 +37,7 @@ pub fn run_conformance(factory: &dyn BackendFactory) {
     closed_instance_refuses(factory);
     instance_ttl_expires(factory);
     index_follows_object(factory);
+    index_specs_refused_without_indexes(factory);
     drop_bucket_survives_reopen(factory);
     destroy_removes_data(factory);
     many_keys_and_large_values(factory);
@@ -81,6 +87,11 @@ impl<'a> Harness<'a> {
         self.clock.now_secs()
     }
 
+    /// Whether the backend keeps index entries.
+    fn indexes(&self) -> bool {
+        self.backend().capabilities().indexes
+    }
+
     fn reopen(&mut self) {
         let backend = self.backend.take().expect("backend is open");
         let persistent = backend.capabilities().persistent;
@@ -94,11 +105,13 @@ impl<'a> Harness<'a> {
 
     fn write(&mut self, ops: Vec<BatchOp>, sync: bool) -> Result<(), TestCaseError> {
         let now = self.now();
-        let ops: Vec<BatchOp> = ops.into_iter().map(|op| absolute_expiry(op, now)).collect();
-        let opts = WriteOptions {
-            sync,
-            ..WriteOptions::default()
-        };
+        let indexes = self.indexes();
+        let ops: Vec<BatchOp> = ops
+            .into_iter()
+            .map(|op| absolute_expiry(op, now))
+            .map(|op| if indexes { op } else { without_specs(op) })
+            .collect();
+        let opts = WriteOptions { sync };
         let batch = WriteBatch { ops: ops.clone() };
         self.backend()
             .write(batch, opts)
@@ -202,6 +215,35 @@ fn absolute_expiry(op: BatchOp, now_secs: u64) -> BatchOp {
             expires_at_secs: expires_at_secs.map(|ttl| now_secs + ttl),
         },
         delete => delete,
+    }
+}
+
+/// The op without index specs, for a backend that keeps no index entries.
+fn without_specs(op: BatchOp) -> BatchOp {
+    match op {
+        BatchOp::Put {
+            bucket,
+            key,
+            value,
+            expires_at_secs,
+            ..
+        } => BatchOp::Put {
+            bucket,
+            key,
+            value,
+            indexes: Vec::new(),
+            expires_at_secs,
+        },
+        delete => delete,
+    }
+}
+
+/// The specs a case gives a backend: `specs`, or none when it keeps no
+/// index entries.
+fn specs_for(b: &dyn Backend, specs: Vec<IndexSpec>) -> Vec<IndexSpec> {
+    match b.capabilities().indexes {
+        true => specs,
+        false => Vec::new(),
     }
 }
 
@@ -330,14 +372,8 @@ fn rejects_oversized_input(factory: &dyn BackendFactory) {
         &max(crate::limits::INDEX_FIELD_BYTES_MAX),
         &max(crate::limits::INDEX_TERM_BYTES_MAX),
     );
-    b.put(
-        &mb,
-        &mk,
-        b"v",
-        std::slice::from_ref(&spec),
-        WriteOptions::SYNC,
-    )
-    .unwrap();
+    let specs = specs_for(b, vec![spec]);
+    b.put(&mb, &mk, b"v", &specs, WriteOptions::SYNC).unwrap();
     assert_eq!(b.get(&mb, &mk).unwrap().as_deref(), Some(&b"v"[..]));
     b.delete(&mb, &mk, WriteOptions::SYNC).unwrap();
     let spec = IndexSpec::add(b"f_bin", &long);
@@ -380,14 +416,8 @@ fn instance_ttl_expires(factory: &dyn BackendFactory) {
     if !b.capabilities().ttl {
         return;
     }
-    b.put(
-        b"b",
-        b"k",
-        b"v",
-        &[IndexSpec::add(b"f_bin", b"t")],
-        WriteOptions::SYNC,
-    )
-    .unwrap();
+    let specs = specs_for(b, vec![IndexSpec::add(b"f_bin", b"t")]);
+    b.put(b"b", b"k", b"v", &specs, WriteOptions::SYNC).unwrap();
     let mut batch = WriteBatch::default();
     batch.put(b"b", b"short", b"v", vec![], Some(START_SECS + 3));
     batch.put(b"b", b"long", b"v", vec![], Some(START_SECS + 100));
@@ -419,6 +449,9 @@ fn instance_ttl_expires(factory: &dyn BackendFactory) {
 
 fn index_follows_object(factory: &dyn BackendFactory) {
     let mut h = Harness::new(factory, 0);
+    if !h.indexes() {
+        return;
+    }
     let b = h.backend();
     let add = |t: &[u8]| IndexSpec::add(b"age_int", t);
     b.put(
@@ -460,10 +493,52 @@ fn index_follows_object(factory: &dyn BackendFactory) {
     }
 }
 
+/// A backend without index entries refuses specs whole (a batch with one
+/// indexed put writes nothing), takes the same writes without them, and
+/// its scans answer nothing, also after a reopen.
+fn index_specs_refused_without_indexes(factory: &dyn BackendFactory) {
+    let mut h = Harness::new(factory, 0);
+    if h.indexes() {
+        return;
+    }
+    let b = h.backend();
+    let spec = IndexSpec::add(b"age_int", b"30");
+    let err = b
+        .put(
+            b"p",
+            b"alice",
+            b"1",
+            std::slice::from_ref(&spec),
+            WriteOptions::SYNC,
+        )
+        .unwrap_err();
+    assert!(matches!(err, StorageError::NoIndexes { .. }), "{err}");
+    let mut batch = WriteBatch::default();
+    batch
+        .put(b"p", b"bob", b"2", vec![], None)
+        .put(b"p", b"carol", b"3", vec![spec], None);
+    let err = b.write(batch, WriteOptions::SYNC).unwrap_err();
+    assert!(matches!(err, StorageError::NoIndexes { .. }), "{err}");
+    assert!(b.is_empty().unwrap(), "a refused write stored something");
+    b.put(b"p", b"alice", b"1", &[], WriteOptions::SYNC)
+        .unwrap();
+    let all = IndexQuery::range(b"p", b"age_int", b"", b"\xff");
+    assert!(index_range(b, &all, None).unwrap().is_empty());
+    h.reopen();
+    let b = h.backend();
+    assert!(index_range(b, &all, None).unwrap().is_empty());
+    if b.capabilities().persistent {
+        assert_eq!(b.get(b"p", b"alice").unwrap().as_deref(), Some(&b"1"[..]));
+    }
+}
+
 fn drop_bucket_survives_reopen(factory: &dyn BackendFactory) {
     let mut h = Harness::new(factory, 0);
     for i in 0..200u32 {
-        let spec = [IndexSpec::add(b"n_int", &i.to_be_bytes())];
+        let spec = specs_for(
+            h.backend(),
+            vec![IndexSpec::add(b"n_int", &i.to_be_bytes())],
+        );
         for bucket in [&b"gone"[..], b"kept"] {
             h.backend()
                 .put(bucket, &i.to_be_bytes(), b"v", &spec, WriteOptions::NO_SYNC)

@@ -52,9 +52,6 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
     for (k, v) in super::repair::stats(node) {
         m.insert(k.to_string(), v);
     }
-    for (k, v) in index_memory(node) {
-        m.insert(k.to_string(), v);
-    }
     for (k, v) in datatype_states(node) {
         m.insert(k.to_string(), v);
     }
@@ -69,23 +66,6 @@ pub fn stats_json(app: &App) -> Map<String, Value> {
         m.insert(k, v);
     }
     m
-}
-
-/// The in-memory term indexes (bitcask's) of this node's vnodes, summed:
-/// entries, estimated bytes, the sum of their bounds, writes refused at a
-/// bound, and how many are over their bound now (docs/design/002-bitcask.md).
-fn index_memory(node: &Node) -> Vec<(&'static str, Value)> {
-    let t = node.index_memory();
-    vec![
-        ("bitcask_index_entries", json!(t.entries)),
-        ("bitcask_index_memory_bytes", json!(t.bytes)),
-        ("bitcask_index_memory_max", json!(t.max_bytes)),
-        (
-            "bitcask_index_writes_refused_total",
-            json!(t.writes_refused),
-        ),
-        ("bitcask_index_partitions_over_limit", json!(t.over_limit)),
-    ]
 }
 
 /// The vnodes' decoded big data type values (design note 020 §6): how many,
