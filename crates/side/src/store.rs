@@ -110,6 +110,16 @@ impl SideStore {
         Ok(true)
     }
 
+    /// Removes `(bucket, key)`'s record `old`, as [`SideStore::key_record`]
+    /// read it, with its index and expiry entries, without reading it
+    /// again (the expiry sweep, which read it to decide).
+    pub fn clear(&self, bucket: &[u8], key: &[u8], old: &KeyRecord) -> Result<(), StorageError> {
+        let mut batch = self.db.batch();
+        self.stage(&mut batch, (bucket, key), old, &KeyRecord::default());
+        batch.remove(&self.ks, key_record_key(bucket, key));
+        batch.commit().map_err(engine)
+    }
+
     /// Adds to `batch` the index and expiry entries that turn `old`'s into
     /// `new`'s.
     fn stage(

@@ -16,6 +16,8 @@ const FIELDS: [&[u8]; 2] = [b"f_bin", b"g_int"];
 #[derive(Clone, Debug)]
 enum Step {
     Set(Write),
+    /// The expiry sweep's removal of a key, by the record it read.
+    Clear(usize, u8),
     Drop(usize),
     Reopen,
 }
@@ -54,6 +56,7 @@ fn write() -> impl Strategy<Value = Write> {
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         8 => write().prop_map(Step::Set),
+        1 => (0..2usize, 0u8..6).prop_map(|(b, k)| Step::Clear(b, k)),
         1 => (0..2usize).prop_map(Step::Drop),
         1 => Just(Step::Reopen),
     ]
@@ -188,6 +191,13 @@ proptest! {
                         true => model.remove(&(w.bucket, w.key)),
                         false => model.insert((w.bucket, w.key), new),
                     };
+                }
+                Step::Clear(b, k) => {
+                    let key = [b'k', k];
+                    if let Some(record) = store.key_record(BUCKETS[b], &key).unwrap() {
+                        store.clear(BUCKETS[b], &key, &record).unwrap();
+                    }
+                    model.remove(&(b, k));
                 }
                 Step::Drop(b) => {
                     let held = model.keys().filter(|(mb, _)| *mb == b).count() as u64;

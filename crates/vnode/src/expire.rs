@@ -1,18 +1,20 @@
 //! A vnode's part of the expiry sweep (design note 027, "Per-bucket
-//! TTL"): the keys its side store says expired by now, each deleted as a
-//! removal is (a commit-log record, the backend's delete, the side store's
-//! entries and expiry gone), under the key's lock.
+//! TTL"): the keys its side store says expired by now, each deleted from
+//! the backend and then from the side store (entries, expiry, record),
+//! under the key's lock.
 //!
-//! Invariant: a key is deleted only while its side store record still
+//! Invariants: a key is deleted only while its side store record still
 //! names the expiry the sweep found it under, so a key written again since
 //! (a new expiry, or none) is left alone; the backend already hides an
-//! expired object, so the delete changes nothing a reader sees.
+//! expired object, so the delete changes nothing a reader sees. The
+//! deletes are not logged: whatever a crash undoes of them (or replay
+//! writes again) is still expired, so the next sweep deletes it again.
 
 use eddy_model::error::KvError;
-use eddy_storage::FoldControl;
+use eddy_storage::{FoldControl, WriteOptions};
 
+use super::Vnode;
 use super::msg::StorageKey;
-use super::{Put, Records, Vnode};
 
 impl Vnode {
     /// Deletes up to `max` of the keys that expired by `now_secs`, soonest
@@ -50,12 +52,13 @@ impl Vnode {
         let Some(side) = self.stores.side.as_deref() else {
             return Ok(false);
         };
-        let record = side.key_record(&key.bucket, &key.key)?;
-        if record.is_none_or(|r| r.expiry != at) {
-            return Ok(false);
-        }
-        let removed = [Put::removed(&key.bucket, &key.key)];
-        self.write_all(key, &removed, None, Records::Log)?;
+        let record = match side.key_record(&key.bucket, &key.key)? {
+            Some(r) if r.expiry == at => r,
+            _ => return Ok(false),
+        };
+        let backend = &self.stores.backend;
+        backend.delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
+        side.clear(&key.bucket, &key.key, &record)?;
         Ok(true)
     }
 }
