@@ -212,13 +212,17 @@ impl SideStore {
     }
 
     /// Calls `f` with the (expiry, bucket, key) of every key expired at
-    /// `now_secs`, soonest first.
-    pub fn expired(&self, now_secs: u64, f: &mut ExpiredVisitor<'_>) -> Result<(), StorageError> {
+    /// `now_secs` whose expiry is `from_secs` or later, soonest first. (A
+    /// sweep starts where its last one ended, not walking again over what
+    /// it deleted, which the LSM keeps as tombstones until compaction.)
+    pub fn expired(
+        &self,
+        (from_secs, now_secs): (u64, u64),
+        f: &mut ExpiredVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        let lower = expiry_key(from_secs, b"", b"");
         let upper = expiry_key(now_secs.saturating_add(1), b"", b"");
-        let range = (
-            Bound::Included(vec![layout::EXPIRY]),
-            Bound::Excluded(upper),
-        );
+        let range = (Bound::Included(lower), Bound::Excluded(upper));
         for guard in self.ks.range(range) {
             let k = guard.key().map_err(engine)?;
             let (at, bucket, key) =

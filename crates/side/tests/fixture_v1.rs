@@ -121,7 +121,7 @@ fn a_v1_keyspace_reads_back() {
     );
     let mut gone = Vec::new();
     store
-        .expired(100, &mut |at, _, k| {
+        .expired((0, 100), &mut |at, _, k| {
             gone.push((at, k.to_vec()));
             FoldControl::Continue
         })

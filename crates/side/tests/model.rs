@@ -154,7 +154,7 @@ fn check(store: &SideStore, model: &Model, now: u64) -> Result<(), TestCaseError
     // The expiry order.
     let mut gone = Vec::new();
     store
-        .expired(now, &mut |at, b, k| {
+        .expired((0, now), &mut |at, b, k| {
             let bucket = BUCKETS.iter().position(|x| *x == b).unwrap();
             gone.push((at, bucket, k[1]));
             FoldControl::Continue

@@ -9,12 +9,45 @@
 //! expired object, so the delete changes nothing a reader sees. The
 //! deletes are not logged: whatever a crash undoes of them (or replay
 //! writes again) is still expired, so the next sweep deletes it again.
+//!
+//! A sweep starts where the last one ended ([`SweepCursor`]): the LSM keeps
+//! what it deleted as tombstones until compaction, and walking over them
+//! again each round would make a big sweep quadratic. A live write's expiry
+//! is always later than the sweep's last "now"; only a copy of an old
+//! object (a replica, handoff, repair or replay) can arrive already
+//! expired, so every [`FULL_SCAN_EVERY_SECS`] a sweep starts from the
+//! beginning again.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use eddy_model::error::KvError;
 use eddy_storage::{FoldControl, WriteOptions};
 
 use super::Vnode;
 use super::msg::StorageKey;
+
+/// How often a sweep starts from the first expiry again.
+pub const FULL_SCAN_EVERY_SECS: u64 = 600;
+
+/// Where a vnode's next sweep starts, and when one last started from the
+/// beginning.
+#[derive(Default)]
+pub(crate) struct SweepCursor {
+    from_secs: AtomicU64,
+    full_at_secs: AtomicU64,
+}
+
+impl SweepCursor {
+    /// Where a sweep at `now_secs` starts.
+    fn start(&self, now_secs: u64) -> u64 {
+        let full_at = self.full_at_secs.load(Ordering::Relaxed);
+        if now_secs >= full_at.saturating_add(FULL_SCAN_EVERY_SECS) || full_at == 0 {
+            self.full_at_secs.store(now_secs.max(1), Ordering::Relaxed);
+            return 0;
+        }
+        self.from_secs.load(Ordering::Relaxed)
+    }
+}
 
 impl Vnode {
     /// Deletes up to `max` of the keys that expired by `now_secs`, soonest
@@ -24,8 +57,9 @@ impl Vnode {
         let Some(side) = self.stores.side.as_deref() else {
             return Ok(0);
         };
+        let from = self.sweep.start(now_secs);
         let mut due = Vec::new();
-        side.expired(now_secs, &mut |at, bucket, key| {
+        side.expired((from, now_secs), &mut |at, bucket, key| {
             let key = StorageKey {
                 bucket: bucket.to_vec(),
                 key: key.to_vec(),
@@ -36,6 +70,14 @@ impl Vnode {
                 false => FoldControl::Stop,
             }
         })?;
+        // Caught up: what expires later is past `now_secs`. Else the next
+        // sweep starts at the last expiry seen (keys of that second may
+        // be left).
+        let next = match due.len() < max {
+            true => now_secs,
+            false => due.last().map_or(now_secs, |(at, _)| *at),
+        };
+        self.sweep.from_secs.store(next, Ordering::Relaxed);
         let mut deleted = 0;
         for (at, key) in due {
             if self.closed.load(std::sync::atomic::Ordering::Acquire) {
@@ -60,5 +102,21 @@ impl Vnode {
         backend.delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
         side.clear(&key.bucket, &key.key, &record)?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_starts_where_the_last_ended_and_from_the_start_every_so_often() {
+        let cursor = SweepCursor::default();
+        assert_eq!(cursor.start(1_000), 0, "the first sweep scans everything");
+        cursor.from_secs.store(990, Ordering::Relaxed);
+        assert_eq!(cursor.start(1_001), 990);
+        assert_eq!(cursor.start(1_000 + FULL_SCAN_EVERY_SECS - 1), 990);
+        assert_eq!(cursor.start(1_000 + FULL_SCAN_EVERY_SECS), 0);
+        assert_eq!(cursor.start(1_001 + FULL_SCAN_EVERY_SECS), 990);
     }
 }

@@ -119,6 +119,8 @@ pub struct Vnode {
     states: Arc<StateCache>,
     /// The node's figures of merges and data type updates ([`figures`]).
     figures: Arc<VnodeFigures>,
+    /// Where this vnode's next expiry sweep starts (`expire`).
+    sweep: expire::SweepCursor,
 }
 
 /// What a put stored.
@@ -192,6 +194,7 @@ impl Vnode {
             folds: Arc::default(),
             states,
             figures,
+            sweep: Default::default(),
         })
     }
 
