@@ -23,6 +23,9 @@ use eddy_vnode::commitlog::{
 use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 
+mod log_cuts;
+use log_cuts::cuts;
+
 const RING: u32 = 8;
 
 /// A persistent-looking backend that keeps only what it synced: writes go
@@ -663,34 +666,11 @@ async fn a_segmented_set_reads_whole_after_a_crash_at_any_record() {
     crash(&backends, &log_dir, &copy);
     node.shutdown();
 
-    // Every cut: the log's segments before it whole, its own up to the end
-    // of a record (zeros after, as an allocated segment is), none after.
-    let seqs = commitlog::segment::list(&copy).unwrap();
-    let files: Vec<Vec<u8>> = seqs
-        .iter()
-        .map(|s| std::fs::read(commitlog::segment::path(&copy, *s)).unwrap())
-        .collect();
-    let mut cuts = Vec::new();
-    for (i, bytes) in files.iter().enumerate() {
-        commitlog::segment::read(bytes, |offset, e| {
-            let mut frame = Vec::new();
-            e.encode_into(&mut frame);
-            cuts.push((i, offset + frame.len()));
-        });
-    }
-    assert!(cuts.len() > 20, "{} records", cuts.len());
+    let all = cuts(&copy, dir.path());
+    assert!(all.len() > 20, "{} records", all.len());
     let mut seen = std::collections::BTreeSet::new();
-    for (n, (i, end)) in cuts.iter().enumerate() {
-        let cut = dir.path().join(format!("cut{n}"));
-        std::fs::create_dir_all(&cut).unwrap();
-        for (j, bytes) in files.iter().enumerate().take(i + 1) {
-            let mut kept = bytes.clone();
-            if j == *i {
-                kept[*end..].fill(0);
-            }
-            std::fs::write(commitlog::segment::path(&cut, seqs[j]), &kept).unwrap();
-        }
-        let node = start_with_sets(&fresh_backends(), &cut);
+    for (n, cut) in all.iter().enumerate() {
+        let node = start_with_sets(&fresh_backends(), cut);
         let got = set_members(&node).await;
         // Each replica on its own, not only a quorum's merge.
         let replicas: Vec<_> = (0..RING).map(|p| replica_members(&node, p)).collect();

@@ -23,10 +23,13 @@ use eddy_object::{Actor, Content};
 use eddy_ring::{Partition, Ring};
 use eddy_side::SideEnv;
 use eddy_storage::{Backend, FoldControl, FoldOptions, IndexQuery};
-use eddy_vnode::commitlog::{self, LogOptions, SyncPolicy};
+use eddy_vnode::commitlog::{LogOptions, SyncPolicy};
 use eddy_vnode::entries::terms_of;
 use eddy_vnode::segments::indexed_object;
 use rand::{Rng, SeedableRng};
+
+mod log_cuts;
+use log_cuts::cuts;
 
 const RING: u32 = 8;
 const FIELDS: [&str; 2] = ["v_bin", "w_int"];
@@ -185,39 +188,6 @@ fn check_agrees(node: &Arc<Node>, what: &str) -> usize {
         "{what}: the side stores and the objects disagree"
     );
     want.len()
-}
-
-/// Every cut of the log in `log`: the segments before it whole, its own
-/// up to the end of a record (zeros after), none after. Writes each into
-/// a directory of its own and returns them.
-fn cuts(log: &Path, into: &Path) -> Vec<PathBuf> {
-    let seqs = commitlog::segment::list(log).unwrap();
-    let files: Vec<Vec<u8>> = seqs
-        .iter()
-        .map(|s| std::fs::read(commitlog::segment::path(log, *s)).unwrap())
-        .collect();
-    let mut ends = Vec::new();
-    for (i, bytes) in files.iter().enumerate() {
-        commitlog::segment::read(bytes, |offset, e| {
-            let mut frame = Vec::new();
-            e.encode_into(&mut frame);
-            ends.push((i, offset + frame.len()));
-        });
-    }
-    let mut dirs = Vec::new();
-    for (n, (i, end)) in ends.iter().enumerate() {
-        let cut = into.join(format!("cut{n}"));
-        std::fs::create_dir_all(&cut).unwrap();
-        for (j, bytes) in files.iter().enumerate().take(i + 1) {
-            let mut kept = bytes.clone();
-            if j == *i {
-                kept[*end..].fill(0);
-            }
-            std::fs::write(commitlog::segment::path(&cut, seqs[j]), &kept).unwrap();
-        }
-        dirs.push(cut);
-    }
-    dirs
 }
 
 /// Copies every file under `from` into `to`.
