@@ -2,7 +2,9 @@
 //! on each persistent backend, with commit-log segments small enough that
 //! checkpoints run during the load. After a restart every acknowledged
 //! write is there: each key holds its last acknowledged value or a value
-//! written after it (a write in flight at the kill may or may not land).
+//! written after it (a write in flight at the kill may or may not land),
+//! and the 2i entries (each write indexes its own term, in the vnodes'
+//! side stores) are exactly those of the values the keys hold.
 
 mod support;
 
@@ -27,7 +29,8 @@ fn writer(port: u16, w: usize, stop: Arc<AtomicBool>, history: Arc<Mutex<History
             return;
         }
         let key = format!("w{w}-{}", i % KEYS_PER_WRITER);
-        let value = format!("{w}-{i}-{padding}");
+        let term = format!("{w}-{i}");
+        let value = format!("{term}-{padding}");
         history
             .lock()
             .unwrap()
@@ -36,7 +39,10 @@ fn writer(port: u16, w: usize, stop: Arc<AtomicBool>, history: Arc<Mutex<History
             .0
             .push(value.clone());
         let path = format!("/buckets/crash/keys/{key}?dw=all");
-        let headers = [("Content-Type", "text/plain")];
+        let headers = [
+            ("Content-Type", "text/plain"),
+            ("x-riak-index-v_bin", &term),
+        ];
         match http(port, "PUT", &path, &headers, value.as_bytes()) {
             Ok(r) if r.status == 204 => {
                 let mut h = history.lock().unwrap();
@@ -81,6 +87,7 @@ fn kill9_mid_load_keeps_acknowledged_writes(backend: &str) {
 
     let history = history.lock().unwrap();
     let mut acked_keys = 0;
+    let mut held = std::collections::BTreeSet::new();
     for (key, (attempted, acked)) in history.iter() {
         let r = node.http("GET", &format!("/buckets/crash/keys/{key}"), &[], b"");
         if *acked == 0 {
@@ -94,8 +101,39 @@ fn kill9_mid_load_keeps_acknowledged_writes(backend: &str) {
             attempted[acked - 1..].contains(&stored),
             "{backend}: {key} went back to an older value than its last acknowledged one"
         );
+        let term: Vec<&str> = stored.splitn(3, '-').take(2).collect();
+        held.insert((term.join("-"), key.clone()));
     }
     assert_eq!(acked_keys, WRITERS * KEYS_PER_WRITER);
+    // Keys a write may have created unacknowledged hold entries too.
+    for (key, (_, acked)) in history.iter().filter(|(_, (_, a))| *a == 0) {
+        let r = node.http("GET", &format!("/buckets/crash/keys/{key}"), &[], b"");
+        if r.status == 200 {
+            let text = r.text();
+            let term: Vec<&str> = text.splitn(3, '-').take(2).collect();
+            held.insert((term.join("-"), key.clone()));
+        }
+        assert_eq!(*acked, 0);
+    }
+    let r = node.http(
+        "GET",
+        "/buckets/crash/index/v_bin/0/9~?return_terms=true",
+        &[],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let answer: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let indexed: std::collections::BTreeSet<(String, String)> = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| e.as_object().unwrap().iter())
+        .map(|(t, k)| (t.clone(), k.as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        indexed, held,
+        "{backend}: 2i entries and the stored values disagree"
+    );
 }
 
 #[test]
