@@ -102,10 +102,9 @@ pub fn encode_entry(term: &[u8], key: &[u8]) -> Vec<u8> {
     item
 }
 
-/// An item back as `(term, key)`; `None` if it is malformed.
-pub fn decode_entry(item: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+/// An item's `(term, key)`, borrowed; `None` if it is malformed.
+pub fn split_entry(item: &[u8]) -> Option<(&[u8], &[u8])> {
     let (len, rest) = item.split_at_checked(4)?;
     let len = u32::from_be_bytes(len.try_into().ok()?) as usize;
-    let (term, key) = rest.split_at_checked(len)?;
-    Some((term.to_vec(), key.to_vec()))
+    rest.split_at_checked(len)
 }

@@ -15,7 +15,7 @@ use eddy_model::error::KvError;
 use eddy_model::index::query::{ScanField, UNPAGED_RESULTS_MAX};
 use eddy_model::index::{IndexPage, IndexRequest};
 use eddy_model::request::BucketRef;
-use eddy_vnode::index_fold::decode_entry;
+use eddy_vnode::index_fold::split_entry;
 use eddy_vnode::msg::FoldKind;
 
 /// How long a query may take when it names no timeout.
@@ -53,13 +53,15 @@ impl Node {
         let kind = FoldKind::Index(query.scan.clone());
         let items = self.coverage_collect(n_val, kind, deadline)?;
         let keys_are_terms = !matches!(query.scan.field, ScanField::Term(_));
+        // Borrowed from the vnodes' items: only the page's entries are
+        // copied (each vnode sent up to a page; most are not kept).
         let mut entries = items
             .iter()
             .map(|item| {
-                let (term, key) = decode_entry(item)
+                let (term, key) = split_entry(item)
                     .ok_or_else(|| KvError::BadQuery("a vnode sent a malformed entry".into()))?;
                 Ok(match keys_are_terms {
-                    true => (key.clone(), key),
+                    true => (key, key),
                     false => (term, key),
                 })
             })
@@ -70,7 +72,19 @@ impl Node {
                  ask for pages with max_results"
             )));
         }
+        // The page's entries, smallest first: the rest need not be sorted.
+        if let Some(max) = query.scan.max.map(|m| m as usize)
+            && entries.len() > max
+            && max > 0
+        {
+            entries.select_nth_unstable(max - 1);
+            entries.truncate(max);
+        }
         entries.sort_unstable();
-        Ok(query.page(entries))
+        let owned = entries
+            .into_iter()
+            .map(|(t, k)| (t.to_vec(), k.to_vec()))
+            .collect();
+        Ok(query.page(owned))
     }
 }
