@@ -129,11 +129,8 @@ eddy_runs() {
         --keys "$k8" --ops "$k8" --compression
     run_eddy "$b-group-commit" --backend "$b" --workload put --value-size 100 \
         --keys "$k100" --ops $((100000 / scale)) --key-order random --threads 64 --sync always
-    # bitcask keeps no index entries (a node keeps them in its side stores).
-    if [[ $b != bitcask ]]; then
-        run_eddy "$b-index-scan" --backend "$b" --workload index-scan --value-size 100 \
-            --keys $((100000 / scale)) --ops $((1000000 / scale))
-    fi
+    # No index-scan: bitcask and lsm keep no index entries (a node keeps
+    # them in its vnodes' side stores).
     run_eddy "$b-open" --backend "$b" --workload open --value-size 100 \
         --keys "$k100" --ops 100000
     if [[ $b == bitcask ]]; then
@@ -171,16 +168,11 @@ report_rows() {
     row "$b put 100 B random, 1 thread (MB/s)" "$(eddy_figure "$b-put-100" .mb_per_s)" "$seq_mbs" none ""
     row "$b get 100 B random, cached (gets/s)" "$(eddy_figure "$b-get-100" .ops_per_s)" "$rr_iops" $min 1000000
     [[ $b == memory ]] && return
-    local keys scan_goal=none
+    local keys
     keys=$(eddy_figure "$b-open" .params.keys)
-    [[ $b == lsm ]] && scan_goal=min
     row "$b put 8 KB seq, lz4, half compressible (MB/s)" "$(eddy_figure "$b-put-8k-lz4" .mb_per_s)" "$seq_mbs" none ""
     row "$b group commit, 64 writers (puts/s)" "$(eddy_figure "$b-group-commit" .ops_per_s)" "$sync_iops" ratio 20
     row "$b group commit p99 (us)" "$(eddy_figure "$b-group-commit" .p99_us)" "" none ""
-    if [[ $b != bitcask ]]; then
-        row "$b index scan $(eddy_figure "$b-index-scan" .params.keys) entries (entries/s)" \
-            "$(eddy_figure "$b-index-scan" .ops_per_s)" "" $scan_goal 1000000
-    fi
     row "$b open, $keys keys (ms)" "$(eddy_figure "$b-open" .extra.open_ms)" "" none ""
     [[ $b == bitcask ]] || return 0
     row "$b open without hint files, $keys keys (ms)" "$(eddy_figure "$b-open" .extra.open_without_hints_ms)" "" none ""

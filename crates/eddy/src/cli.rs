@@ -265,7 +265,8 @@ pub enum Workload {
     /// Load `--keys` keys, then time `--ops` gets and puts (`--read-percent`).
     Mixed,
     /// Load `--keys` keys with one index term each, then time full index
-    /// range scans (at least one, `--ops / --keys` in all).
+    /// range scans (at least one, `--ops / --keys` in all); only on memory,
+    /// the one engine that keeps index entries itself.
     IndexScan,
     /// Load `--keys` keys, overwrite each once (50 % dead), then time a forced
     /// merge while `--threads` readers keep reading.

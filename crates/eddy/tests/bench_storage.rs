@@ -82,24 +82,26 @@ fn merge_on_memory_is_a_clear_error() {
 }
 
 #[test]
-fn index_scan_on_bitcask_is_a_clear_error() {
-    let out = eddy(&[
-        "bench",
-        "storage",
-        "--backend",
-        "bitcask",
-        "--workload",
-        "index-scan",
-        "--keys",
-        "10",
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("index-scan does not apply to the bitcask backend")
-            && err.contains("keeps no index entries"),
-        "{err}"
-    );
+fn index_scan_on_bitcask_and_lsm_is_a_clear_error() {
+    for backend in ["bitcask", "lsm"] {
+        let out = eddy(&[
+            "bench",
+            "storage",
+            "--backend",
+            backend,
+            "--workload",
+            "index-scan",
+            "--keys",
+            "10",
+        ]);
+        assert!(!out.status.success(), "{backend}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let expected = format!("index-scan does not apply to the {backend} backend");
+        assert!(
+            err.contains(&expected) && err.contains("keeps no index entries"),
+            "{err}"
+        );
+    }
 }
 
 #[test]
@@ -125,12 +127,8 @@ fn disk_engines_run_every_workload() {
         "100000",
         "--json",
     ];
-    let workloads = |backend| match backend {
-        "lsm" => &["put", "get", "mixed", "index-scan", "merge", "open"][..],
-        _ => &["put", "get", "mixed", "merge", "open"][..],
-    };
     for backend in ["bitcask", "lsm"] {
-        for &workload in workloads(backend) {
+        for workload in ["put", "get", "mixed", "merge", "open"] {
             let mut args = vec![
                 "bench",
                 "storage",

@@ -1,9 +1,13 @@
 //! [`LsmBackend`]: one partition, and its [`Backend`] implementation.
 //!
-//! The backend holds its [`Partition`] (keyspace handles plus the shared
+//! The backend holds its [`Partition`] (its object keyspace plus the shared
 //! environment) behind a lock that only `close` and `destroy` take for
 //! writing; once closed, every call fails with [`StorageError::Closed`].
-//! Writes and reads are in `write.rs` and `scan.rs`.
+//! Writes and reads are in `write.rs` and `scan.rs`. The backend keeps no
+//! secondary-index entries (a vnode keeps them in its side store, design
+//! note 027): its capabilities say `indexes: false`, a write with index
+//! specs is refused with [`StorageError::NoIndexes`] and an index scan
+//! answers nothing.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,19 +22,16 @@ use parking_lot::{RwLock, RwLockReadGuard};
 use crate::config::LsmConfig;
 use crate::env::{EnvShared, Lease, LsmEnv};
 use crate::error::engine;
-use crate::keys::{self, TERMS_TAG};
-use crate::locks::KeyLocks;
+use crate::keys;
 
 /// Keys deleted per batch by `drop_bucket`.
 const DROP_CHUNK_KEYS: usize = 512;
 
-/// An open partition: its keyspaces in the shared environment.
+/// An open partition: its keyspace in the shared environment.
 pub struct Partition {
     pub env: Arc<EnvShared>,
     /// `esc(bucket) key` → expiry header + value.
     pub objects: Keyspace,
-    /// Terms records and index entries (see `keys.rs`).
-    pub aux: Keyspace,
     pub _lease: Lease,
 }
 
@@ -38,7 +39,6 @@ pub struct Partition {
 pub struct LsmBackend {
     name: String,
     partition: RwLock<Option<Partition>>,
-    locks: KeyLocks,
     /// Set for a standalone backend, whose directory `destroy` removes.
     owned_dir: Option<PathBuf>,
 }
@@ -48,7 +48,6 @@ impl LsmBackend {
         LsmBackend {
             name: name.to_string(),
             partition: RwLock::new(Some(partition)),
-            locks: KeyLocks::default(),
             owned_dir: None,
         }
     }
@@ -63,16 +62,13 @@ impl LsmBackend {
         Ok(backend)
     }
 
-    /// Flushes memtables and compacts both keyspaces into their last level,
+    /// Flushes the memtable and compacts the partition into its last level,
     /// running the TTL filter over everything (operators and tests; fjall
     /// otherwise compacts in the background).
     pub fn compact(&self) -> Result<(), StorageError> {
         self.with(|p| {
-            for keyspace in [&p.objects, &p.aux] {
-                keyspace.rotate_memtable_and_wait().map_err(engine)?;
-                keyspace.major_compact().map_err(engine)?;
-            }
-            Ok(())
+            p.objects.rotate_memtable_and_wait().map_err(engine)?;
+            p.objects.major_compact().map_err(engine)
         })
     }
 
@@ -103,56 +99,35 @@ impl LsmBackend {
 }
 
 impl Partition {
-    /// Deletes every key of `bucket` in batches of whole keys (object,
-    /// terms record and index entries together), so a crash mid-way leaves
-    /// each key either fully present or fully gone.
-    fn drop_bucket(&self, locks: &KeyLocks, bucket: &[u8]) -> Result<(), StorageError> {
-        let objects_range = keys::object_range(Some(bucket), None, None);
+    /// Deletes every key of `bucket` in batches of 512, then makes that
+    /// durable.
+    fn drop_bucket(&self, bucket: &[u8]) -> Result<(), StorageError> {
+        let range = keys::object_range(Some(bucket), None, None);
         let prefix_len = keys::object_key(bucket, b"").len();
-        self.delete_all_in(locks, &self.objects, &objects_range, bucket, prefix_len)?;
-        // Terms records whose object a compaction already dropped as expired.
-        let terms_range = keys::tagged_bucket_range(TERMS_TAG, bucket);
-        self.delete_all_in(locks, &self.aux, &terms_range, bucket, prefix_len + 1)?;
-        self.env.durable()
-    }
-
-    fn delete_all_in(
-        &self,
-        locks: &KeyLocks,
-        keyspace: &Keyspace,
-        range: &(std::ops::Bound<Vec<u8>>, std::ops::Bound<Vec<u8>>),
-        bucket: &[u8],
-        prefix_len: usize,
-    ) -> Result<(), StorageError> {
         let mut after: Option<Vec<u8>> = None;
         loop {
-            let chunk = Self::keys_in(keyspace, range, after.as_deref(), DROP_CHUNK_KEYS)?;
+            let chunk = self.object_keys_in(&range, after.as_deref(), DROP_CHUNK_KEYS)?;
             let Some(last) = chunk.last() else {
-                return Ok(());
+                return self.env.durable();
             };
             after = Some(last.to_vec());
             let mut batch = WriteBatch::default();
             for encoded in &chunk {
                 batch.delete(bucket, encoded.get(prefix_len..).unwrap_or_default());
             }
-            self.write(locks, batch, WriteOptions::NO_SYNC)?;
+            self.write(batch, WriteOptions::NO_SYNC)?;
         }
     }
 
     fn status(&self) -> Result<BackendStatus, StorageError> {
-        let (objects, aux) = (&self.objects, &self.aux);
-        let disk_bytes = objects.disk_space() + aux.disk_space();
+        let objects = &self.objects;
+        let disk_bytes = objects.disk_space();
         let dead_bytes = objects.fragmented_blob_bytes();
-        let files = objects.table_count() + objects.blob_file_count() + aux.table_count();
+        let files = objects.table_count() + objects.blob_file_count();
         let extra = vec![
             ("keys_exact".into(), "false".into()),
             ("object_tables".into(), objects.table_count().to_string()),
             ("blob_files".into(), objects.blob_file_count().to_string()),
-            ("aux_tables".into(), aux.table_count().to_string()),
-            (
-                "aux_entries_approx".into(),
-                aux.approximate_len().to_string(),
-            ),
             ("disk_bytes".into(), disk_bytes.to_string()),
             (
                 "env_journals".into(),
@@ -177,7 +152,7 @@ impl Backend for LsmBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             ordered: true,
-            indexes: true,
+            indexes: false,
             ttl: true,
             kv_separation: true,
             persistent: true,
@@ -192,7 +167,7 @@ impl Backend for LsmBackend {
     }
 
     fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<(), StorageError> {
-        self.with(|p| p.write(&self.locks, batch, opts))
+        self.with(|p| p.write(batch, opts))
     }
 
     fn fold_keys(&self, opts: &FoldOptions, f: &mut KeyVisitor<'_>) -> Result<(), StorageError> {
@@ -207,12 +182,16 @@ impl Backend for LsmBackend {
         self.with(|p| p.fold_objects(opts, f))
     }
 
-    fn index_range(&self, query: &IndexQuery, f: &mut KeyVisitor<'_>) -> Result<(), StorageError> {
-        self.with(|p| p.index_range(query, f))
+    fn index_range(
+        &self,
+        _query: &IndexQuery,
+        _f: &mut KeyVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        self.with(|_| Ok(()))
     }
 
     fn drop_bucket(&self, bucket: &[u8]) -> Result<(), StorageError> {
-        self.with(|p| p.drop_bucket(&self.locks, bucket))
+        self.with(|p| p.drop_bucket(bucket))
     }
 
     fn is_empty(&self) -> Result<bool, StorageError> {
@@ -238,16 +217,14 @@ impl Backend for LsmBackend {
             .map_err(engine)
     }
 
-    /// Deletes the partition's keyspaces behind a durable marker (its
+    /// Deletes the partition's keyspace behind a durable marker (its
     /// environment finishes an interrupted one); a standalone backend then
     /// closes its database and destroys its directory crash-atomically
     /// ([`eddy_storage::destroy`]).
     fn destroy(self: Box<Self>) -> Result<(), StorageError> {
         if let Some(p) = self.partition.write().take() {
-            let Partition {
-                env, objects, aux, ..
-            } = p;
-            env.destroy_partition(&self.name, objects, aux)?;
+            let Partition { env, objects, .. } = p;
+            env.destroy_partition(&self.name, objects)?;
         }
         match &self.owned_dir {
             Some(dir) => eddy_storage::destroy::destroy_dir(dir),

@@ -3,12 +3,18 @@
 //! The environment owns the fjall [`Database`] (one journal, one block
 //! cache, one set of worker threads), a small `eddy.meta` keyspace, the
 //! group-commit state and the TTL state the compaction filters read.
-//! Partition `p` is the keyspaces `p.obj` (objects) and `p.aux` (terms
-//! records and index entries).
+//! Partition `p` is the keyspace `p.obj` (its objects).
+//!
+//! Data directories written before the side store (design note 027) also
+//! hold a keyspace `p.aux` per partition, with each key's terms record and
+//! its index entries. Nothing reads them: opening the environment deletes
+//! every keyspace whose name ends in `.aux` (no other keyspace does), each
+//! deletion one atomic change of fjall's keyspace register, so a crash
+//! midway leaves the rest for the next open.
 //!
 //! Invariants:
-//! - A partition is open at most once at a time (its terms read-modify-write
-//!   relies on one set of key locks).
+//! - A partition is open at most once at a time (a second backend over the
+//!   same keyspace could close or destroy it under the first).
 //! - Destroying a partition is crash-atomic: a `destroy/<name>` marker is
 //!   made durable before its keyspaces are deleted and removed after, and a
 //!   marker found at open (or before the partition is reopened) finishes the
@@ -40,7 +46,9 @@ use crate::journal::JournalSync;
 
 const META_KEYSPACE: &str = "eddy.meta";
 const OBJECTS_SUFFIX: &str = ".obj";
-const AUX_SUFFIX: &str = ".aux";
+/// Suffix of the index keyspaces of data directories written before the
+/// side store, deleted at open.
+const OLD_AUX_SUFFIX: &str = ".aux";
 const TTL_MARKER: &[u8] = b"ttl_in_use";
 const DESTROY_PREFIX: &str = "destroy/";
 /// Longest partition name (fjall allows 255-byte keyspace names).
@@ -69,8 +77,9 @@ pub struct LsmEnv {
 }
 
 impl LsmEnv {
-    /// Opens (or creates) the environment stored in `dir`, finishing any
-    /// partition destruction a crash interrupted.
+    /// Opens (or creates) the environment stored in `dir`, deleting the
+    /// index keyspaces of an older format and finishing any partition
+    /// destruction a crash interrupted.
     pub fn open(dir: &Path, config: &LsmConfig) -> Result<LsmEnv, StorageError> {
         std::fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
         let ttl = Arc::new(TtlState {
@@ -97,6 +106,7 @@ impl LsmEnv {
             open_partitions: Mutex::new(HashSet::new()),
             interval: Mutex::new(None),
         });
+        shared.delete_old_aux_keyspaces()?;
         shared.finish_destroys()?;
         if config.sync == SyncPolicy::Interval {
             let every = config.sync_interval;
@@ -113,11 +123,9 @@ impl LsmEnv {
             self.shared.delete_partition_keyspaces(name)?;
         }
         let objects = self.shared.keyspace(name, OBJECTS_SUFFIX)?;
-        let aux = self.shared.keyspace(name, AUX_SUFFIX)?;
         let partition = Partition {
             env: self.shared.clone(),
             objects,
-            aux,
             _lease: lease,
         };
         Ok(LsmBackend::new(name, partition))
@@ -140,8 +148,8 @@ fn open_database(
     ttl: Arc<TtlState>,
 ) -> Result<Database, StorageError> {
     let assign = move |name: &str| -> Option<Arc<dyn Factory>> {
-        let ours = name.ends_with(OBJECTS_SUFFIX) || name.ends_with(AUX_SUFFIX);
-        ours.then(|| Arc::new(TtlFilterFactory(AssertUnwindSafe(ttl.clone()))) as Arc<dyn Factory>)
+        name.ends_with(OBJECTS_SUFFIX)
+            .then(|| Arc::new(TtlFilterFactory(AssertUnwindSafe(ttl.clone()))) as Arc<dyn Factory>)
     };
     let mut builder = Database::builder(dir)
         .cache_size(config.cache_size_bytes)
@@ -175,7 +183,7 @@ fn check_partition_name(name: &str) -> Result<(), StorageError> {
     Ok(())
 }
 
-fn keyspace_options(config: &LsmConfig, objects: bool) -> KeyspaceCreateOptions {
+fn keyspace_options(config: &LsmConfig) -> KeyspaceCreateOptions {
     use fjall::config::CompressionPolicy;
     let blocks = if config.compression {
         // fjall's own choice: the small, hot upper levels stay uncompressed.
@@ -187,14 +195,11 @@ fn keyspace_options(config: &LsmConfig, objects: bool) -> KeyspaceCreateOptions 
     } else {
         CompressionPolicy::all(CompressionType::None)
     };
-    let separation = config
-        .kv_separation_threshold_bytes
-        .filter(|_| objects)
-        .map(|threshold| {
-            KvSeparationOptions::default()
-                .separation_threshold(threshold)
-                .compression(compression_type(config.compression))
-        });
+    let separation = config.kv_separation_threshold_bytes.map(|threshold| {
+        KvSeparationOptions::default()
+            .separation_threshold(threshold)
+            .compression(compression_type(config.compression))
+    });
     KeyspaceCreateOptions::default()
         .max_memtable_size(config.memtable_size_bytes)
         .data_block_compression_policy(blocks)
@@ -203,12 +208,34 @@ fn keyspace_options(config: &LsmConfig, objects: bool) -> KeyspaceCreateOptions 
 
 impl EnvShared {
     fn keyspace(&self, name: &str, suffix: &str) -> Result<Keyspace, StorageError> {
-        let objects = suffix == OBJECTS_SUFFIX;
         self.db
             .keyspace(&format!("{name}{suffix}"), || {
-                keyspace_options(&self.config, objects)
+                keyspace_options(&self.config)
             })
             .map_err(engine)
+    }
+
+    /// Deletes every keyspace an older format kept index entries in, then
+    /// makes that durable. Each deletion is atomic; what a crash leaves is
+    /// deleted at the next open.
+    fn delete_old_aux_keyspaces(&self) -> Result<(), StorageError> {
+        let old: Vec<_> = self
+            .db
+            .list_keyspace_names()
+            .into_iter()
+            .filter(|name| name.ends_with(OLD_AUX_SUFFIX))
+            .collect();
+        if old.is_empty() {
+            return Ok(());
+        }
+        for name in old {
+            let handle = self
+                .db
+                .keyspace(&name, KeyspaceCreateOptions::default)
+                .map_err(engine)?;
+            self.db.delete_keyspace(handle).map_err(engine)?;
+        }
+        self.durable()
     }
 
     /// Fsyncs the journal now, letting other writers commit meanwhile.
@@ -256,31 +283,22 @@ impl EnvShared {
             .map_err(engine)
     }
 
-    /// Deletes partition `name`'s keyspaces, crash-atomically.
-    pub fn destroy_partition(
-        &self,
-        name: &str,
-        objects: Keyspace,
-        aux: Keyspace,
-    ) -> Result<(), StorageError> {
+    /// Deletes partition `name`'s keyspace, crash-atomically.
+    pub fn destroy_partition(&self, name: &str, objects: Keyspace) -> Result<(), StorageError> {
         let marker = Self::destroy_marker(name);
         self.meta.insert(&marker, []).map_err(engine)?;
         self.durable()?;
         self.db.delete_keyspace(objects).map_err(engine)?;
-        self.db.delete_keyspace(aux).map_err(engine)?;
         self.meta.remove(marker).map_err(engine)?;
         self.durable()
     }
 
-    /// Deletes whatever keyspaces partition `name` still has, then its
+    /// Deletes partition `name`'s keyspace if it is still there, then its
     /// destroy marker.
     fn delete_partition_keyspaces(&self, name: &str) -> Result<(), StorageError> {
-        for suffix in [OBJECTS_SUFFIX, AUX_SUFFIX] {
-            let full = format!("{name}{suffix}");
-            if self.db.keyspace_exists(&full) {
-                let handle = self.keyspace(name, suffix)?;
-                self.db.delete_keyspace(handle).map_err(engine)?;
-            }
+        if self.db.keyspace_exists(&format!("{name}{OBJECTS_SUFFIX}")) {
+            let handle = self.keyspace(name, OBJECTS_SUFFIX)?;
+            self.db.delete_keyspace(handle).map_err(engine)?;
         }
         self.meta
             .remove(Self::destroy_marker(name))

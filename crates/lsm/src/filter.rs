@@ -1,8 +1,7 @@
-//! The TTL compaction filter: drops expired entries of partition keyspaces.
+//! The TTL compaction filter: drops expired objects of partition keyspaces.
 //!
 //! Every value in a partition keyspace starts with the expiry header of
-//! [`crate::record`], so one filter serves objects, terms records and index
-//! entries. An expired entry becomes a tombstone (`Verdict::Remove`), never
+//! [`crate::record`]. An expired entry becomes a tombstone (`Verdict::Remove`), never
 //! vanishes outright, so an older version below it cannot resurface.
 //! Reads check expiry themselves; the filter only reclaims space, and keeping
 //! an entry is always safe. Hence two economies:

@@ -2,22 +2,24 @@
 //!
 //! One [`LsmEnv`] per node holds one fjall database (one journal, one block
 //! cache, one set of background threads); each partition opened in it with
-//! [`LsmEnv::open_partition`] is an [`LsmBackend`] made of two keyspaces:
+//! [`LsmEnv::open_partition`] is an [`LsmBackend`] over one keyspace of
 //! objects, keyed so that byte order is `(bucket, key)` order and with large
-//! values in blob files (key-value separation), and an aux keyspace with each
-//! key's terms record and the index entries, keyed `(bucket, field, term,
-//! key)`. [`LsmBackend::open`] opens one standalone partition with its own
-//! environment. Design: docs/design/003-lsm.md.
+//! values in blob files (key-value separation). [`LsmBackend::open`] opens
+//! one standalone partition with its own environment. The backend keeps no
+//! secondary-index entries: a vnode keeps its 2i entries in its side store
+//! (`eddy-side`, design note 027), so the backend's capabilities say
+//! `indexes: false` and a write with index specs is refused. Design:
+//! docs/design/003-lsm.md.
 //!
 //! Invariants:
-//! - An op's object, terms record and index entries are written in one fjall
-//!   batch, under the key's stripe lock (`write.rs`), so index entries always
-//!   match objects, after crashes too.
+//! - A batch is one fjall batch: all of its ops or none survive a crash.
 //! - Every stored value starts with an expiry header (`record.rs`); reads
-//!   hide expired entries, and the compaction filter (`filter.rs`) turns them
-//!   into tombstones.
+//!   hide expired objects, and the compaction filter (`filter.rs`) turns
+//!   them into tombstones.
 //! - A write with `sync: true` returns only after a journal fsync that began
 //!   after its commit (group commit: `eddy_storage::GroupCommit`).
+//! - No keyspace of an older format's index entries survives an open of
+//!   the environment (`env.rs`).
 
 mod backend;
 mod config;
@@ -27,7 +29,6 @@ mod filter;
 mod interval;
 mod journal;
 mod keys;
-mod locks;
 mod record;
 mod scan;
 mod write;

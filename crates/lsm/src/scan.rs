@@ -1,16 +1,15 @@
-//! The read path: point gets, folds over objects and range scans over index
-//! entries, all straight off fjall iterators (each a consistent snapshot).
+//! The read path: point gets and folds over objects, straight off fjall
+//! iterators (each a consistent snapshot).
 //!
-//! Expiry is checked from each entry's own header, so no scan does a point
-//! lookup per entry. While no write in the environment has carried an
-//! expiry, key folds do not even read values (no blob reads), and index
-//! scans skip the header check.
+//! Expiry is checked from each object's own header. While no write in the
+//! environment has carried an expiry, key folds do not even read values
+//! (no blob reads).
 
 use std::ops::Bound;
 
 use eddy_storage::clock::is_expired;
-use eddy_storage::{FoldControl, FoldOptions, IndexQuery, KeyVisitor, ObjectVisitor, StorageError};
-use fjall::{Keyspace, UserKey, UserValue};
+use eddy_storage::{FoldControl, FoldOptions, KeyVisitor, ObjectVisitor, StorageError};
+use fjall::{UserKey, UserValue};
 
 use crate::backend::Partition;
 use crate::error::{corrupt, engine};
@@ -117,44 +116,6 @@ impl Partition {
         Ok((!is_expired(expiry, now_secs)).then_some(encoded))
     }
 
-    /// Calls `f(term, key)` for the live index entries `query` selects, in
-    /// `(term, key)` order.
-    pub fn index_range(
-        &self,
-        query: &IndexQuery,
-        f: &mut KeyVisitor<'_>,
-    ) -> Result<(), StorageError> {
-        let prefix = keys::index_prefix(&query.bucket, &query.field);
-        let after = query
-            .start_after
-            .as_ref()
-            .map(|(t, k)| (t.as_slice(), k.as_slice()));
-        let range = keys::index_range(&prefix, &query.start, &query.end, after);
-        if is_empty_range(&range) {
-            return Ok(());
-        }
-        let check_expiry = self.env.ttl.in_use();
-        let now_secs = self.now_secs();
-        for guard in self.aux.range(range) {
-            let (encoded, stored) = guard.into_inner().map_err(engine)?;
-            if check_expiry && self.index_entry_expired(&stored, now_secs)? {
-                continue;
-            }
-            let rest = encoded.get(prefix.len()..).unwrap_or_default();
-            let (term, key) = split_escaped(rest)
-                .ok_or_else(|| corrupt(self.aux.path(), "undecodable index key"))?;
-            if f(&term, key) == FoldControl::Stop {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    fn index_entry_expired(&self, stored: &[u8], now_secs: u64) -> Result<bool, StorageError> {
-        let (expiry, _) = split_expiry(stored).map_err(|r| corrupt(self.aux.path(), r))?;
-        Ok(is_expired(expiry, now_secs))
-    }
-
     /// True when no live object is stored.
     pub fn is_empty(&self) -> Result<bool, StorageError> {
         let mut empty = true;
@@ -165,10 +126,10 @@ impl Partition {
         Ok(empty)
     }
 
-    /// Encoded keys in `range` of `keyspace`, `limit` at most, starting
-    /// strictly after `after` when given (drop-bucket's chunks).
-    pub fn keys_in(
-        keyspace: &Keyspace,
+    /// Encoded object keys in `range`, `limit` at most, starting strictly
+    /// after `after` when given (drop-bucket's chunks).
+    pub fn object_keys_in(
+        &self,
         range: &Range,
         after: Option<&[u8]>,
         limit: usize,
@@ -181,7 +142,7 @@ impl Partition {
         if is_empty_range(&range) {
             return Ok(Vec::new());
         }
-        keyspace
+        self.objects
             .range(range)
             .take(limit)
             .map(|guard| guard.key().map_err(engine))

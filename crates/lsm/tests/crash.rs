@@ -1,8 +1,7 @@
 //! Kill -9 crash tests: a child process (this test binary re-executed, see
 //! `eddy_storage::testkit::crash`) writes with sync on and is SIGKILLed at
 //! random moments; after each kill the partition is reopened and verified:
-//! every acknowledged write is there with its value and index entries match
-//! the objects.
+//! every acknowledged write is there with its value.
 //!
 //! Memtables are tiny and values often exceed the separation threshold, so
 //! kills land during flushes, compactions and blob-file writes too.

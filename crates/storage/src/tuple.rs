@@ -80,7 +80,7 @@ pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// The keys `prefix esc(term) key` with `start <= term <= end`, strictly
 /// after the (term, key) `after` when given, where `prefix` ends in a
-/// terminator (2i entries, in the lsm backend and the side store).
+/// terminator (the side store's 2i entries).
 pub fn term_range(
     prefix: &[u8],
     (start, end): (&[u8], &[u8]),

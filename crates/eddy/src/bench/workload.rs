@@ -180,8 +180,8 @@ fn check_index(ctx: &Ctx<'_>) -> Result<(), BenchError> {
 
 /// `index-scan`: load with one entry per key, check the index, then time
 /// full scans of it. The headline ops are index entries; latencies are of
-/// whole scans. An engine that keeps no index entries (bitcask: a node
-/// keeps them in its vnodes' side stores) has nothing to scan.
+/// whole scans. An engine that keeps no index entries (bitcask and lsm: a
+/// node keeps them in its vnodes' side stores) has nothing to scan.
 pub fn index_scan(ctx: &Ctx<'_>) -> Result<Report, BenchError> {
     if !ctx.backend.capabilities().indexes {
         return Err(BenchError::Unsupported {
