@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use eddy_bitcask::{Bitcask, BitcaskConfig};
 use eddy_lsm::LsmEnv;
@@ -45,13 +46,17 @@ impl Storage {
         let kind = settings.backend;
         let lsm = match kind {
             StorageBackend::Lsm | StorageBackend::Multi => {
-                Some(LsmEnv::open(&root.join("lsm"), &settings.lsm)?)
+                let dir = root.join("lsm");
+                Some(once_unlocked(|| LsmEnv::open(&dir, &settings.lsm))?)
             }
             StorageBackend::Bitcask | StorageBackend::Memory => None,
         };
         let side = match kind {
             StorageBackend::Memory => None,
-            _ => Some(SideEnv::open(&root.join("side"), Default::default())?),
+            _ => {
+                let dir = root.join("side");
+                Some(once_unlocked(|| SideEnv::open(&dir, Default::default()))?)
+            }
         };
         Ok(Storage {
             kind,
@@ -156,5 +161,49 @@ impl Storage {
             props.backend.clone()
         });
         Ok(MultiBackend::new(subs, MULTI_BACKENDS[0])?.with_chooser(chooser))
+    }
+}
+
+/// How long a start waits for a stopping node to let go of a fjall
+/// database's lock.
+const UNLOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// Opens a fjall database with `open`, trying again while its lock is
+/// held: a node that stopped releases the data directory's lock before
+/// its process has dropped its last handle to the node-wide databases
+/// (`eddy stop` returns at the first), so a start right after a stop may
+/// find them locked for a moment.
+fn once_unlocked<T>(mut open: impl FnMut() -> Result<T, StorageError>) -> Result<T, StorageError> {
+    let deadline = Instant::now() + UNLOCK_WAIT;
+    loop {
+        match open() {
+            Err(StorageError::Locked(dir)) if Instant::now() < deadline => {
+                tracing::info!(dir = %dir.display(), "waiting for a stopping node to release");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_still_held_by_a_stopping_node_is_opened_once_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = SideEnv::open(dir.path(), Default::default()).unwrap();
+        assert!(matches!(
+            SideEnv::open(dir.path(), Default::default()),
+            Err(StorageError::Locked(_))
+        ));
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(held);
+        });
+        let opened = once_unlocked(|| SideEnv::open(dir.path(), Default::default()));
+        assert!(opened.is_ok(), "{:?}", opened.err());
+        release.join().unwrap();
     }
 }
