@@ -34,6 +34,7 @@ use eddy_storage::fold::KeyVisitor;
 use eddy_storage::{Backend, Clock, IndexQuery, IndexSpec, StorageError, SystemClock};
 
 use eddy_model::index::term::storage_term;
+use eddy_model::props::ttl::expiry_secs;
 
 /// What a write does to its key's index entries.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -112,18 +113,15 @@ impl Entries {
 }
 
 /// When `o` expires in a bucket with a ttl of `ttl_secs`: its newest
-/// sibling's last write plus the ttl, in whole seconds; 0 without a ttl.
+/// sibling's last write plus the ttl ([`expiry_secs`]); 0 without a ttl.
 pub fn expiry_of(o: &RiakObject, ttl_secs: u64) -> u64 {
-    if ttl_secs == 0 {
-        return 0;
-    }
     let last_write_us = o
         .siblings
         .iter()
         .map(|s| s.content.meta.last_modified_us)
         .max()
         .unwrap_or(0);
-    (last_write_us / 1_000_000).saturating_add(ttl_secs).max(1)
+    expiry_secs(last_write_us, ttl_secs)
 }
 
 /// An object's index entries as stored (terms by
@@ -173,11 +171,13 @@ impl Stores {
     }
 
     /// The specs a backend is given with a write that does `entries` to
-    /// a key of `bucket`: none when the side store keeps them.
+    /// a key of `bucket`: none when the side store keeps them. A write
+    /// that changes no entries does not ask where they live (under multi,
+    /// a lookup of the bucket's props).
     pub fn backend_specs(&self, bucket: &[u8], entries: &Entries) -> Vec<IndexSpec> {
-        match self.side_for(bucket) {
-            Some(_) => Vec::new(),
-            None => entries.specs(),
+        match entries {
+            Entries::Changed { .. } if self.side_for(bucket).is_none() => entries.specs(),
+            _ => Vec::new(),
         }
     }
 
@@ -188,8 +188,11 @@ impl Stores {
         (bucket, key): (&[u8], &[u8]),
         entries: &Entries,
     ) -> Result<(), StorageError> {
-        match (self.side_for(bucket), entries.after()) {
-            (Some(side), Some((terms, expiry))) => side
+        let Some((terms, expiry)) = entries.after() else {
+            return Ok(());
+        };
+        match self.side_for(bucket) {
+            Some(side) => side
                 .set(&KeyState {
                     bucket,
                     key,
@@ -197,7 +200,7 @@ impl Stores {
                     expiry,
                 })
                 .map(drop),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 

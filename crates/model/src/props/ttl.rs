@@ -27,14 +27,15 @@ impl Ttl {
     pub fn secs(self) -> u64 {
         self.0
     }
+}
 
-    /// When an object last written at `last_write_us` (microseconds since
-    /// the Unix epoch) expires, in whole seconds; 0 without a ttl.
-    pub fn expiry_secs(self, last_write_us: u64) -> u64 {
-        match self.0 {
-            0 => 0,
-            ttl => (last_write_us / 1_000_000).saturating_add(ttl).max(1),
-        }
+/// When an object last written at `last_write_us` (microseconds since the
+/// Unix epoch) expires under a ttl of `ttl_secs`, in whole seconds; 0
+/// without a ttl.
+pub fn expiry_secs(last_write_us: u64, ttl_secs: u64) -> u64 {
+    match ttl_secs {
+        0 => 0,
+        ttl => (last_write_us / 1_000_000).saturating_add(ttl).max(1),
     }
 }
 
@@ -121,7 +122,7 @@ mod tests {
     #[test]
     fn an_object_expires_ttl_after_its_last_write() {
         let ttl = Ttl::from_secs(60).unwrap();
-        assert_eq!(ttl.expiry_secs(1_000_000_500_000), 1_000_060);
-        assert_eq!(Ttl::default().expiry_secs(1_000_000_500_000), 0);
+        assert_eq!(expiry_secs(1_000_000_500_000, ttl.secs()), 1_000_060);
+        assert_eq!(expiry_secs(1_000_000_500_000, Ttl::default().secs()), 0);
     }
 }
