@@ -232,9 +232,9 @@ impl VnodeParts {
 /// The ttl in seconds (0: none) of the objects of `storage_bucket`, as
 /// `registry` has its props now.
 pub fn ttl_of(registry: &BucketRegistry, storage_bucket: &[u8]) -> u64 {
-    BucketRef::parse_storage_bucket(storage_bucket)
-        .and_then(|(b, _)| registry.bucket_props_shared(&b.bucket_type, &b.bucket).ok())
-        .and_then(|props| props.ttl)
+    registry
+        .props_of_storage_bucket(storage_bucket)
+        .and_then(|(props, _)| props.ttl)
         .map_or(0, |t| t.secs())
 }
 

@@ -299,6 +299,20 @@ impl BucketRegistry {
         self.resolved(bucket_type, bucket, |r| r.props.clone())
     }
 
+    /// The props of the bucket a storage bucket name stands for, with the
+    /// generation the name carries (design note 018); `None` for a name
+    /// that is not one or a bucket whose props cannot be resolved.
+    pub fn props_of_storage_bucket(
+        &self,
+        storage_bucket: &[u8],
+    ) -> Option<(Arc<BucketProps>, u64)> {
+        let (bucket, generation) = crate::request::BucketRef::parse_storage_bucket(storage_bucket)?;
+        let props = self
+            .bucket_props_shared(&bucket.bucket_type, &bucket.bucket)
+            .ok()?;
+        Some((props, generation))
+    }
+
     /// A bucket's props and the stamped entries they were resolved from,
     /// read together (a put's coordinator sends the entries with the
     /// write), from the cache.

@@ -124,12 +124,9 @@ impl Node {
     /// bucket than this node's registry gives: what is written there is
     /// never read.
     pub(crate) fn is_dropped_generation(&self, storage_bucket: &[u8]) -> bool {
-        let Some((bucket, generation)) = BucketRef::parse_storage_bucket(storage_bucket) else {
-            return false;
-        };
         self.registry
-            .bucket_props_shared(&bucket.bucket_type, &bucket.bucket)
-            .is_ok_and(|props| props.generation > generation)
+            .props_of_storage_bucket(storage_bucket)
+            .is_some_and(|(props, generation)| props.generation > generation)
     }
 }
 

@@ -132,23 +132,19 @@ impl Node {
     /// bucket this node cannot name keeps every sibling, which loses
     /// nothing, and has no ttl.
     pub fn write_policy_of(&self, storage_bucket: &[u8]) -> Option<WritePolicy> {
-        let named = eddy_model::request::BucketRef::parse_storage_bucket(storage_bucket);
-        let props = named.as_ref().and_then(|(b, _)| {
-            self.registry()
-                .bucket_props_shared(&b.bucket_type, &b.bucket)
-                .ok()
-        });
-        Some(match props {
-            Some(props) if named.is_some_and(|(_, g)| g < props.generation) => return None,
-            Some(props) => self.write_policy(&props),
-            None => WritePolicy {
-                allow_mult: true,
-                last_write_wins: false,
-                max_siblings: self.config.siblings_max,
-                write_once: false,
-                ttl_secs: 0,
+        Some(
+            match self.registry().props_of_storage_bucket(storage_bucket) {
+                Some((props, generation)) if generation < props.generation => return None,
+                Some((props, _)) => self.write_policy(&props),
+                None => WritePolicy {
+                    allow_mult: true,
+                    last_write_wins: false,
+                    max_siblings: self.config.siblings_max,
+                    write_once: false,
+                    ttl_secs: 0,
+                },
             },
-        })
+        )
     }
 
     /// The write policy a replica merges a bucket's objects with.
