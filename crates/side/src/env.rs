@@ -78,13 +78,6 @@ impl SideEnv {
             .keyspace_exists(&keyspace_name(partition, incarnation))
     }
 
-    /// Deletes a side store (its vnode was dropped).
-    pub fn destroy_vnode(&self, store: SideStore) -> Result<(), StorageError> {
-        self.db
-            .delete_keyspace(store.into_keyspace())
-            .map_err(engine)
-    }
-
     /// Deletes every side store of `partition` (its data was destroyed);
     /// a handle still open reads on until dropped.
     pub fn destroy_partition(&self, partition: u64) -> Result<(), StorageError> {

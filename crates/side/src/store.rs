@@ -52,10 +52,6 @@ impl SideStore {
         Ok(SideStore { db, ks })
     }
 
-    pub(crate) fn into_keyspace(self) -> Keyspace {
-        self.ks
-    }
-
     /// Whether the store holds what its vnode's objects say (it was built
     /// from them, or started with them: [`SideStore::mark_built`]).
     pub fn is_built(&self) -> Result<bool, StorageError> {
@@ -156,7 +152,7 @@ impl SideStore {
     pub fn drop_bucket(&self, bucket: &[u8]) -> Result<u64, StorageError> {
         let mut dropped = 0;
         loop {
-            let range = layout::key_record_range(bucket, None, None, None);
+            let range = layout::key_record_range(bucket);
             let mut chunk = Vec::with_capacity(DROP_BATCH);
             for guard in self.ks.range(range).take(DROP_BATCH) {
                 let (k, v) = guard.into_inner().map_err(engine)?;

@@ -237,7 +237,7 @@ fn incarnations_are_apart_and_a_destroyed_one_comes_back_empty() {
     assert!(set(&one, &one_term(1)));
     assert!(all_entries(&two).is_empty());
     assert!(!two.is_built().unwrap());
-    env.destroy_vnode(one).unwrap();
+    env.destroy_partition(3).unwrap();
     assert!(!env.has_vnode(3, 1));
     let again = env.open_vnode(3, 1).unwrap();
     assert!(all_entries(&again).is_empty());
