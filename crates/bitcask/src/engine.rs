@@ -280,12 +280,7 @@ impl Inner {
     /// Applies a batch; with `opts.sync` (or `OSync`) returns once durable.
     /// A batch with index specs is refused whole (module docs).
     pub fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<(), StorageError> {
-        batch.ops.iter().try_for_each(limits::check_op)?;
-        let specs =
-            |op: &BatchOp| matches!(op, BatchOp::Put { indexes, .. } if !indexes.is_empty());
-        if batch.ops.iter().any(specs) {
-            return Err(StorageError::NoIndexes { backend: "bitcask" });
-        }
+        limits::check_ops_without_indexes(&batch.ops, "bitcask")?;
         let durable = self.wants_durable(opts);
         let lsn = {
             let mut w = self.writer.lock();

@@ -23,12 +23,7 @@ use crate::record::object_value;
 impl Partition {
     /// Applies `batch`; see the module docs.
     pub fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<(), StorageError> {
-        batch.ops.iter().try_for_each(limits::check_op)?;
-        let specs =
-            |op: &BatchOp| matches!(op, BatchOp::Put { indexes, .. } if !indexes.is_empty());
-        if batch.ops.iter().any(specs) {
-            return Err(StorageError::NoIndexes { backend: "lsm" });
-        }
+        limits::check_ops_without_indexes(&batch.ops, "lsm")?;
         self.env.check_writable()?;
         let planned = plan(batch)?;
         let config = &self.env.config;

@@ -21,6 +21,21 @@ pub const INDEX_TERM_BYTES_MAX: usize = 8 * 1024;
 /// Most index specs one put may carry.
 pub const INDEX_SPECS_MAX: usize = 10_000;
 
+/// Checks `ops` against the limits, then refuses them whole if a put
+/// carries index specs: the check of a backend that keeps no index
+/// entries (`Capabilities::indexes` false).
+pub fn check_ops_without_indexes(
+    ops: &[BatchOp],
+    backend: &'static str,
+) -> Result<(), StorageError> {
+    ops.iter().try_for_each(check_op)?;
+    let specs = |op: &BatchOp| matches!(op, BatchOp::Put { indexes, .. } if !indexes.is_empty());
+    match ops.iter().any(specs) {
+        true => Err(StorageError::NoIndexes { backend }),
+        false => Ok(()),
+    }
+}
+
 /// Checks one op against the limits.
 pub fn check_op(op: &BatchOp) -> Result<(), StorageError> {
     let (bucket, key) = op.bucket_key();
