@@ -11,9 +11,9 @@
 use std::path::Path;
 
 use eddy_storage::StorageError;
-use fjall::{Database, KeyspaceCreateOptions, PersistMode};
+use fjall::{Database, KeyspaceCreateOptions};
 
-use crate::store::{SideStore, engine};
+use crate::store::{SideDb, SideStore, engine};
 
 /// Settings of the side database.
 #[derive(Clone, Copy, Debug)]
@@ -40,7 +40,7 @@ impl Default for SideConfig {
 /// The node's side database.
 #[derive(Clone)]
 pub struct SideEnv {
-    db: Database,
+    side: SideDb,
     config: SideConfig,
 }
 
@@ -56,7 +56,10 @@ impl SideEnv {
                 fjall::Error::Locked => StorageError::Locked(dir.to_path_buf()),
                 other => engine(other),
             })?;
-        Ok(SideEnv { db, config })
+        Ok(SideEnv {
+            side: SideDb::new(db),
+            config,
+        })
     }
 
     /// The side store of `partition`'s incarnation `incarnation`, created
@@ -64,17 +67,19 @@ impl SideEnv {
     pub fn open_vnode(&self, partition: u64, incarnation: u64) -> Result<SideStore, StorageError> {
         let memtable = self.config.memtable_size_bytes;
         let ks = self
+            .side
             .db
             .keyspace(&keyspace_name(partition, incarnation), || {
                 KeyspaceCreateOptions::default().max_memtable_size(memtable)
             })
             .map_err(engine)?;
-        SideStore::open(self.db.clone(), ks)
+        SideStore::open(self.side.clone(), ks)
     }
 
     /// Whether `partition`'s incarnation `incarnation` has a side store.
     pub fn has_vnode(&self, partition: u64, incarnation: u64) -> bool {
-        self.db
+        self.side
+            .db
             .keyspace_exists(&keyspace_name(partition, incarnation))
     }
 
@@ -102,13 +107,15 @@ impl SideEnv {
     }
 
     fn destroy_where(&self, mut doomed: impl FnMut(&str) -> bool) -> Result<(), StorageError> {
-        for name in self.db.list_keyspace_names() {
+        for name in self.side.db.list_keyspace_names() {
             if doomed(&name) {
                 let ks = self
+                    .side
                     .db
                     .keyspace(&name, KeyspaceCreateOptions::default)
                     .map_err(engine)?;
-                self.db.delete_keyspace(ks).map_err(engine)?;
+                self.side.db.delete_keyspace(ks).map_err(engine)?;
+                self.side.written();
             }
         }
         Ok(())
@@ -116,7 +123,7 @@ impl SideEnv {
 
     /// Makes every change committed so far durable.
     pub fn persist(&self) -> Result<(), StorageError> {
-        self.db.persist(PersistMode::SyncData).map_err(engine)
+        self.side.persist()
     }
 }
 

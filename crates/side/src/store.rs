@@ -12,6 +12,9 @@ use std::ops::Bound;
 
 use eddy_storage::tuple::is_empty_range;
 use eddy_storage::{FoldControl, StorageError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use fjall::{Database, Keyspace, OwnedWriteBatch, PersistMode};
 
 use crate::layout::{
@@ -39,17 +42,62 @@ pub struct KeyState<'a> {
 /// Told each expired key: its expiry, bucket and key.
 pub type ExpiredVisitor<'a> = dyn FnMut(u64, &[u8], &[u8]) -> FoldControl + 'a;
 
+/// The node's side database as its stores share it. A write notes that
+/// the journal holds something not yet synced, so a persist with nothing
+/// new syncs nothing: a checkpoint persists once per vnode, and the
+/// vnodes share this one database.
+#[derive(Clone)]
+pub(crate) struct SideDb {
+    pub(crate) db: Database,
+    unpersisted: Arc<AtomicBool>,
+}
+
+impl SideDb {
+    pub(crate) fn new(db: Database) -> SideDb {
+        SideDb {
+            db,
+            unpersisted: Arc::default(),
+        }
+    }
+
+    /// Commits `batch`.
+    fn commit(&self, batch: OwnedWriteBatch) -> Result<(), StorageError> {
+        batch.commit().map_err(engine)?;
+        self.written();
+        Ok(())
+    }
+
+    /// Notes a write that reached the journal.
+    pub(crate) fn written(&self) {
+        self.unpersisted.store(true, Ordering::Release);
+    }
+
+    /// Makes every write noted so far durable. A write still under way
+    /// (noted after this reads the note) is left to the next persist:
+    /// callers that promise durability first wait for the writes they
+    /// cover (`Vnode::fence`).
+    pub(crate) fn persist(&self) -> Result<(), StorageError> {
+        if !self.unpersisted.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.db.persist(PersistMode::SyncData).map_err(|e| {
+            self.written();
+            engine(e)
+        })
+    }
+}
+
 /// A vnode incarnation's side store.
 pub struct SideStore {
-    db: Database,
+    side: SideDb,
     ks: Keyspace,
 }
 
 impl SideStore {
     /// Opens the store in `ks`, writing its format if it is new.
-    pub(crate) fn open(db: Database, ks: Keyspace) -> Result<SideStore, StorageError> {
-        check_format(&db, &ks)?;
-        Ok(SideStore { db, ks })
+    pub(crate) fn open(side: SideDb, ks: Keyspace) -> Result<SideStore, StorageError> {
+        check_format(&side, &ks)?;
+        Ok(SideStore { side, ks })
     }
 
     /// Whether the store holds what its vnode's objects say (it was built
@@ -60,13 +108,15 @@ impl SideStore {
 
     /// Records that the store holds what its vnode's objects say.
     pub fn mark_built(&self) -> Result<(), StorageError> {
-        self.ks.insert(META_BUILT, []).map_err(engine)
+        self.ks.insert(META_BUILT, []).map_err(engine)?;
+        self.side.written();
+        Ok(())
     }
 
     /// Makes every change committed so far durable (to this store and
     /// every other of the node's database).
     pub fn persist(&self) -> Result<(), StorageError> {
-        self.db.persist(PersistMode::SyncData).map_err(engine)
+        self.side.persist()
     }
 
     /// The key record of `(bucket, key)`.
@@ -96,13 +146,13 @@ impl SideStore {
         if old == new {
             return Ok(false);
         }
-        let mut batch = self.db.batch();
+        let mut batch = self.side.db.batch();
         self.stage(&mut batch, (state.bucket, state.key), &old, &new);
         match new.is_empty() {
             true => batch.remove(&self.ks, record_key),
             false => batch.insert(&self.ks, record_key, new.encode()),
         }
-        batch.commit().map_err(engine)?;
+        self.side.commit(batch)?;
         Ok(true)
     }
 
@@ -110,10 +160,10 @@ impl SideStore {
     /// read it, with its index and expiry entries, without reading it
     /// again (the expiry sweep, which read it to decide).
     pub fn clear(&self, bucket: &[u8], key: &[u8], old: &KeyRecord) -> Result<(), StorageError> {
-        let mut batch = self.db.batch();
+        let mut batch = self.side.db.batch();
         self.stage(&mut batch, (bucket, key), old, &KeyRecord::default());
         batch.remove(&self.ks, key_record_key(bucket, key));
-        batch.commit().map_err(engine)
+        self.side.commit(batch)
     }
 
     /// Adds to `batch` the index and expiry entries that turn `old`'s into
@@ -162,7 +212,7 @@ impl SideStore {
             if chunk.is_empty() {
                 return Ok(dropped);
             }
-            let mut batch = self.db.batch();
+            let mut batch = self.side.db.batch();
             let none = KeyRecord::default();
             for (k, record) in &chunk {
                 let (_, key) =
@@ -170,7 +220,7 @@ impl SideStore {
                 self.stage(&mut batch, (bucket, key), record, &none);
                 batch.remove(&self.ks, k.clone());
             }
-            batch.commit().map_err(engine)?;
+            self.side.commit(batch)?;
             dropped += chunk.len() as u64;
         }
     }
@@ -242,7 +292,7 @@ fn expired(expiry: u64, now_secs: u64) -> bool {
 }
 
 /// A new store gets the format; one of another format is refused.
-fn check_format(db: &Database, ks: &Keyspace) -> Result<(), StorageError> {
+fn check_format(side: &SideDb, ks: &Keyspace) -> Result<(), StorageError> {
     match ks.get(META_FORMAT).map_err(engine)? {
         Some(v) if v.as_ref() == FORMAT.to_be_bytes() => Ok(()),
         Some(v) => Err(StorageError::Config(format!(
@@ -251,9 +301,9 @@ fn check_format(db: &Database, ks: &Keyspace) -> Result<(), StorageError> {
             v.as_ref()
         ))),
         None => {
-            let mut batch = db.batch();
+            let mut batch = side.db.batch();
             batch.insert(ks, META_FORMAT, FORMAT.to_be_bytes());
-            batch.commit().map_err(engine)
+            side.commit(batch)
         }
     }
 }
