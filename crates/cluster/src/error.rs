@@ -100,6 +100,14 @@ pub enum CommitError {
     /// Claim could not place the partitions.
     #[error("claim failed: {0}")]
     Claim(#[from] ClaimError),
+    /// A forced change staged under an earlier claimant names the node
+    /// that is claimant now, which cannot force itself out.
+    #[error(
+        "Failed: {0} became the claimant after its force-remove or force-replace was \
+         staged; the claimant cannot force itself out: clear the staged changes and stage \
+         them again"
+    )]
+    ForcesOutClaimant(NodeName),
 }
 
 /// Why a completed transfer could not be recorded.

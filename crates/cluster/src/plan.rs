@@ -58,6 +58,13 @@ impl ClusterState {
         if changes.is_empty() {
             return Err(CommitError::EmptyPlan);
         }
+        let claimant = &self.ring.claimant;
+        if changes
+            .iter()
+            .any(|c| c.is_forced() && c.node() == claimant)
+        {
+            return Err(CommitError::ForcesOutClaimant(claimant.clone()));
+        }
         let members = self.members_after(&changes);
         let (ring, reassigned) = self.ring_after(&changes, &members, params)?;
         let lost = changes

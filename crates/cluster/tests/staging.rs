@@ -303,3 +303,22 @@ fn only_pending_transfers_can_be_reported() {
         .unwrap_err();
     assert!(matches!(err, TransferError::NotPending { .. }));
 }
+
+/// A force-remove staged by one claimant that names the node which takes
+/// over as claimant later is refused at plan and commit: committed, the
+/// new claimant would drop itself from the ring it then gossips alone.
+#[test]
+fn a_claimant_cannot_commit_its_own_force_remove_staged_by_another() {
+    let mut sim = settled_cluster(3, 3, 16);
+    sim.apply(&Op::ForceRemove { by: 0, node: 1 }).unwrap();
+    sim.sync();
+    sim.apply(&Op::Crash { node: 0 }).unwrap();
+    sim.take_over(1);
+    assert_eq!(sim.states[1].ring_state().claimant, name(1));
+    let refused = CommitError::ForcesOutClaimant(name(1));
+    assert_eq!(sim.states[1].plan(&params()), Err(refused.clone()));
+    assert_eq!(sim.apply(&Op::Commit { by: 1 }), Err(refused.to_string()));
+    assert!(refused.to_string().contains("clear the staged changes"));
+    sim.states[1].clear(&name(1)).unwrap();
+    assert_eq!(sim.states[1].plan(&params()), Err(CommitError::EmptyPlan));
+}
