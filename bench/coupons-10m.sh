@@ -7,7 +7,8 @@
 # memory, then times one affiliate's coupons and a multi-get over PB
 # (bench/coupons-9-cluster3-10m-queries-pb.toml), pages of max_results=100 of the
 # redeemed_count_int range 0..99 begun at four places and continued once (HTTP, curl),
-# and the 50 % range 0..49 streamed whole (HTTP `stream=true`), counting its keys.
+# the 50 % range 0..49 streamed whole (HTTP `stream=true`), counting its keys, then read
+# again in pages of max_results=100000, and each node's resident memory after.
 # KEEP=1 keeps the cluster's directory (the nodes are stopped either way).
 set -euo pipefail
 BIN=$(realpath "$1")
@@ -57,3 +58,19 @@ with urllib.request.urlopen(base + "/0/49?stream=true") as r:
 secs = time.perf_counter() - t
 print(f"range 0..49 streamed: {keys} keys in {secs:.2f} s, {keys / secs:,.0f} keys/s")
 PY
+python3 - <<'PY'
+import json, time, urllib.parse, urllib.request
+base = "http://127.0.0.1:10018/buckets/coupons/index/redeemed_count_int/0/49?max_results=100000"
+t = time.perf_counter(); keys = 0; pages = 0; c = None
+while True:
+    url = base + (f"&continuation={urllib.parse.quote(c)}" if c else "")
+    page = json.loads(urllib.request.urlopen(url).read())
+    keys += len(page["keys"]); pages += 1; c = page.get("continuation")
+    if not c:
+        break
+secs = time.perf_counter() - t
+print(f"range 0..49 in {pages} pages of 100,000: {keys} keys in {secs:.2f} s, {keys / secs:,.0f} keys/s")
+PY
+for pid in $(pgrep -f "$BIN start"); do
+  echo "node $pid after the queries: $(awk '/VmRSS/ {print $2/1024 " MiB"}' /proc/$pid/status)"
+done

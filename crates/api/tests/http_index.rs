@@ -310,6 +310,13 @@ async fn stream_true_answers_multipart_parts() {
 
     let parts = streamed(&s, "/buckets/st/index/all_bin/nothing?stream=true").await;
     assert!(parts.is_empty(), "no entries, no parts: {parts:?}");
+
+    // A query refused before its first step is an error, not a stream.
+    let r = s
+        .get("/buckets/st/index/all_bin/a/z?stream=true&term_regex=(")
+        .await;
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("regex"));
 }
 
 #[tokio::test]

@@ -128,6 +128,31 @@ async fn all_pages(node: &Arc<Node>, mut req: IndexRequest) -> Vec<(Vec<u8>, Vec
     }
 }
 
+/// `req` streamed in steps of `step`, checked against its one-page
+/// answer: the same entries in order, and its continuation on the last
+/// page only.
+async fn stream_matches_the_page(node: &Arc<Node>, req: IndexRequest, step: usize) {
+    let page = query(node, req.clone()).await.unwrap();
+    let node = node.clone();
+    let (got, continuation) = tokio::task::spawn_blocking(move || {
+        let (mut got, mut continuation) = (Vec::new(), None);
+        node.index_stream_in_steps(&bucket(), &req, step, |page| {
+            assert!(continuation.is_none(), "only the last page continues");
+            assert!(!page.results.is_empty() || page.continuation.is_some());
+            assert!(page.results.len() <= step);
+            got.extend(page.results);
+            continuation = page.continuation;
+            true
+        })
+        .unwrap();
+        (got, continuation)
+    })
+    .await
+    .unwrap();
+    assert_eq!(got, page.results, "steps of {step}");
+    assert_eq!(continuation, page.continuation, "steps of {step}");
+}
+
 fn range(field: &str, lo: &str, hi: &str) -> IndexRequest {
     IndexRequest {
         field: field.as_bytes().to_vec(),
@@ -221,6 +246,8 @@ async fn queries_match_the_model(stores: impl Fn() -> Stores) {
                     })
                     .collect();
                 assert_eq!(got, want, "seed {seed}, {lo}..={hi}, pages of {max:?}");
+                let step = 1 + rng.next(12) as usize;
+                stream_matches_the_page(&node, req.clone(), step).await;
             }
         }
         for a in 0..7 {
@@ -239,7 +266,14 @@ async fn queries_match_the_model(stores: impl Fn() -> Stores) {
         all.sort();
         let mut req = eq("$bucket", "_");
         req.max_results = Some(7);
-        assert_eq!(keys(&all_pages(&node, req).await), all, "seed {seed}");
+        assert_eq!(
+            keys(&all_pages(&node, req.clone()).await),
+            all,
+            "seed {seed}"
+        );
+        stream_matches_the_page(&node, req.clone(), 3).await;
+        req.max_results = None;
+        stream_matches_the_page(&node, req, 4).await;
         let (lo, hi) = ("c200000", "c600000");
         let want: Vec<String> = all
             .iter()
@@ -248,7 +282,13 @@ async fn queries_match_the_model(stores: impl Fn() -> Stores) {
             .collect();
         let mut req = range("$key", lo, hi);
         req.max_results = Some(5);
-        assert_eq!(keys(&all_pages(&node, req).await), want, "seed {seed}");
+        assert_eq!(
+            keys(&all_pages(&node, req.clone()).await),
+            want,
+            "seed {seed}"
+        );
+        req.max_results = Some(40);
+        stream_matches_the_page(&node, req, 6).await;
     }
 }
 

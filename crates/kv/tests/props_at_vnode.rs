@@ -109,7 +109,9 @@ async fn sync_on_write_all_syncs_before_the_answer() {
     let node = node(dir.path());
     let log = node.commit_log().unwrap().clone();
     let b = BucketRef::default_type(b"plain".to_vec());
-    node.put(put(&b, "v", Some(Quorum::One))).await.unwrap();
+    // Every replica answers (dw = all), so no replica's record comes
+    // after the answer and the figures below are settled.
+    node.put(put(&b, "v", Some(Quorum::All))).await.unwrap();
     let synced_before = log.synced();
     assert!(
         synced_before < log.appended(),
@@ -121,7 +123,9 @@ async fn sync_on_write_all_syncs_before_the_answer() {
     .unwrap();
     let synced = BucketRef::default_type(b"synced".to_vec());
     node.set_bucket_props(&synced, &all).unwrap();
-    node.put(put(&synced, "v", None)).await.unwrap();
+    node.put(put(&synced, "v", Some(Quorum::All)))
+        .await
+        .unwrap();
     assert!(
         log.synced() >= log.appended(),
         "sync_on_write = all: the put's records are on disk when it is answered"

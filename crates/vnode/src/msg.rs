@@ -224,6 +224,11 @@ impl FoldKind {
     pub fn is_map(&self) -> bool {
         matches!(self, FoldKind::Map(_) | FoldKind::IndexMap(_))
     }
+
+    /// True for the folds that read a 2i scan.
+    pub fn is_index(&self) -> bool {
+        matches!(self, FoldKind::Index(_) | FoldKind::IndexMap(_))
+    }
 }
 
 /// A map phase for a vnode to run over the objects of a 2i scan's

@@ -20,21 +20,27 @@
 //! A malformed query is a 400 saying what is wrong, in Riak's words where
 //! Riak has them; a query over its time is a 503.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::StatusCode;
+use axum::body::{Body, Bytes};
+use axum::http::{StatusCode, header};
 use axum::response::Response;
 use eddy_model::KvError;
 use eddy_model::index::query::BUCKET_FIELD;
 use eddy_model::index::term::{self, FieldKind};
 use eddy_model::index::{IndexPage, IndexRequest};
 use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
 
 use super::error::ApiError;
 use super::keys::{json_response, name_text};
-use super::multipart::{json_parts_body, json_parts_response};
+use super::multipart::{
+    closing_boundary, json_parts_body, json_parts_text, multipart_content_type, random_token,
+};
 use super::params::Query;
 use super::routes::Target;
 use super::server::App;
@@ -53,12 +59,11 @@ pub async fn get(
     query: &Query,
 ) -> Result<Response, ApiError> {
     let request = index_request(segments, query)?;
-    let stream = query.get("stream") == Some("true");
+    if query.get("stream") == Some("true") {
+        return stream(&app, &t, request).await;
+    }
     let page = run(&app, &t, request).await?;
-    Ok(match stream {
-        true => multipart_response(&page),
-        false => json_response(Body::from(page_json(&page).to_string())),
-    })
+    Ok(json_response(Body::from(page_json(&page).to_string())))
 }
 
 /// The kv request for a path's segments and the query parameters.
@@ -207,9 +212,54 @@ fn continuation_json(c: &[u8]) -> Value {
     Value::String(String::from_utf8_lossy(c).into_owned())
 }
 
-/// The page as multipart/mixed, as Riak streams it.
-fn multipart_response(page: &IndexPage) -> Response {
-    json_parts_response(&page_parts(page))
+/// The answer as multipart/mixed, as Riak streams it, written as the
+/// query's steps are merged (kv's [`eddy_kv::coordinator::index::STREAM_STEP`]):
+/// without `max_results`, every entry, with a step or two in memory. A
+/// query refused before its first step is an error response; one that
+/// fails later ends with an `{"error":...}` part.
+async fn stream(app: &App, t: &Target, request: IndexRequest) -> Result<Response, ApiError> {
+    let (tx, mut rx) = mpsc::channel::<Result<IndexPage, KvError>>(2);
+    let node = app.node.clone();
+    let bucket = t.bucket.clone();
+    tokio::task::spawn_blocking(move || {
+        let sent = node
+            .index_stream_blocking(&bucket, &request, |page| tx.blocking_send(Ok(page)).is_ok());
+        if let Err(e) = sent {
+            let _ = tx.blocking_send(Err(e));
+        }
+    });
+    let first = match rx.recv().await {
+        Some(Err(e)) => return Err(query_error(e)),
+        first => first,
+    };
+    let boundary = random_token();
+    let (out, body) = mpsc::channel::<Bytes>(2);
+    let parts_boundary = boundary.clone();
+    tokio::spawn(async move {
+        let mut next = first;
+        while let Some(sent) = next {
+            let text = match sent {
+                Ok(page) => json_parts_text(&page_parts(&page), &parts_boundary),
+                Err(e) => {
+                    let error = json!({ "error": query_error(e).message.trim_end() });
+                    json_parts_text([&error], &parts_boundary)
+                }
+            };
+            if out.send(Bytes::from(text)).await.is_err() {
+                return;
+            }
+            next = rx.recv().await;
+        }
+        let _ = out
+            .send(Bytes::from(closing_boundary(&parts_boundary)))
+            .await;
+    });
+    let body = Body::from_stream(ReceiverStream::new(body).map(Ok::<Bytes, Infallible>));
+    let mut resp = Response::new(body);
+    if let Some(v) = multipart_content_type(&boundary) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    Ok(resp)
 }
 
 /// One JSON part per [`PART_RESULTS_MAX`] entries, then the

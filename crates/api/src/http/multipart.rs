@@ -73,27 +73,46 @@ pub fn json_parts_body<'a>(
     parts: impl IntoIterator<Item = &'a serde_json::Value>,
     boundary: &str,
 ) -> String {
-    let mut body = String::new();
+    let mut body = json_parts_text(parts, boundary);
+    body.push_str(&closing_boundary(boundary));
+    body
+}
+
+/// JSON values as multipart/mixed parts, without the closing boundary:
+/// a piece of a body streamed part by part.
+pub fn json_parts_text<'a>(
+    parts: impl IntoIterator<Item = &'a serde_json::Value>,
+    boundary: &str,
+) -> String {
+    let mut text = String::new();
     for json in parts {
-        body.push_str(&format!(
+        text.push_str(&format!(
             "\r\n--{boundary}\r\nContent-Type: application/json\r\n\r\n{json}"
         ));
     }
-    body.push_str(&format!("\r\n--{boundary}--\r\n"));
-    body
+    text
+}
+
+/// The line that ends a multipart body.
+pub fn closing_boundary(boundary: &str) -> String {
+    format!("\r\n--{boundary}--\r\n")
+}
+
+/// The `Content-Type` of a multipart/mixed body under `boundary`.
+pub fn multipart_content_type(boundary: &str) -> Option<axum::http::HeaderValue> {
+    axum::http::HeaderValue::from_str(&format!("multipart/mixed; boundary={boundary}")).ok()
 }
 
 /// A multipart/mixed response of JSON parts under a random boundary.
 pub fn json_parts_response<'a>(
     parts: impl IntoIterator<Item = &'a serde_json::Value>,
 ) -> axum::response::Response {
-    use axum::http::{HeaderValue, header};
     let boundary = random_token();
     let body = json_parts_body(parts, &boundary);
     let mut resp = axum::response::Response::new(axum::body::Body::from(body));
-    let content_type = format!("multipart/mixed; boundary={boundary}");
-    if let Ok(v) = HeaderValue::from_str(&content_type) {
-        resp.headers_mut().insert(header::CONTENT_TYPE, v);
+    if let Some(v) = multipart_content_type(&boundary) {
+        resp.headers_mut()
+            .insert(axum::http::header::CONTENT_TYPE, v);
     }
     resp
 }

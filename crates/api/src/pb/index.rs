@@ -1,8 +1,9 @@
 //! `RpbIndexReq` (25) → `RpbIndexResp` (26): a 2i query. Without `stream`
 //! one response holds the page (keys, or `(term, key)` pairs with
-//! `return_terms`) and its continuation; with `stream` the page comes in
-//! responses of [`STREAM_CHUNK`] results, the last with `done = true` and
-//! the continuation.
+//! `return_terms`) and its continuation; with `stream` the answer comes
+//! in responses of at most [`STREAM_CHUNK`] results as the query's steps
+//! are merged (without `max_results`, every entry: no limit), the last
+//! with `done = true` and the continuation.
 //!
 //! An equality query needs `key`, a range `range_min` and `range_max`,
 //! as Riak checks them; `$bucket` needs neither. The query runs on a
@@ -34,25 +35,36 @@ pub(crate) async fn handle(
     let bucket = bucket_ref(req.r#type.clone(), req.bucket.clone())?;
     let query = index_request(req)?;
     let node = session.node.clone();
-    let page = tokio::task::spawn_blocking(move || node.index_query_blocking(&bucket, &query))
-        .await
-        .map_err(|_| PbError::WorkerFailed)??;
     if !stream {
+        let page = tokio::task::spawn_blocking(move || node.index_query_blocking(&bucket, &query))
+            .await
+            .map_err(|_| PbError::WorkerFailed)??;
         out.push(
             codes::INDEX_RESP,
             &response(&page, 0..page.results.len(), true),
         );
         return Ok(());
     }
-    let mut from = 0;
-    while from < page.results.len() {
-        let to = (from + STREAM_CHUNK).min(page.results.len());
-        out.push(codes::INDEX_RESP, &response(&page, from..to, false));
-        out.flush().await?;
-        from = to;
+    // The query's steps come over a small channel as they are merged, so
+    // a stream of any length holds a step or two in memory.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<IndexPage>(2);
+    let worker = tokio::task::spawn_blocking(move || {
+        node.index_stream_blocking(&bucket, &query, |page| tx.blocking_send(page).is_ok())
+    });
+    let mut continuation = None;
+    while let Some(page) = rx.recv().await {
+        let mut from = 0;
+        while from < page.results.len() {
+            let to = (from + STREAM_CHUNK).min(page.results.len());
+            out.push(codes::INDEX_RESP, &response(&page, from..to, false));
+            out.flush().await?;
+            from = to;
+        }
+        continuation = page.continuation;
     }
+    worker.await.map_err(|_| PbError::WorkerFailed)??;
     let done = RpbIndexResp {
-        continuation: page.continuation.clone(),
+        continuation,
         done: Some(true),
         ..RpbIndexResp::default()
     };

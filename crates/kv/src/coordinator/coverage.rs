@@ -50,32 +50,47 @@ impl Node {
         &self,
         n_val: u32,
         kind: FoldKind,
-        emit: impl FnMut(Vec<Vec<u8>>) -> bool,
+        mut emit: impl FnMut(Vec<Vec<u8>>) -> bool,
     ) -> Result<(), KvError> {
         let deadline = Instant::now() + FOLD_TIMEOUT;
-        let (ring_size, plan) = self.coverage_vnodes(n_val)?;
+        let coverage = self.coverage(n_val)?;
+        let asks = coverage.asks_all(&kind).into_iter().enumerate().collect();
         let (tx, rx) = unbounded_channel();
-        let sent = self.send_folds(plan, &kind, ring_size, &tx);
-        self.await_chunks(rx, &tx, sent, deadline, emit)
+        let sent = self.send_folds(asks, coverage.ring_size, &tx);
+        self.await_chunks(rx, &tx, sent, deadline, |_, items| emit(items))
     }
 
     /// Folds `kind` over a coverage plan for `n_val` and returns every
-    /// item: this node's vnodes fold on the calling thread while the
-    /// others' answers come in. A planned vnode that is not there (the
-    /// plan came from a ring older or newer than its node's, during an
-    /// ownership transfer) or is closing fails the attempt, and the fold
-    /// starts again under a fresh plan, from this node's ring as it is
-    /// then, a little later: an answer is always every key range's whole
-    /// answer, never one missing a range. Blocking.
+    /// item (see [`Node::with_coverage`]). Blocking.
     pub(crate) fn coverage_collect(
         &self,
         n_val: u32,
         kind: FoldKind,
         deadline: Instant,
     ) -> Result<Vec<Vec<u8>>, KvError> {
+        self.with_coverage(n_val, deadline, |coverage| {
+            let asks = coverage.asks_all(&kind);
+            let answers = self.coverage_round(coverage, asks, deadline)?;
+            Ok(answers.into_iter().flatten().collect())
+        })
+    }
+
+    /// Runs `fold` (one or more [`Node::coverage_round`]s) over a fresh
+    /// coverage plan for `n_val`. A planned vnode that is not there (the
+    /// plan came from a ring older or newer than its node's, during an
+    /// ownership transfer) or is closing fails the attempt, and `fold`
+    /// starts again under a fresh plan, from this node's ring as it is
+    /// then, a little later: an answer is always every key range's whole
+    /// answer, never one missing a range. Blocking.
+    pub(crate) fn with_coverage<T>(
+        &self,
+        n_val: u32,
+        deadline: Instant,
+        mut fold: impl FnMut(&Coverage) -> Result<T, KvError>,
+    ) -> Result<T, KvError> {
         let mut tries = 1;
         loop {
-            match self.coverage_collect_once(n_val, &kind, deadline) {
+            match self.coverage(n_val).and_then(|c| fold(&c)) {
                 Err(e) if moved(&e) && tries < COVERAGE_TRIES => {
                     tracing::debug!(tries, "coverage fold starts again: {e}");
                     tries += 1;
@@ -90,45 +105,49 @@ impl Node {
         }
     }
 
-    fn coverage_collect_once(
+    /// Runs each ask's fold at its planned vnode and returns each ask's
+    /// items, in the order asked: this node's vnodes fold on the calling
+    /// thread while the others' answers come in. Blocking.
+    pub(crate) fn coverage_round(
         &self,
-        n_val: u32,
-        kind: &FoldKind,
+        coverage: &Coverage,
+        asks: Vec<Ask>,
         deadline: Instant,
-    ) -> Result<Vec<Vec<u8>>, KvError> {
-        let (ring_size, plan) = self.coverage_vnodes(n_val)?;
-        if matches!(kind, FoldKind::Index(_) | FoldKind::IndexMap(_)) {
-            self.metrics
-                .queries
-                .vnode_index_reads
-                .add(plan.len() as u64);
-        }
-        let (local, remote): (Vec<_>, Vec<_>) = plan
-            .into_iter()
-            .partition(|v| v.node == self.config.node_name && self.vnode(v.partition).is_some());
+    ) -> Result<Vec<Vec<Vec<u8>>>, KvError> {
+        let index_reads = asks.iter().filter(|a| a.kind.is_index()).count();
+        self.metrics
+            .queries
+            .vnode_index_reads
+            .add(index_reads as u64);
+        let mut answers = vec![Vec::new(); asks.len()];
+        let (local, remote): (Vec<_>, Vec<_>) = asks.into_iter().enumerate().partition(|(_, a)| {
+            a.vnode.node == self.config.node_name && self.vnode(a.vnode.partition).is_some()
+        });
         let (tx, rx) = unbounded_channel();
-        let sent = self.send_folds(remote, kind, ring_size, &tx);
-        let mut items = self.collect_local(local, kind, ring_size, deadline)?;
-        self.await_chunks(rx, &tx, sent, deadline, |chunk| {
-            items.extend(chunk);
+        let sent = self.send_folds(remote, coverage.ring_size, &tx);
+        for (i, items) in self.collect_local(local, coverage.ring_size, deadline)? {
+            answers[i] = items;
+        }
+        self.await_chunks(rx, &tx, sent, deadline, |i, items| {
+            answers[i].extend(items);
             true
         })?;
-        Ok(items)
+        Ok(answers)
     }
 
-    /// Folds this node's planned `vnodes` on the calling thread or, for a
-    /// map fold (whose runner may wait on a JavaScript pool), on up to
+    /// Folds this node's `asks` on the calling thread or, for map folds
+    /// (whose runner may wait on a JavaScript pool), on up to
     /// [`MAP_LOCAL_THREADS`] scoped threads, so the pool's threads are kept
-    /// busy. Blocking.
+    /// busy. Returns each ask's place and items. Blocking.
     fn collect_local(
         &self,
-        vnodes: Vec<CoverageVnode>,
-        kind: &FoldKind,
+        asks: Vec<(usize, Ask)>,
         ring_size: u32,
         deadline: Instant,
-    ) -> Result<Vec<Vec<u8>>, KvError> {
+    ) -> Result<Vec<Answer>, KvError> {
         let runner = self.map_runner();
-        let fold_one = |v: CoverageVnode| -> Result<Vec<Vec<u8>>, KvError> {
+        let fold_one = |(i, ask): (usize, Ask)| -> Result<Answer, KvError> {
+            let v = ask.vnode;
             let Some(handle) = self.vnode(v.partition).filter(|_| self.owns(v.partition)) else {
                 return Err(KvError::Signal(Signal::NotHosted(v.partition.0)));
             };
@@ -136,87 +155,87 @@ impl Node {
                 return Err(KvError::ShuttingDown);
             };
             let req = FoldRequest {
-                kind: kind.clone(),
+                kind: ask.kind,
                 ring_size,
                 ranges: v.filter,
             };
             let items = eddy_vnode::fold::collect(handle.stores(), &req, runner.as_deref())?;
             match Instant::now() >= deadline {
                 true => Err(KvError::Timeout),
-                false => Ok(items),
+                false => Ok((i, items)),
             }
         };
-        let threads = match kind.is_map() {
-            true => MAP_LOCAL_THREADS.min(vnodes.len()),
+        let threads = match asks.iter().any(|(_, a)| a.kind.is_map()) {
+            true => MAP_LOCAL_THREADS.min(asks.len()),
             false => 1,
         };
         if threads <= 1 {
-            let mut items = Vec::new();
-            for v in vnodes {
-                items.extend(fold_one(v)?);
-            }
-            return Ok(items);
+            return asks.into_iter().map(fold_one).collect();
         }
-        let queue = parking_lot::Mutex::new(vnodes);
+        let queue = parking_lot::Mutex::new(asks);
         std::thread::scope(|s| {
             let workers: Vec<_> = (0..threads)
                 .map(|_| {
                     s.spawn(|| {
-                        let mut items = Vec::new();
+                        let mut answers = Vec::new();
                         loop {
                             // Popped in a statement of its own: the lock is
                             // not held while the vnode folds.
                             let next = queue.lock().pop();
-                            let Some(v) = next else { break };
-                            match fold_one(v) {
-                                Ok(got) => items.extend(got),
+                            let Some(ask) = next else { break };
+                            match fold_one(ask) {
+                                Ok(answer) => answers.push(answer),
                                 Err(e) => {
                                     queue.lock().clear(); // the others stop too
                                     return Err(e);
                                 }
                             }
                         }
-                        Ok::<_, KvError>(items)
+                        Ok::<_, KvError>(answers)
                     })
                 })
                 .collect();
-            let mut items = Vec::new();
+            let mut answers = Vec::new();
             for w in workers {
                 let done = w
                     .join()
                     .map_err(|_| KvError::BadQuery("a map fold panicked".into()))?;
-                items.extend(done?);
+                answers.extend(done?);
             }
-            Ok(items)
+            Ok(answers)
         })
     }
 
-    /// The ring's size and the vnodes of a coverage plan for `n_val` over
-    /// the nodes that are up.
-    fn coverage_vnodes(&self, n_val: u32) -> Result<(u32, Vec<CoverageVnode>), KvError> {
+    /// A coverage plan for `n_val` over the nodes that are up.
+    fn coverage(&self, n_val: u32) -> Result<Coverage, KvError> {
         let ring = self.ring();
         let me = &self.config.node_name;
         let is_up = |n: &NodeName| n == me || self.liveness.as_ref().is_none_or(|l| l.is_up(n));
         let offset = rand::random::<u32>();
         let plan = eddy_ring::coverage_plan(&ring, n_val, is_up, offset).map_err(uncovered)?;
-        Ok((ring.size(), plan.vnodes))
+        Ok(Coverage {
+            ring_size: ring.size(),
+            n_val,
+            vnodes: plan.vnodes,
+        })
     }
 
-    /// Sends a fold of `kind` to each of `vnodes`; their chunks come to
-    /// `tx`.
+    /// Sends each of `asks` (with its place) to its vnode; their chunks
+    /// come to `tx`.
     fn send_folds(
         &self,
-        vnodes: Vec<CoverageVnode>,
-        kind: &FoldKind,
+        asks: Vec<(usize, Ask)>,
         ring_size: u32,
         tx: &UnboundedSender<Reply>,
     ) -> HashMap<Partition, Planned> {
         let mut sent = HashMap::new();
-        for v in vnodes {
+        for (place, ask) in asks {
+            let v = ask.vnode;
             let planned = Planned {
+                place,
                 node: v.node,
                 req: FoldRequest {
-                    kind: kind.clone(),
+                    kind: ask.kind,
                     ring_size,
                     ranges: v.filter,
                 },
@@ -238,7 +257,8 @@ impl Node {
         self.deliver(&to, req, ReplyTo::Local(tx.clone()), LocalHint::default());
     }
 
-    /// Hands each chunk's items to `emit` until every vnode in `sent` sent
+    /// Hands each chunk's items, with its ask's place, to `emit` until
+    /// every vnode in `sent` sent
     /// its last chunk or `emit` returns false; fails with the first vnode
     /// error or at the deadline. A vnode that refuses the fold before any
     /// chunk because its node does not run it (the plan came from a ring
@@ -251,7 +271,7 @@ impl Node {
         tx: &UnboundedSender<Reply>,
         mut sent: HashMap<Partition, Planned>,
         deadline: Instant,
-        mut emit: impl FnMut(Vec<Vec<u8>>) -> bool,
+        mut emit: impl FnMut(usize, Vec<Vec<u8>>) -> bool,
     ) -> Result<(), KvError> {
         let runtime = tokio::runtime::Handle::current();
         while sent.values().any(|p| !p.progress.done()) {
@@ -279,7 +299,7 @@ impl Node {
             if chunk.last {
                 planned.progress.total = Some(chunk.seq + 1);
             }
-            if !chunk.items.is_empty() && !emit(chunk.items) {
+            if !chunk.items.is_empty() && !emit(planned.place, chunk.items) {
                 return Ok(());
             }
         }
@@ -287,8 +307,51 @@ impl Node {
     }
 }
 
+/// A coverage plan, kept across the rounds of a fold pulled in chunks.
+pub(crate) struct Coverage {
+    ring_size: u32,
+    n_val: u32,
+    /// One vnode per key range, in the order the plan walked the ring.
+    vnodes: Vec<CoverageVnode>,
+}
+
+impl Coverage {
+    /// The plan's vnodes.
+    pub(crate) fn vnodes(&self) -> &[CoverageVnode] {
+        &self.vnodes
+    }
+
+    /// Each vnode's share of the key space: the key ranges it answers for
+    /// (all `n_val` it holds, unless filtered) over the ring's.
+    pub(crate) fn shares(&self) -> Vec<f64> {
+        let ranges = |v: &CoverageVnode| v.filter.as_ref().map_or(self.n_val as usize, Vec::len);
+        let all = (self.ring_size as f64).max(1.0);
+        self.vnodes.iter().map(|v| ranges(v) as f64 / all).collect()
+    }
+
+    /// The same fold asked of every vnode.
+    fn asks_all(&self, kind: &FoldKind) -> Vec<Ask> {
+        let ask = |v: &CoverageVnode| Ask {
+            vnode: v.clone(),
+            kind: kind.clone(),
+        };
+        self.vnodes.iter().map(ask).collect()
+    }
+}
+
+/// An ask's place in its round and the items its vnode sent.
+type Answer = (usize, Vec<Vec<u8>>);
+
+/// One fold of a coverage round: what to ask of which planned vnode.
+pub(crate) struct Ask {
+    pub vnode: CoverageVnode,
+    pub kind: FoldKind,
+}
+
 /// A planned vnode's fold: where it went, what it asked, what came back.
 struct Planned {
+    /// The ask's place in its round.
+    place: usize,
     node: NodeName,
     req: FoldRequest,
     progress: Progress,

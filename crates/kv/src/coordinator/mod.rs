@@ -8,6 +8,7 @@ pub mod delete;
 pub mod drop;
 pub mod get;
 pub mod index;
+mod index_merge;
 pub mod key_filter;
 pub mod list;
 pub mod map;
