@@ -17,11 +17,13 @@
 //! and makes the store durable when it makes its backend durable
 //! ([`SideEnv::persist`]).
 
+pub mod changelog;
 pub mod env;
 pub mod layout;
 pub mod position;
 pub mod store;
 
+pub use changelog::{Change, ChangeLog};
 pub use env::SideEnv;
 pub use layout::{KeyRecord, Term};
 pub use position::{Position, Resume};

@@ -1,0 +1,346 @@
+//! A vnode incarnation's change log (design note 027, "The write's cost,
+//! measured"): every change the vnode applies, appended in sequence
+//! order as (sequence, deleted, bucket, key), in segment files named by
+//! their first sequence. The change sequence's readers ("changes since
+//! S") read it from S; which entry is still a key's latest is the
+//! caller's to check (the stored record's sequence).
+//!
+//! Frame: length (u32, of what follows the checksum) ‖ CRC-32 of what
+//! follows it ‖ sequence (u64) ‖ flags (u8: bit 0 deleted) ‖ bucket length
+//! (u16) ‖ bucket ‖ key; integers big-endian. A segment is
+//! `<first sequence, 16 hex digits>.chg`.
+//!
+//! Invariants: sequences strictly increase through the log; appends reach
+//! readers at [`ChangeLog::flush`]; at open, the active (last) segment is
+//! cut at its first frame cut short or failing its checksum (a crash in
+//! the middle of an append; the cut is reported), and a bad frame in a
+//! closed segment (synced when it closed) is an error, never a change
+//! read wrong. The vnode's commit log replays the changes after its last
+//! checkpoint, so what a cut loses of them comes back.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// Bytes before a frame's body: length and checksum.
+const FRAME_HEAD: usize = 8;
+/// A body's fixed part: sequence, flags, bucket length.
+const BODY_FIXED: usize = 11;
+/// The largest body: a bucket and a key of 64 KiB each and the fixed part.
+const BODY_MAX: usize = BODY_FIXED + 2 * 65_536;
+const SEGMENT_EXT: &str = "chg";
+/// A segment is closed and a new one begun past this size.
+pub const SEGMENT_BYTES_DEFAULT: u64 = 64 << 20;
+
+/// One change as the log holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub seq: u64,
+    pub deleted: bool,
+    pub bucket: Vec<u8>,
+    pub key: Vec<u8>,
+}
+
+/// A closed or active segment: its first sequence and its file.
+#[derive(Clone, Debug)]
+struct Segment {
+    first: u64,
+    path: PathBuf,
+}
+
+/// A vnode incarnation's change log, open for appends.
+pub struct ChangeLog {
+    dir: PathBuf,
+    segments: Vec<Segment>,
+    active: BufWriter<File>,
+    /// Bytes of the active segment written (buffered or not).
+    active_len: u64,
+    /// Bytes of the active segment readers may read.
+    flushed_len: u64,
+    last_seq: Option<u64>,
+    /// The highest sequence readers may see.
+    flushed_seq: Option<u64>,
+    segment_bytes: u64,
+    /// Bytes of a torn or corrupt tail cut off at open.
+    cut: u64,
+}
+
+impl ChangeLog {
+    /// Opens (or creates) the log in `dir`, cutting off a torn tail of its
+    /// last segment; segments roll past `segment_bytes`.
+    pub fn open(dir: &Path, segment_bytes: u64) -> io::Result<ChangeLog> {
+        fs::create_dir_all(dir)?;
+        let mut segments = list_segments(dir)?;
+        if segments.is_empty() {
+            let first = Segment {
+                first: 0,
+                path: segment_path(dir, 0),
+            };
+            File::create(&first.path)?;
+            segments.push(first);
+        }
+        let active = segments[segments.len() - 1].clone();
+        let (good, last) = scan_tail(&active.path)?;
+        // An empty active segment was begun for its first sequence, which
+        // may have been handed out: the next change takes a larger one.
+        let last_seq = last.or(active.first.checked_sub(1));
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&active.path)?;
+        let cut = file.metadata()?.len() - good;
+        file.set_len(good)?;
+        file.seek(SeekFrom::Start(good))?;
+        Ok(ChangeLog {
+            cut,
+            dir: dir.to_path_buf(),
+            segments,
+            active: BufWriter::with_capacity(64 << 10, file),
+            active_len: good,
+            flushed_len: good,
+            last_seq,
+            flushed_seq: last_seq,
+            segment_bytes: segment_bytes.max(1),
+        })
+    }
+
+    /// The highest sequence used, if any: the next change takes a larger
+    /// one.
+    pub fn last_seq(&self) -> Option<u64> {
+        self.last_seq
+    }
+
+    /// The highest sequence readers may see: appends up to the last
+    /// flush (a segment rolls with a flush).
+    pub fn flushed_seq(&self) -> Option<u64> {
+        self.flushed_seq
+    }
+
+    /// Bytes of the active segment's torn or corrupt tail cut off at
+    /// open (a crash in the middle of an append, or unsynced pages lost).
+    pub fn cut_at_open(&self) -> u64 {
+        self.cut
+    }
+
+    /// Appends a change; its sequence must follow the last one. Readers
+    /// see it after the next [`ChangeLog::flush`].
+    pub fn append(&mut self, seq: u64, deleted: bool, bucket: &[u8], key: &[u8]) -> io::Result<()> {
+        if self.last_seq.is_some_and(|last| seq <= last) {
+            return Err(invalid(format!(
+                "change {seq} does not follow {:?}",
+                self.last_seq
+            )));
+        }
+        let body_len = BODY_FIXED + bucket.len() + key.len();
+        if bucket.len() > usize::from(u16::MAX) || body_len > BODY_MAX {
+            return Err(invalid("a change's bucket or key is too long".into()));
+        }
+        if self.active_len >= self.segment_bytes {
+            self.roll(seq)?;
+        }
+        let mut body = Vec::with_capacity(body_len);
+        body.extend_from_slice(&seq.to_be_bytes());
+        body.push(u8::from(deleted));
+        body.extend_from_slice(&(bucket.len() as u16).to_be_bytes());
+        body.extend_from_slice(bucket);
+        body.extend_from_slice(key);
+        self.active.write_all(&(body_len as u32).to_be_bytes())?;
+        self.active
+            .write_all(&crc32fast::hash(&body).to_be_bytes())?;
+        self.active.write_all(&body)?;
+        self.active_len += (FRAME_HEAD + body_len) as u64;
+        self.last_seq = Some(seq);
+        Ok(())
+    }
+
+    /// Hands the appended changes to the OS: readers see them.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.active.flush()?;
+        self.flushed_len = self.active_len;
+        self.flushed_seq = self.last_seq;
+        Ok(())
+    }
+
+    /// Flushes and makes the appended changes durable.
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.flush()?;
+        self.active.get_ref().sync_data()
+    }
+
+    /// Hands each change after sequence `after` (all with `None`), in
+    /// order, to `f` until it returns false.
+    pub fn read_since(
+        &self,
+        after: Option<u64>,
+        f: &mut dyn FnMut(Change) -> bool,
+    ) -> io::Result<()> {
+        let start = match after {
+            None => 0,
+            Some(a) => self
+                .segments
+                .iter()
+                .rposition(|s| s.first <= a.saturating_add(1))
+                .unwrap_or(0),
+        };
+        let last = self.segments.len() - 1;
+        for (i, s) in self.segments.iter().enumerate().skip(start) {
+            let limit = if i == last {
+                self.flushed_len
+            } else {
+                u64::MAX
+            };
+            let mut more = true;
+            let mut keep = |c: Change| {
+                if after.is_some_and(|a| c.seq <= a) {
+                    return true;
+                }
+                more = f(c);
+                more
+            };
+            let (_, _) = scan(&s.path, limit, &mut keep)?;
+            if !more {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the active segment (synced) and begins one at `first`.
+    fn roll(&mut self, first: u64) -> io::Result<()> {
+        self.sync()?;
+        let path = segment_path(&self.dir, first);
+        let file = OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(&path)?;
+        self.segments.push(Segment { first, path });
+        self.active = BufWriter::with_capacity(64 << 10, file);
+        self.active_len = 0;
+        self.flushed_len = 0;
+        Ok(())
+    }
+}
+
+fn segment_path(dir: &Path, first: u64) -> PathBuf {
+    dir.join(format!("{first:016x}.{SEGMENT_EXT}"))
+}
+
+/// The segments in `dir`, by first sequence.
+fn list_segments(dir: &Path) -> io::Result<Vec<Segment>> {
+    let mut segments = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().and_then(|e| e.to_str()) != Some(SEGMENT_EXT) {
+            continue;
+        }
+        let first = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .and_then(|s| u64::from_str_radix(s, 16).ok());
+        if let Some(first) = first {
+            segments.push(Segment { first, path });
+        }
+    }
+    segments.sort_by_key(|s| s.first);
+    Ok(segments)
+}
+
+/// Reads the frames of the segment at `path` up to `limit` bytes, handing
+/// each change to `f` until it returns false; a frame cut short or failing
+/// its checksum is an error. Returns the bytes read and the last sequence.
+fn scan(
+    path: &Path,
+    limit: u64,
+    f: &mut dyn FnMut(Change) -> bool,
+) -> io::Result<(u64, Option<u64>)> {
+    let mut r = BufReader::with_capacity(64 << 10, File::open(path)?.take(limit));
+    let mut at = 0u64;
+    let mut last = None;
+    while let Some(frame) = read_frame(&mut r)? {
+        let change = frame.map_err(|why| corrupt(path, at, why))?;
+        at += (FRAME_HEAD + BODY_FIXED + change.bucket.len() + change.key.len()) as u64;
+        last = Some(change.seq);
+        if !f(change) {
+            break;
+        }
+    }
+    Ok((at, last))
+}
+
+/// The length of the segment's whole frames, and its last sequence: where
+/// a torn or corrupt tail begins.
+fn scan_tail(path: &Path) -> io::Result<(u64, Option<u64>)> {
+    let mut r = BufReader::with_capacity(64 << 10, File::open(path)?);
+    let mut at = 0u64;
+    let mut last = None;
+    while let Some(Ok(change)) = read_frame(&mut r)? {
+        at += (FRAME_HEAD + BODY_FIXED + change.bucket.len() + change.key.len()) as u64;
+        last = Some(change.seq);
+    }
+    Ok((at, last))
+}
+
+/// The next frame: `None` at a clean end; `Some(Err)` for a frame cut
+/// short or failing its checksum (the reason).
+fn read_frame(r: &mut impl Read) -> io::Result<Option<Result<Change, &'static str>>> {
+    let mut head = [0u8; FRAME_HEAD];
+    match read_full(r, &mut head)? {
+        0 => return Ok(None),
+        FRAME_HEAD => {}
+        _ => return Ok(Some(Err("a frame's head is cut short"))),
+    }
+    let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    let crc = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+    if !(BODY_FIXED..=BODY_MAX).contains(&len) {
+        return Ok(Some(Err("a frame's length is out of bounds")));
+    }
+    let mut body = vec![0u8; len];
+    if read_full(r, &mut body)? != len {
+        return Ok(Some(Err("a frame's body is cut short")));
+    }
+    if crc32fast::hash(&body) != crc {
+        return Ok(Some(Err("a frame fails its checksum")));
+    }
+    Ok(Some(
+        decode_body(&body).ok_or("a frame's bucket length is out of bounds"),
+    ))
+}
+
+fn decode_body(body: &[u8]) -> Option<Change> {
+    let seq = u64::from_be_bytes(body.get(0..8)?.try_into().ok()?);
+    let deleted = body.get(8)? & 1 == 1;
+    let bucket_len = usize::from(u16::from_be_bytes(body.get(9..11)?.try_into().ok()?));
+    let rest = body.get(BODY_FIXED..)?;
+    let (bucket, key) = rest.split_at_checked(bucket_len)?;
+    Some(Change {
+        seq,
+        deleted,
+        bucket: bucket.to_vec(),
+        key: key.to_vec(),
+    })
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+fn corrupt(path: &Path, at: u64, why: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("change log {}: {why} at byte {at}", path.display()),
+    )
+}
