@@ -26,9 +26,14 @@ cd "$D"
 T0=$(date +%s.%N)
 "$BIN" bench run "$HERE/coupons-8-cluster3-10m-load.toml" --out "$OUT/load" 2> "$OUT/load.err"
 echo "load: $(printf '%.0f' "$(echo "$(date +%s.%N) - $T0" | bc)") s"
-for pid in $(pgrep -f "$BIN start"); do
-  echo "node $pid: $(awk '/VmRSS/ {print $2/1024 " MiB"}' /proc/$pid/status)"
-done
+# VmRSS counts the pages of bitcask's memory-mapped data files that reads touched
+# (RssFile: page cache the kernel reclaims); RssAnon is the node's own memory.
+rss() {
+  for pid in $(pgrep -f "$BIN start"); do
+    echo "node $pid $1: $(awk '/^(VmRSS|RssAnon|RssFile)/ {printf "%s %d MiB  ", $1, $2/1024}' /proc/$pid/status)"
+  done
+}
+rss "after the load"
 "$BIN" bench run "$HERE/coupons-9-cluster3-10m-queries-pb.toml" --out "$OUT/queries" 2> "$OUT/queries.err"
 python3 - <<'PY'
 import json, time, urllib.request
@@ -71,6 +76,4 @@ while True:
 secs = time.perf_counter() - t
 print(f"range 0..49 in {pages} pages of 100,000: {keys} keys in {secs:.2f} s, {keys / secs:,.0f} keys/s")
 PY
-for pid in $(pgrep -f "$BIN start"); do
-  echo "node $pid after the queries: $(awk '/VmRSS/ {print $2/1024 " MiB"}' /proc/$pid/status)"
-done
+rss "after the queries"
