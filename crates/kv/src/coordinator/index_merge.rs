@@ -23,20 +23,28 @@ use eddy_vnode::index_fold::split_entry;
 
 /// One entry as a vnode sent it (a fold item), ordered by (term, key).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Entry(Vec<u8>);
+pub(crate) struct Entry {
+    item: Vec<u8>,
+    /// Where the term ends and the key begins in `item`.
+    key_at: usize,
+}
 
 impl Entry {
     /// `item` if it is a well-formed entry.
     pub(crate) fn new(item: Vec<u8>) -> Option<Entry> {
-        split_entry(&item)?;
-        Some(Entry(item))
+        let (term, _) = split_entry(&item)?;
+        let key_at = TERM_AT + term.len();
+        Some(Entry { item, key_at })
     }
 
     /// Its (term, key).
     pub(crate) fn parts(&self) -> (&[u8], &[u8]) {
-        split_entry(&self.0).unwrap_or_default()
+        (&self.item[TERM_AT..self.key_at], &self.item[self.key_at..])
     }
 }
+
+/// Where an item's term begins: after its length.
+const TERM_AT: usize = 4;
 
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
@@ -154,6 +162,9 @@ impl PageMerge {
     /// finished, or some vnode that may hold smaller entries must be
     /// asked for more.
     pub(crate) fn advance(&mut self) {
+        if self.sources.iter().all(|s| s.finished) {
+            return self.sort_the_rest();
+        }
         while self.page.len() < self.max && !self.sources.iter().any(Source::starved) {
             let Some(Reverse((entry, source))) = self.heads.pop() else {
                 return;
@@ -162,6 +173,23 @@ impl PageMerge {
             self.sources[source].headed = false;
             self.head(source);
         }
+    }
+
+    /// Every vnode sent all it holds: the rest, each entry no smaller
+    /// than the page's, is sorted at once (cheaper than merging it).
+    fn sort_the_rest(&mut self) {
+        let merged = self.page.len();
+        let heads = self.heads.drain().map(|Reverse((entry, _))| entry);
+        self.page.extend(heads);
+        for s in &mut self.sources {
+            s.headed = false;
+            self.page.extend(s.queued.drain(..));
+        }
+        if self.page.len() > self.max {
+            self.page[merged..].select_nth_unstable(self.max - merged);
+            self.page.truncate(self.max);
+        }
+        self.page[merged..].sort_unstable();
     }
 
     /// The page, smallest first (at most `max` entries).

@@ -52,7 +52,8 @@ pub struct QueryMetrics {
     pub index_query_errors: Counter,
     pub index_queries_running: Gauge,
     /// Vnodes asked to fold an index for a 2i query (or for a MapReduce
-    /// job's index inputs mapped at the vnodes): Riak's
+    /// job's index inputs mapped at the vnodes), each ask counted (a page
+    /// asks a vnode again for its next chunk when it ran out): Riak's
     /// `vnode_index_reads`, counted by the coordinator.
     pub vnode_index_reads: Counter,
     /// Key listings coordinated, failed, and running now.
