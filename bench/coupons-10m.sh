@@ -4,7 +4,8 @@
 # Starts `BIN dev-cluster 3` in a temporary directory (PB 10017/10027/10037, HTTP
 # 10018/10028/10038: those ports must be free), loads 10,000,000 coupons with two index
 # entries each (bench/coupons-8-cluster3-10m-load.toml), prints each node's resident
-# memory, then times one affiliate's coupons and a multi-get over PB
+# memory, waits for the nodes to go idle (load average below 1, at most 10 minutes), then
+# times one affiliate's coupons and a multi-get over PB
 # (bench/coupons-9-cluster3-10m-queries-pb.toml), pages of max_results=100 of the
 # redeemed_count_int range 0..99 begun at four places and continued once (HTTP, curl),
 # the 50 % range 0..49 streamed whole (HTTP `stream=true`), counting its keys, then read
@@ -34,6 +35,13 @@ rss() {
   done
 }
 rss "after the load"
+# The nodes go on compacting after a big load; queries timed then measure the machine.
+# Wait (at most 10 minutes) until the one-minute load average falls below 1.
+for _ in $(seq 1 120); do
+  awk '{exit !($1 < 1.0)}' /proc/loadavg && break
+  sleep 5
+done
+echo "load average before the queries: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$BIN" bench run "$HERE/coupons-9-cluster3-10m-queries-pb.toml" --out "$OUT/queries" 2> "$OUT/queries.err"
 python3 - <<'PY'
 import json, time, urllib.request
