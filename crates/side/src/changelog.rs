@@ -41,6 +41,13 @@ pub struct Change {
     pub key: Vec<u8>,
 }
 
+impl Change {
+    /// The bytes of its frame.
+    fn frame_len(&self) -> u64 {
+        (FRAME_HEAD + BODY_FIXED + self.bucket.len() + self.key.len()) as u64
+    }
+}
+
 /// A closed or active segment: its first sequence and its file.
 #[derive(Clone, Debug)]
 struct Segment {
@@ -80,7 +87,7 @@ impl ChangeLog {
             segments.push(first);
         }
         let active = segments[segments.len() - 1].clone();
-        let (good, last) = scan_tail(&active.path)?;
+        let (good, last) = scan(&active.path, u64::MAX, true, &mut |_| true)?;
         // An empty active segment was begun for its first sequence, which
         // may have been handed out: the next change takes a larger one.
         let last_seq = last.or(active.first.checked_sub(1));
@@ -197,7 +204,7 @@ impl ChangeLog {
                 more = f(c);
                 more
             };
-            let (_, _) = scan(&s.path, limit, &mut keep)?;
+            scan(&s.path, limit, false, &mut keep)?;
             if !more {
                 break;
             }
@@ -246,36 +253,30 @@ fn list_segments(dir: &Path) -> io::Result<Vec<Segment>> {
 }
 
 /// Reads the frames of the segment at `path` up to `limit` bytes, handing
-/// each change to `f` until it returns false; a frame cut short or failing
-/// its checksum is an error. Returns the bytes read and the last sequence.
+/// each change to `f` until it returns false. A frame cut short or
+/// failing its checksum ends the scan when `torn_tail_ends` (the active
+/// segment at open), and is an error otherwise. Returns the bytes of the
+/// whole frames read and the last sequence.
 fn scan(
     path: &Path,
     limit: u64,
+    torn_tail_ends: bool,
     f: &mut dyn FnMut(Change) -> bool,
 ) -> io::Result<(u64, Option<u64>)> {
     let mut r = BufReader::with_capacity(64 << 10, File::open(path)?.take(limit));
     let mut at = 0u64;
     let mut last = None;
     while let Some(frame) = read_frame(&mut r)? {
-        let change = frame.map_err(|why| corrupt(path, at, why))?;
-        at += (FRAME_HEAD + BODY_FIXED + change.bucket.len() + change.key.len()) as u64;
+        let change = match frame {
+            Ok(change) => change,
+            Err(_) if torn_tail_ends => break,
+            Err(why) => return Err(corrupt(path, at, why)),
+        };
+        at += change.frame_len();
         last = Some(change.seq);
         if !f(change) {
             break;
         }
-    }
-    Ok((at, last))
-}
-
-/// The length of the segment's whole frames, and its last sequence: where
-/// a torn or corrupt tail begins.
-fn scan_tail(path: &Path) -> io::Result<(u64, Option<u64>)> {
-    let mut r = BufReader::with_capacity(64 << 10, File::open(path)?);
-    let mut at = 0u64;
-    let mut last = None;
-    while let Some(Ok(change)) = read_frame(&mut r)? {
-        at += (FRAME_HEAD + BODY_FIXED + change.bucket.len() + change.key.len()) as u64;
-        last = Some(change.seq);
     }
     Ok((at, last))
 }

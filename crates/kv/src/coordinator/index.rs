@@ -15,8 +15,7 @@ use super::index_merge::{Entry, PageMerge};
 use crate::metrics::QueryMetrics;
 use crate::node::Node;
 use eddy_model::error::KvError;
-use eddy_model::index::query::PreparedQuery;
-use eddy_model::index::query::{IndexScan, ScanField, UNPAGED_RESULTS_MAX};
+use eddy_model::index::query::{IndexScan, PreparedQuery, ScanField, UNPAGED_RESULTS_MAX};
 use eddy_model::index::{IndexPage, IndexRequest};
 use eddy_model::request::BucketRef;
 use eddy_vnode::msg::FoldKind;
@@ -88,9 +87,7 @@ impl Node {
             .scan
             .max
             .map_or(UNPAGED_RESULTS_MAX + 1, |m| m as usize);
-        let page = self.with_coverage(n_val, deadline, |coverage| {
-            self.merge_page(coverage, &query.scan, max, deadline)
-        })?;
+        let page = self.merged(n_val, &query.scan, max, deadline)?;
         if query.scan.max.is_none() && page.len() > UNPAGED_RESULTS_MAX {
             return Err(KvError::BadQuery(format!(
                 "the query matches more than {UNPAGED_RESULTS_MAX} entries: \
@@ -112,9 +109,7 @@ impl Node {
         loop {
             let size = left.map_or(step_size, |l| l.min(step_size));
             step.scan.max = Some(size as u32);
-            let merged = self.with_coverage(n_val, deadline, |coverage| {
-                self.merge_page(coverage, &step.scan, size, deadline)
-            })?;
+            let merged = self.merged(n_val, &step.scan, size, deadline)?;
             let entries = stored_entries(&step.scan, &merged);
             let after = entries.last().cloned();
             let got = entries.len();
@@ -147,6 +142,20 @@ impl Node {
             Some(t) => t,
         };
         Ok((query, props.n_val, Instant::now() + timeout))
+    }
+
+    /// The `max` smallest entries of `scan` over a coverage plan for
+    /// `n_val` (a fresh one if a planned vnode moved). Blocking.
+    fn merged(
+        &self,
+        n_val: u32,
+        scan: &IndexScan,
+        max: usize,
+        deadline: Instant,
+    ) -> Result<Vec<Entry>, KvError> {
+        self.with_coverage(n_val, deadline, |coverage| {
+            self.merge_page(coverage, scan, max, deadline)
+        })
     }
 
     /// The `max` smallest entries of `scan` over `coverage`'s vnodes,
