@@ -9,6 +9,10 @@
 //! keys a vnode and rests [`REST_FACTOR`] times as long as each round
 //! took, so it takes at most a fifth of one core from the requests; when
 //! nothing is due it looks again after `NodeConfig::expiry_sweep_every`.
+//!
+//! The same thread compacts the vnodes' change logs (design note 027,
+//! "The change sequence"): whenever the sweep has nothing due, one vnode
+//! whose log has at least [`CHANGES_CLOSED_MIN`] closed segments.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -23,6 +27,9 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 pub const ROUND: usize = 1_000;
 /// The sweep rests this many times as long as a round took.
 pub const REST_FACTOR: u32 = 4;
+/// A vnode's change log is compacted once it has this many closed
+/// segments (64 MiB each).
+pub const CHANGES_CLOSED_MIN: usize = 2;
 
 impl Node {
     /// Deletes what expired by now on every vnode of this node, at most
@@ -40,6 +47,24 @@ impl Node {
         }
         self.metrics.expired.add(deleted);
         Ok(deleted)
+    }
+
+    /// Compacts the change log of the first vnode whose log has at least
+    /// `min_closed` closed segments; returns whether one did.
+    pub fn compact_changes(&self, min_closed: usize) -> Result<bool, KvError> {
+        for vnode in self.local_vnodes() {
+            let Some((kept, dropped)) = vnode.compact_changes(min_closed)? else {
+                continue;
+            };
+            tracing::info!(
+                partition = vnode.partition.0,
+                kept,
+                dropped,
+                "change log compacted"
+            );
+            return Ok(true);
+        }
+        Ok(false)
     }
 }
 
@@ -73,10 +98,13 @@ fn run(node: &Weak<Node>, every: Duration) {
                     0
                 }
             };
-            drop(strong);
             if deleted == 0 {
+                if let Err(e) = strong.compact_changes(CHANGES_CLOSED_MIN) {
+                    tracing::warn!("compacting a change log: {e}");
+                }
                 break;
             }
+            drop(strong);
             std::thread::sleep(began.elapsed() * REST_FACTOR);
         }
     }

@@ -8,7 +8,10 @@
 //!   store's, or a lost side journal buffer);
 //!
 //! each leaving every vnode's side store holding exactly the index entries
-//! of the objects its backend holds.
+//! of the objects its backend holds, and its change sequence (small
+//! segments, compacted as the history goes) a change of each of them, at
+//! its latest; and a reader of the changes that read
+//! halfway through misses none of the rest across a crash and a restart.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -51,7 +54,12 @@ struct Disk {
 
 impl Disk {
     fn open(kind: Kind, dir: &Path) -> Disk {
-        let side = SideEnv::open(&dir.join("side"), Default::default()).unwrap();
+        // Change logs of small segments, which the histories compact.
+        let config = eddy_side::env::SideConfig {
+            change_segment_bytes: 300,
+            ..Default::default()
+        };
+        let side = SideEnv::open(&dir.join("side"), config).unwrap();
         let lsm = match kind {
             Kind::Lsm => {
                 Some(eddy_lsm::LsmEnv::open(&dir.join("lsm"), &Default::default()).unwrap())
@@ -113,6 +121,12 @@ async fn history(node: &Arc<Node>, seed: u64) {
     for step in 0..40 {
         if step == 20 {
             node.drop_bucket_blocking(&bucket(1)).unwrap();
+        }
+        if step % 10 == 9 {
+            for p in 0..RING {
+                let vnode = node.vnode(Partition(p)).unwrap();
+                vnode.compact_changes(1).unwrap();
+            }
         }
         let (b, key) = (rng.random_range(0..2), rng.random_range(0..KEYS));
         let key = format!("k{key}").into_bytes();
@@ -190,6 +204,77 @@ fn check_agrees(node: &Arc<Node>, what: &str) -> usize {
     want.len()
 }
 
+/// What a reader of a vnode's changes knows of its keys: each key's
+/// latest change (deleted or not), and the buckets dropped since.
+#[derive(Clone, Debug, Default)]
+struct Reader {
+    keys: std::collections::BTreeMap<(Vec<u8>, Vec<u8>), bool>,
+    dropped: BTreeSet<Vec<u8>>,
+    at: Option<u64>,
+}
+
+impl Reader {
+    /// Reads `p`'s changes after where it was; checks that they come in
+    /// order, each key once.
+    fn catch_up(&mut self, node: &Arc<Node>, p: u32) {
+        let vnode = node.vnode(Partition(p)).unwrap();
+        let mut seen = BTreeSet::new();
+        let mut last = self.at;
+        let covered = vnode
+            .changes_since(self.at, u64::MAX, &mut |c| {
+                assert!(last < Some(c.seq), "changes out of order");
+                last = Some(c.seq);
+                let named = (c.bucket.clone(), c.key.clone());
+                assert!(seen.insert(named.clone()), "a key twice: {c:?}");
+                match c.is_bucket_drop() {
+                    true => drop(self.dropped.insert(c.bucket.clone())),
+                    false => drop(self.keys.insert(named, c.deleted)),
+                }
+                true
+            })
+            .unwrap()
+            .expect("a vnode with a side store keeps a change sequence");
+        self.at = covered.upto;
+    }
+}
+
+/// A reader of every vnode's changes, read from the start, knows what
+/// each backend holds: each object's key with its latest change deleted
+/// exactly when the object is a tombstone, and of every other key it knows
+/// that it is deleted or in a dropped bucket.
+fn check_changes(node: &Arc<Node>, readers: &mut [Reader], what: &str) {
+    for p in 0..RING {
+        let reader = &mut readers[p as usize];
+        reader.catch_up(node, p);
+        let mut held = std::collections::BTreeMap::new();
+        let vnode = node.vnode(Partition(p)).unwrap();
+        vnode
+            .backend()
+            .fold_objects(&FoldOptions::all(), &mut |b, k, v| {
+                if let Some(object) = indexed_object(b, v).unwrap() {
+                    held.insert((b.to_vec(), k.to_vec()), object.is_deleted());
+                }
+                FoldControl::Continue
+            })
+            .unwrap();
+        for (named, deleted) in &held {
+            let known = reader.keys.get(named);
+            assert_eq!(known, Some(deleted), "{what}: partition {p}, {named:?}");
+        }
+        for (named, deleted) in &reader.keys {
+            let gone = *deleted || reader.dropped.contains(&named.0);
+            assert!(
+                held.contains_key(named) || gone,
+                "{what}: partition {p}: a live change of {named:?}, not held"
+            );
+        }
+    }
+}
+
+fn readers() -> Vec<Reader> {
+    vec![Reader::default(); RING as usize]
+}
+
 /// Copies every file under `from` into `to`.
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -211,6 +296,7 @@ async fn every_cut_agrees(kind: Kind, seed: u64) {
     history(&node, seed).await;
     let total = check_agrees(&node, "before the crash");
     assert!(total > 0, "the history left index entries");
+    check_changes(&node, &mut readers(), "before the crash");
     let copy = dir.path().join("log-copy");
     copy_dir(&log, &copy);
     node.shutdown();
@@ -223,7 +309,9 @@ async fn every_cut_agrees(kind: Kind, seed: u64) {
         }
         let fresh = Disk::open(kind, &dir.path().join(format!("fresh{n}")));
         let node = start(&fresh, cut);
-        check_agrees(&node, &format!("{kind:?} seed {seed}, after record {n}"));
+        let what = format!("{kind:?} seed {seed}, after record {n}");
+        check_agrees(&node, &what);
+        check_changes(&node, &mut readers(), &what);
         node.shutdown();
     }
 }
@@ -251,6 +339,103 @@ async fn a_side_store_behind_catches_up(kind: Kind, seed: u64) {
     let total = check_agrees(&node, &format!("{kind:?} seed {seed}, side store lost"));
     assert!(total > 0);
     node.shutdown();
+}
+
+/// A reader that read every vnode's changes halfway through a history
+/// misses none of the rest after a crash that lost the change logs'
+/// unflushed tails (the data directory copied as the running node left
+/// it) and a restart that replays the commit log; nor after a clean
+/// restart.
+async fn a_reader_misses_nothing_across_restarts(kind: Kind, seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let disk = Disk::open(kind, &data);
+    let node = start(&disk, &data.join("log"));
+    history(&node, seed).await;
+    let mut readers = readers();
+    check_changes(&node, &mut readers, "halfway");
+    history(&node, seed + 100).await;
+    for p in 0..RING {
+        node.vnode(Partition(p)).unwrap().backend().sync().unwrap();
+    }
+    let copy = dir.path().join("copy");
+    copy_dir(&data, &copy);
+    node.shutdown();
+    drop(disk);
+    let disk = Disk::open(kind, &copy);
+    let node = start(&disk, &copy.join("log"));
+    let what = format!("{kind:?} seed {seed}, after a crash");
+    check_changes(&node, &mut readers, &what);
+    history(&node, seed + 200).await;
+    node.shutdown();
+    drop(node);
+    drop(disk);
+    let disk = Disk::open(kind, &copy);
+    let node = start(&disk, &copy.join("log"));
+    let what = format!("{kind:?} seed {seed}, after a clean restart");
+    check_changes(&node, &mut readers, &what);
+    node.shutdown();
+}
+
+/// A handoff receiver numbers the objects it merges in its own sequence:
+/// after every vnode's objects are handed to another node's vnodes (and
+/// handed again, as after a crash of the receiver before its sync), the
+/// receiver's changes name each of them once, at its latest.
+async fn a_receiver_records_what_it_merges(kind: Kind, seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let sender_disk = Disk::open(kind, &dir.path().join("sender"));
+    let sender = start(&sender_disk, &dir.path().join("sender-log"));
+    history(&sender, seed).await;
+    let receiver_disk = Disk::open(kind, &dir.path().join("receiver"));
+    let receiver = start(&receiver_disk, &dir.path().join("receiver-log"));
+    let policy = eddy_vnode::msg::WritePolicy {
+        allow_mult: true,
+        last_write_wins: false,
+        max_siblings: 100,
+        write_once: false,
+        ttl_secs: 0,
+    };
+    let mut handed = 0;
+    for round in 0..2 {
+        for p in 0..RING {
+            let from = sender.vnode(Partition(p)).unwrap();
+            let to = receiver.vnode(Partition(p)).unwrap();
+            let mut objects = Vec::new();
+            from.backend()
+                .fold_objects(&FoldOptions::all(), &mut |b, k, v| {
+                    if indexed_object(b, v).unwrap().is_some() {
+                        objects.push((b.to_vec(), k.to_vec(), v.to_vec()));
+                    }
+                    FoldControl::Continue
+                })
+                .unwrap();
+            for (bucket, key, value) in objects {
+                let key = eddy_vnode::msg::StorageKey { bucket, key };
+                to.merge_handed(&key, value.into(), policy).unwrap();
+                handed += usize::from(round == 0);
+            }
+            to.sync_handed().unwrap();
+        }
+        let what = format!("{kind:?} seed {seed}, a receiver, round {round}");
+        check_changes(&receiver, &mut readers(), &what);
+    }
+    assert!(handed > 0);
+    sender.shutdown();
+    receiver.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handoff_receiver_numbers_what_it_merges() {
+    for (kind, seed) in [(Kind::Bitcask, 8), (Kind::Lsm, 9)] {
+        a_receiver_records_what_it_merges(kind, seed).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_of_the_changes_misses_nothing_across_restarts() {
+    for (kind, seed) in [(Kind::Bitcask, 5), (Kind::Lsm, 6)] {
+        a_reader_misses_nothing_across_restarts(kind, seed).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

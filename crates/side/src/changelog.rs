@@ -42,6 +42,12 @@ pub struct Change {
 }
 
 impl Change {
+    /// Whether this change is the drop of its whole bucket (an empty key:
+    /// no object has one).
+    pub fn is_bucket_drop(&self) -> bool {
+        self.key.is_empty()
+    }
+
     /// The bytes of its frame.
     fn frame_len(&self) -> u64 {
         (FRAME_HEAD + BODY_FIXED + self.bucket.len() + self.key.len()) as u64
@@ -77,6 +83,7 @@ impl ChangeLog {
     /// last segment; segments roll past `segment_bytes`.
     pub fn open(dir: &Path, segment_bytes: u64) -> io::Result<ChangeLog> {
         fs::create_dir_all(dir)?;
+        finish_compaction(dir)?;
         let mut segments = list_segments(dir)?;
         if segments.is_empty() {
             let first = Segment {
@@ -145,16 +152,7 @@ impl ChangeLog {
         if self.active_len >= self.segment_bytes {
             self.roll(seq)?;
         }
-        let mut body = Vec::with_capacity(body_len);
-        body.extend_from_slice(&seq.to_be_bytes());
-        body.push(u8::from(deleted));
-        body.extend_from_slice(&(bucket.len() as u16).to_be_bytes());
-        body.extend_from_slice(bucket);
-        body.extend_from_slice(key);
-        self.active.write_all(&(body_len as u32).to_be_bytes())?;
-        self.active
-            .write_all(&crc32fast::hash(&body).to_be_bytes())?;
-        self.active.write_all(&body)?;
+        write_frame(&mut self.active, (seq, deleted, bucket, key))?;
         self.active_len += (FRAME_HEAD + body_len) as u64;
         self.last_seq = Some(seq);
         Ok(())
@@ -176,6 +174,120 @@ impl ChangeLog {
 
     /// Hands each change after sequence `after` (all with `None`), in
     /// order, to `f` until it returns false.
+    pub fn read_since(
+        &self,
+        after: Option<u64>,
+        f: &mut dyn FnMut(Change) -> bool,
+    ) -> io::Result<()> {
+        self.view().read_since(after, f)
+    }
+
+    /// What readers may read now (up to the last flush), to read without
+    /// holding the log.
+    pub fn view(&self) -> LogView {
+        LogView {
+            segments: self.segments.clone(),
+            flushed_len: self.flushed_len,
+            flushed_seq: self.flushed_seq,
+        }
+    }
+
+    /// The number of segment files.
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// The directory holding the log's segments.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A handle to the active segment's file, after a flush, to sync
+    /// without holding the log (a segment closed meanwhile was synced).
+    pub fn flushed_file(&mut self) -> io::Result<File> {
+        self.flush()?;
+        self.active.get_ref().try_clone()
+    }
+
+    /// The closed segments, when there are at least `min` of them: what a
+    /// compaction rewrites ([`ChangeLog::compact`]).
+    pub fn closed_segments(&self, min: usize) -> Option<Closed> {
+        let closed = &self.segments[..self.segments.len() - 1];
+        (closed.len() >= min.max(1)).then(|| Closed {
+            segments: closed.to_vec(),
+        })
+    }
+
+    /// Rewrites `closed` (this log's first closed segments, as
+    /// [`ChangeLog::closed_segments`] gave them) as one segment holding
+    /// the changes `keep` picks, in order, under the first one's name; its
+    /// file was written by [`Closed::write`] (the slow part, done without
+    /// holding the log). Crash-safe: a marker names the segments to delete
+    /// once the new one took the first's name, and an open finishes or
+    /// undoes what a crash cut short. Readers holding a view of the old
+    /// segments may find one gone: they read again.
+    pub fn compact(&mut self, closed: &Closed, written: Written) -> io::Result<()> {
+        let n = closed.segments.len();
+        let same = self.segments.len() > n
+            && self.segments[..n]
+                .iter()
+                .zip(&closed.segments)
+                .all(|(a, b)| a.path == b.path);
+        if !same {
+            let _ = fs::remove_file(&written.path);
+            return Err(invalid(
+                "the closed segments changed under a compaction".into(),
+            ));
+        }
+        let doomed: Vec<String> = closed.segments[1..]
+            .iter()
+            .filter_map(|s| s.path.file_name()?.to_str().map(str::to_string))
+            .collect();
+        write_synced(&self.dir.join(MARKER), doomed.join("\n").as_bytes())?;
+        fs::rename(&written.path, &closed.segments[0].path)?;
+        sync_dir(&self.dir)?;
+        for s in &closed.segments[1..] {
+            remove_if_there(&s.path)?;
+        }
+        fs::remove_file(self.dir.join(MARKER))?;
+        sync_dir(&self.dir)?;
+        self.segments.drain(1..n);
+        Ok(())
+    }
+
+    /// Closes the active segment (synced) and begins one at `first`.
+    fn roll(&mut self, first: u64) -> io::Result<()> {
+        self.sync()?;
+        let path = segment_path(&self.dir, first);
+        let file = OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(&path)?;
+        self.segments.push(Segment { first, path });
+        self.active = BufWriter::with_capacity(64 << 10, file);
+        self.active_len = 0;
+        self.flushed_len = 0;
+        Ok(())
+    }
+}
+
+/// The log as a reader found it: its segments and how much of the
+/// active one was flushed.
+#[derive(Clone, Debug)]
+pub struct LogView {
+    segments: Vec<Segment>,
+    flushed_len: u64,
+    flushed_seq: Option<u64>,
+}
+
+impl LogView {
+    /// The highest sequence this view holds.
+    pub fn flushed_seq(&self) -> Option<u64> {
+        self.flushed_seq
+    }
+
+    /// Hands each change after sequence `after` (all with `None`) this
+    /// view holds, in order, to `f` until it returns false.
     pub fn read_since(
         &self,
         after: Option<u64>,
@@ -211,21 +323,115 @@ impl ChangeLog {
         }
         Ok(())
     }
+}
 
-    /// Closes the active segment (synced) and begins one at `first`.
-    fn roll(&mut self, first: u64) -> io::Result<()> {
-        self.sync()?;
-        let path = segment_path(&self.dir, first);
-        let file = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&path)?;
-        self.segments.push(Segment { first, path });
-        self.active = BufWriter::with_capacity(64 << 10, file);
-        self.active_len = 0;
-        self.flushed_len = 0;
-        Ok(())
+/// Closed segments a compaction rewrites.
+#[derive(Clone, Debug)]
+pub struct Closed {
+    segments: Vec<Segment>,
+}
+
+/// A compaction's new segment, written and synced, not yet in place.
+pub struct Written {
+    path: PathBuf,
+    /// Changes it kept and changes it dropped.
+    pub kept: u64,
+    pub dropped: u64,
+}
+
+impl Closed {
+    /// Writes the changes of these segments `keep` picks, in order, to a
+    /// new file beside them, synced.
+    pub fn write(&self, keep: &mut dyn FnMut(&Change) -> bool) -> io::Result<Written> {
+        let dir = self.segments[0].path.parent().unwrap_or(Path::new("."));
+        let path = dir.join(COMPACTING);
+        let mut out = BufWriter::with_capacity(64 << 10, File::create(&path)?);
+        let (mut kept, mut dropped) = (0, 0);
+        let mut failed = None;
+        for s in &self.segments {
+            scan(&s.path, u64::MAX, false, &mut |c| {
+                if !keep(&c) {
+                    dropped += 1;
+                    return true;
+                }
+                kept += 1;
+                match write_frame(&mut out, (c.seq, c.deleted, &c.bucket, &c.key)) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
+                }
+            })?;
+            if let Some(e) = failed.take() {
+                return Err(e);
+            }
+        }
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        Ok(Written {
+            path,
+            kept,
+            dropped,
+        })
     }
+}
+
+/// The file a compaction writes its new segment to.
+const COMPACTING: &str = "compacting.tmp";
+/// Names the segments a compaction deletes once its new one is in place.
+const MARKER: &str = "compacting";
+
+/// Finishes or undoes a compaction a crash cut short in `dir`: before
+/// the new segment took the first's name (its file still there), the old
+/// segments stand and the new file goes; after, the segments the marker
+/// names go.
+fn finish_compaction(dir: &Path) -> io::Result<()> {
+    let marker = dir.join(MARKER);
+    let tmp = dir.join(COMPACTING);
+    if marker.exists() && !tmp.exists() {
+        for name in fs::read_to_string(&marker)?.lines() {
+            remove_if_there(&dir.join(name))?;
+        }
+    }
+    remove_if_there(&tmp)?;
+    remove_if_there(&marker)?;
+    sync_dir(dir)
+}
+
+fn remove_if_there(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Writes one change's frame (its bucket's length checked by the caller).
+fn write_frame(
+    out: &mut impl Write,
+    (seq, deleted, bucket, key): (u64, bool, &[u8], &[u8]),
+) -> io::Result<()> {
+    let body_len = BODY_FIXED + bucket.len() + key.len();
+    let mut frame = Vec::with_capacity(FRAME_HEAD + body_len);
+    frame.extend_from_slice(&(body_len as u32).to_be_bytes());
+    frame.extend_from_slice(&[0; 4]);
+    frame.extend_from_slice(&seq.to_be_bytes());
+    frame.push(u8::from(deleted));
+    frame.extend_from_slice(&(bucket.len() as u16).to_be_bytes());
+    frame.extend_from_slice(bucket);
+    frame.extend_from_slice(key);
+    let crc = crc32fast::hash(&frame[FRAME_HEAD..]);
+    frame[4..FRAME_HEAD].copy_from_slice(&crc.to_be_bytes());
+    out.write_all(&frame)
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = File::create(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
 }
 
 fn segment_path(dir: &Path, first: u64) -> PathBuf {

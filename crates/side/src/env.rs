@@ -8,11 +8,12 @@
 //! makes everything committed before it durable (the commit log's
 //! checkpoint calls it with the backends' syncs).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use eddy_storage::StorageError;
 use fjall::{Database, KeyspaceCreateOptions};
 
+use crate::sequence::Sequence;
 use crate::store::{SideDb, SideStore, engine};
 
 /// Settings of the side database.
@@ -25,6 +26,8 @@ pub struct SideConfig {
     /// The journals' size, at least 64 MiB: beyond it the oldest
     /// memtables are flushed, which bounds them together.
     pub journal_bytes: u64,
+    /// A change log's segments roll past this size.
+    pub change_segment_bytes: u64,
 }
 
 impl Default for SideConfig {
@@ -33,6 +36,7 @@ impl Default for SideConfig {
             cache_size_bytes: 64 << 20,
             memtable_size_bytes: 8 << 20,
             journal_bytes: 128 << 20,
+            change_segment_bytes: crate::changelog::SEGMENT_BYTES_DEFAULT,
         }
     }
 }
@@ -42,6 +46,8 @@ impl Default for SideConfig {
 pub struct SideEnv {
     side: SideDb,
     config: SideConfig,
+    /// Where each vnode incarnation's change log is (`<partition>.<incarnation>/`).
+    changes: PathBuf,
 }
 
 impl SideEnv {
@@ -56,9 +62,12 @@ impl SideEnv {
                 fjall::Error::Locked => StorageError::Locked(dir.to_path_buf()),
                 other => engine(other),
             })?;
+        let changes = dir.join(CHANGES_DIR);
+        std::fs::create_dir_all(&changes).map_err(|e| StorageError::io(&changes, e))?;
         Ok(SideEnv {
             side: SideDb::new(db),
             config,
+            changes,
         })
     }
 
@@ -73,7 +82,10 @@ impl SideEnv {
                 KeyspaceCreateOptions::default().max_memtable_size(memtable)
             })
             .map_err(engine)?;
-        SideStore::open(self.side.clone(), ks)
+        let dir = self.changes.join(changes_name(partition, incarnation));
+        let sequence = Sequence::open_with(&dir, self.config.change_segment_bytes);
+        let sequence = sequence.map_err(|e| StorageError::io(&dir, e))?;
+        SideStore::open(self.side.clone(), ks, sequence)
     }
 
     /// Whether `partition`'s incarnation `incarnation` has a side store.
@@ -87,7 +99,9 @@ impl SideEnv {
     /// a handle still open reads on until dropped.
     pub fn destroy_partition(&self, partition: u64) -> Result<(), StorageError> {
         let prefix = format!("side.{partition}.");
-        self.destroy_where(|name| name.starts_with(&prefix))
+        self.destroy_where(|name| name.starts_with(&prefix))?;
+        let prefix = format!("{partition}.");
+        self.remove_changes_where(|name| name.starts_with(&prefix))
     }
 
     /// Deletes every side store but those of `live`'s (partition,
@@ -103,7 +117,31 @@ impl SideEnv {
             }
             orphan
         })?;
+        let keep: Vec<String> = live.iter().map(|(p, i)| changes_name(*p, *i)).collect();
+        self.remove_changes_where(|name| {
+            let orphan = !keep.iter().any(|k| k == name);
+            if orphan {
+                gone.push(format!("{CHANGES_DIR}/{name}"));
+            }
+            orphan
+        })?;
         Ok(gone)
+    }
+
+    /// Removes the change logs whose directory names `doomed` picks.
+    fn remove_changes_where(
+        &self,
+        mut doomed: impl FnMut(&str) -> bool,
+    ) -> Result<(), StorageError> {
+        let io = |e| StorageError::io(&self.changes, e);
+        for entry in std::fs::read_dir(&self.changes).map_err(io)? {
+            let path = entry.map_err(io)?.path();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if doomed(&name) {
+                std::fs::remove_dir_all(&path).map_err(|e| StorageError::io(&path, e))?;
+            }
+        }
+        Ok(())
     }
 
     fn destroy_where(&self, mut doomed: impl FnMut(&str) -> bool) -> Result<(), StorageError> {
@@ -125,6 +163,14 @@ impl SideEnv {
     pub fn persist(&self) -> Result<(), StorageError> {
         self.side.persist()
     }
+}
+
+/// The directory of the change logs, in the side database's: fjall reads
+/// only its own folders there.
+const CHANGES_DIR: &str = "changes";
+
+fn changes_name(partition: u64, incarnation: u64) -> String {
+    format!("{partition}.{incarnation}")
 }
 
 fn keyspace_name(partition: u64, incarnation: u64) -> String {

@@ -3,9 +3,11 @@
 //! database per node ([`SideEnv`]), holding for every key with index
 //! entries or an expiry a key record, its secondary-index entries and its
 //! place in the expiry order ([`SideStore`]). Its format is [`layout`].
-//! Where a reader of a vnode's change sequence resumes after a restart is
-//! [`position`] (the change sequence itself is the vnode's change log,
-//! note 027 step 2).
+//! Each side store also holds its incarnation's change sequence
+//! ([`Sequence`]: every change the vnode applies, numbered, in a change
+//! log of its own, [`changelog`], under `changes/<partition>.<incarnation>/`
+//! in the database's directory); where a reader of it resumes is
+//! [`position`].
 //!
 //! Invariants (model-checked in `tests/model.rs`):
 //! - a key has at most one key record, and its index entries and expiry
@@ -21,10 +23,12 @@ pub mod changelog;
 pub mod env;
 pub mod layout;
 pub mod position;
+pub mod sequence;
 pub mod store;
 
 pub use changelog::{Change, ChangeLog};
 pub use env::SideEnv;
 pub use layout::{KeyRecord, Term};
 pub use position::{Position, Resume};
+pub use sequence::Sequence;
 pub use store::{KeyState, SideStore};

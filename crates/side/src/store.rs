@@ -20,6 +20,7 @@ use fjall::{Database, Keyspace, OwnedWriteBatch, PersistMode};
 use crate::layout::{
     self, FORMAT, KeyRecord, META_BUILT, META_FORMAT, Term, expiry_key, index_key, key_record_key,
 };
+use crate::sequence::Sequence;
 
 /// Engine name used in [`StorageError::Engine`].
 const ENGINE: &str = "side store";
@@ -91,13 +92,24 @@ impl SideDb {
 pub struct SideStore {
     side: SideDb,
     ks: Keyspace,
+    /// The incarnation's change sequence.
+    sequence: Sequence,
 }
 
 impl SideStore {
     /// Opens the store in `ks`, writing its format if it is new.
-    pub(crate) fn open(side: SideDb, ks: Keyspace) -> Result<SideStore, StorageError> {
+    pub(crate) fn open(
+        side: SideDb,
+        ks: Keyspace,
+        sequence: Sequence,
+    ) -> Result<SideStore, StorageError> {
         check_format(&side, &ks)?;
-        Ok(SideStore { side, ks })
+        Ok(SideStore { side, ks, sequence })
+    }
+
+    /// The incarnation's change sequence.
+    pub fn sequence(&self) -> &Sequence {
+        &self.sequence
     }
 
     /// Whether the store holds what its vnode's objects say (it was built

@@ -251,11 +251,19 @@ fn a_partition_is_destroyed_whole_and_orphans_go() {
     for (p, i) in [(3, 1), (3, 2), (4, 1), (5, 7)] {
         set(&env.open_vnode(p, i).unwrap(), &one_term(1));
     }
+    let changes = |name: &str| dir.path().join("changes").join(name).exists();
+    assert!(
+        changes("3.1") && changes("3.2"),
+        "each vnode keeps a change log"
+    );
     env.destroy_partition(3).unwrap();
     assert!(!env.has_vnode(3, 1) && !env.has_vnode(3, 2));
+    assert!(!changes("3.1") && !changes("3.2"));
     assert!(env.has_vnode(4, 1));
-    assert_eq!(env.keep_only(&[(4, 1)]).unwrap(), ["side.5.7"]);
+    let gone = env.keep_only(&[(4, 1)]).unwrap();
+    assert_eq!(gone, ["side.5.7", "changes/5.7"]);
     assert!(env.has_vnode(4, 1) && !env.has_vnode(5, 7));
+    assert!(changes("4.1") && !changes("5.7"));
 }
 
 #[test]

@@ -114,7 +114,8 @@ impl Vnode {
     ) -> Result<KeyRepair, KvError> {
         let bytes = codec::encode(object);
         let entries = super::entries::Entries::between(current, object, ttl_secs);
-        let first = (super::Put::object(key, &bytes, entries), None);
+        let put = super::Put::object(key, &bytes, entries).tombstone_if(object.is_deleted());
+        let first = (put, None);
         let old_root = self.stored_root(key);
         self.write(key, first, old_root.as_ref(), super::Records::Log)?;
         Ok(KeyRepair::Copied)

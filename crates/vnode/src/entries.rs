@@ -227,23 +227,54 @@ impl Stores {
         )
     }
 
-    /// Makes the backend and the side store durable.
+    /// Makes the backend, the side store and the change sequence durable.
     pub fn sync(&self) -> Result<(), StorageError> {
         self.backend.sync()?;
         match &self.side {
-            Some(side) => side.persist(),
+            Some(side) => {
+                side.persist()?;
+                side.sequence().sync().map_err(|e| changes_error(side, e))
+            }
             None => Ok(()),
         }
     }
 
+    /// Records a change of `(bucket, key)` in the vnode's change sequence,
+    /// if it keeps one (a node with a side store; `persistent`: the
+    /// bucket's backend keeps data across restarts, whose changes alone
+    /// are recorded). Caller holds the key's lock and has written it.
+    pub fn record_change(
+        &self,
+        (bucket, key): (&[u8], &[u8]),
+        deleted: bool,
+        persistent: bool,
+    ) -> Result<(), StorageError> {
+        match &self.side {
+            Some(side) if persistent => side
+                .sequence()
+                .record(deleted, bucket, key)
+                .map(drop)
+                .map_err(|e| changes_error(side, e)),
+            _ => Ok(()),
+        }
+    }
+
     /// Drops storage bucket `bucket`: its side entries first, so a crash
-    /// between the two leaves objects a later sweep finds and drops again.
+    /// between the two leaves objects a later sweep finds and drops again;
+    /// then records the drop in the change sequence.
     pub fn drop_bucket(&self, bucket: &[u8]) -> Result<(), StorageError> {
-        if let Some(side) = self.side_for(bucket) {
+        let side = self.side_for(bucket);
+        if let Some(side) = side {
             side.drop_bucket(bucket)?;
         }
-        self.backend.drop_bucket(bucket)
+        self.backend.drop_bucket(bucket)?;
+        self.record_change((bucket, &[]), true, side.is_some())
     }
+}
+
+/// A change sequence's failure, as a storage error naming its log.
+fn changes_error(side: &SideStore, e: std::io::Error) -> StorageError {
+    StorageError::io(side.sequence().dir(), e)
 }
 
 #[cfg(test)]

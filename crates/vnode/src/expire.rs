@@ -100,6 +100,8 @@ impl Vnode {
         };
         let backend = &self.stores.backend;
         backend.delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
+        let named = (key.bucket.as_slice(), key.key.as_slice());
+        self.stores.record_change(named, true, true)?;
         side.clear(&key.bucket, &key.key, &record)?;
         Ok(true)
     }

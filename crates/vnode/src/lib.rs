@@ -28,6 +28,10 @@
 //!   durable only once [`Vnode::sync_handed`] synced the backend and the
 //!   log holds a synced mark, after which replay applies none of the
 //!   vnode's records from before the sync;
+//! - every change to a persistent bucket's key is recorded in the side
+//!   store's change sequence after the backend and the side store took
+//!   it, under the key's lock, so one key's changes are numbered in the
+//!   order they were applied;
 //! - a reply that promises durability is sent only after the commit log
 //!   (or, without one, the backend) synced the write;
 //! - every request is answered (a put with `Put`, a get with `Get`), also
@@ -454,6 +458,40 @@ impl Vnode {
         &self.stores
     }
 
+    /// Compacts this vnode's change log if it has at least `min_closed`
+    /// closed segments ([`eddy_side::Sequence::compact`]): the changes kept
+    /// and dropped, if it did.
+    pub fn compact_changes(&self, min_closed: usize) -> Result<Option<(u64, u64)>, KvError> {
+        let Some(side) = &self.stores.side else {
+            return Ok(None);
+        };
+        let sequence = side.sequence();
+        let compacted = sequence.compact(min_closed);
+        Ok(compacted.map_err(|e| StorageError::io(sequence.dir(), e))?)
+    }
+
+    /// Hands `f` the changes this incarnation applied after `after` (all
+    /// with `None`) among the next `window` its log holds, in order, each
+    /// key once at its latest among them
+    /// ([`eddy_side::Sequence::changes_since`]); `None` when the vnode
+    /// keeps no change sequence (a node without a data directory). A
+    /// change whose key the backend no longer holds was followed by a
+    /// removal a crash took from the log: a reader treats it as one.
+    pub fn changes_since(
+        &self,
+        after: Option<u64>,
+        window: u64,
+        f: &mut dyn FnMut(&eddy_side::Change) -> bool,
+    ) -> Result<Option<eddy_side::sequence::Covered>, KvError> {
+        let Some(side) = &self.stores.side else {
+            return Ok(None);
+        };
+        let sequence = side.sequence();
+        let covered = sequence.changes_since(after, window, f);
+        let covered = covered.map_err(|e| StorageError::io(sequence.dir(), e))?;
+        Ok(Some(covered))
+    }
+
     fn put(
         &self,
         key: &StorageKey,
@@ -643,9 +681,13 @@ impl Vnode {
         if current == Some(next) {
             if records == Records::Skip {
                 // A handed object sent again after a crash of this node
-                // may have reached the backend without its side entries.
+                // may have reached the backend without its side entries
+                // or its change.
                 let entries = Entries::holding(next, layout.ttl_secs);
                 self.stores.set_side((&key.bucket, &key.key), &entries)?;
+                let persistent = !matches!(self.target(&key.bucket), Target::Volatile);
+                let named = (key.bucket.as_slice(), key.key.as_slice());
+                (self.stores).record_change(named, next.is_deleted(), persistent)?;
             }
             return Ok(Written {
                 durability: self.durability_of_stored(&key.bucket),
@@ -658,7 +700,7 @@ impl Vnode {
         let entries = Entries::between(current, next, layout.ttl_secs);
         let (durability, logged_at) = match layout.shape {
             Shape::Whole => {
-                let put = Put::object(key, &bytes, entries);
+                let put = Put::object(key, &bytes, entries).tombstone_if(next.is_deleted());
                 let put = (put, same_as);
                 self.write(key, put, layout.old_root, records)?
             }
@@ -727,6 +769,7 @@ impl Vnode {
                     key: k,
                     value: Some(value),
                     entries,
+                    ..
                 },
             ] if entries.expiry() == 0 => {
                 let specs = stores.backend_specs(bucket, entries);
@@ -751,6 +794,13 @@ impl Vnode {
         }
         for p in puts {
             stores.set_side((&p.bucket, &p.key), &p.entries)?;
+        }
+        let object = puts
+            .iter()
+            .find(|p| *p.bucket == key.bucket && *p.key == key.key);
+        if let Some(p) = object {
+            let persistent = !matches!(target, Target::Volatile);
+            stores.record_change((&p.bucket, &p.key), p.deleted, persistent)?;
         }
         self.written[Self::stripe(key)].notify_all();
         Ok(logged)
@@ -792,7 +842,10 @@ impl Vnode {
                 let target = self.checked_target(&key.bucket)?;
                 self.logged(target, (&key.bucket, &key.key), Op::Delete, None)?;
                 let backend = &self.stores.backend;
-                Ok(backend.delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?)
+                backend.delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
+                let persistent = !matches!(target, Target::Volatile);
+                let named = (key.bucket.as_slice(), key.key.as_slice());
+                Ok(self.stores.record_change(named, true, persistent)?)
             }
             _ => Ok(()),
         }
@@ -952,6 +1005,9 @@ struct Put<'a> {
     value: Option<&'a [u8]>,
     /// What the write does to the key's index entries.
     entries: Entries,
+    /// Whether the key holds no live object after it (removed, or a
+    /// tombstone), for the change sequence.
+    deleted: bool,
 }
 
 impl<'a> Put<'a> {
@@ -963,17 +1019,25 @@ impl<'a> Put<'a> {
             key: key.into(),
             value: None,
             entries: Entries::Removed,
+            deleted: true,
         }
     }
 
-    /// The object record of `key`.
+    /// The object record of `key` (a live object's; see
+    /// [`Put::tombstone_if`]).
     fn object(key: &'a StorageKey, value: &'a [u8], entries: Entries) -> Self {
         Put {
             bucket: key.bucket.as_slice().into(),
             key: key.key.as_slice().into(),
             value: Some(value),
             entries,
+            deleted: false,
         }
+    }
+
+    /// This record, marked as a tombstone's if `deleted`.
+    fn tombstone_if(self, deleted: bool) -> Self {
+        Put { deleted, ..self }
     }
 }
 

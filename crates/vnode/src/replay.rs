@@ -18,6 +18,8 @@
 
 use eddy_storage::{WriteBatch, WriteOptions};
 
+use eddy_model::request::segments_owner;
+
 use super::entries::{Entries, Stores};
 use super::segments::indexed_object;
 use crate::commitlog::{Op, Record};
@@ -61,17 +63,23 @@ pub fn apply_record(
                     .write(batch, WriteOptions::NO_SYNC)
                     .map_err(|e| e.to_string())?;
             }
-            Entries::holding(&new, ttl_secs)
+            (Entries::holding(&new, ttl_secs), new.is_deleted())
         }
         Op::Delete => {
             backend
                 .delete(bucket, key, WriteOptions::NO_SYNC)
                 .map_err(|e| e.to_string())?;
-            Entries::Removed
+            (Entries::Removed, true)
         }
         Op::PutSame { .. } => return Err("a put-same record reached replay unresolved".into()),
     };
+    let (entries, deleted) = entries;
     stores
         .set_side((bucket, key), &entries)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    if segments_owner(bucket).is_none() {
+        let persistent = backend.capabilities_for(bucket).persistent;
+        (stores.record_change((bucket, key), deleted, persistent)).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }

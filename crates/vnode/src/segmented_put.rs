@@ -291,6 +291,7 @@ impl Vnode {
                 key: Cow::Owned(segments::segment_key(&key.key, *id)),
                 value: Some(bytes),
                 entries: Entries::Untouched,
+                deleted: false,
             })
             .collect();
         puts.push(Put::object(key, record, entries));
@@ -311,6 +312,7 @@ pub(super) fn dead_segments<'a>(
             key: Cow::Owned(segments::segment_key(&key.key, id)),
             value: None,
             entries: Entries::Untouched,
+            deleted: true,
         })
         .collect()
 }

@@ -1,12 +1,16 @@
 //! Building a vnode's side store from its objects: a data directory
 //! written before the side store existed (bitcask and lsm kept their own
-//! index entries then), or a side store a crash left half built. Runs at
+//! index entries then), or a side store a crash left half built; and
+//! recording a change for each object in a change sequence begun over
+//! them (a data directory written before the change sequence). Runs at
 //! open, before the vnode serves or replays, with a progress line in the
 //! log every [`PROGRESS_EVERY`] objects.
 //!
 //! Invariant: the store is marked built only after every object's entries
-//! are in it and durable; a build cut short starts again at the next open
-//! (telling the store an object's entries twice changes nothing).
+//! are in it and durable, the sequence seeded only after a change of
+//! every object is; a build cut short starts again at the next open
+//! (telling the store an object's entries twice changes nothing; a change
+//! recorded twice is read once, at its latest).
 
 use eddy_ring::Partition;
 use eddy_storage::{FoldControl, FoldOptions, StorageError};
@@ -31,7 +35,9 @@ pub struct Built {
 
 /// Builds `stores`' side store from its backend's objects unless it is
 /// built already, each object with the expiry its bucket's ttl
-/// (`ttl_of`) gives; `None` when there was nothing to do.
+/// (`ttl_of`) gives, and records a change for each object unless its
+/// change sequence holds them already (a sequence begun over a vnode's
+/// objects); `None` when there was nothing to do.
 pub fn build_if_needed(
     stores: &Stores,
     p: Partition,
@@ -40,7 +46,9 @@ pub fn build_if_needed(
     let Some(side) = &stores.side else {
         return Ok(None);
     };
-    if side.is_built()? {
+    let build = !side.is_built()?;
+    let seed = !side.sequence().is_seeded();
+    if !build && !seed {
         return Ok(None);
     }
     let started = std::time::Instant::now();
@@ -66,12 +74,17 @@ pub fn build_if_needed(
                     return FoldControl::Continue;
                 }
             };
+            let persistent = stores.backend.capabilities_for(bucket).persistent;
+            let mut done = match seed {
+                true => stores.record_change((bucket, key), object.is_deleted(), persistent),
+                false => Ok(()),
+            };
             let entries = Entries::between(None, &object, ttl_of(bucket));
-            if entries == Entries::Untouched {
-                return FoldControl::Continue;
+            if build && entries != Entries::Untouched {
+                built.indexed += 1;
+                done = done.and_then(|()| stores.set_side((bucket, key), &entries));
             }
-            built.indexed += 1;
-            match stores.set_side((bucket, key), &entries) {
+            match done {
                 Ok(()) => FoldControl::Continue,
                 Err(e) => {
                     failed = Some(e);
@@ -82,15 +95,23 @@ pub fn build_if_needed(
     if let Some(e) = failed {
         return Err(e);
     }
-    side.persist()?;
-    side.mark_built()?;
-    side.persist()?;
+    if build {
+        side.persist()?;
+        side.mark_built()?;
+        side.persist()?;
+    }
+    if seed {
+        let sequence = side.sequence();
+        let marked = sequence.mark_seeded();
+        marked.map_err(|e| StorageError::io(sequence.dir(), e))?;
+    }
     if built.objects > 0 {
         tracing::info!(
             partition = p.0,
             objects = built.objects,
             indexed = built.indexed,
             undecodable = built.undecodable,
+            changes_recorded = seed,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "side store built"
         );
