@@ -21,6 +21,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Bytes before a frame's body: length and checksum.
 const FRAME_HEAD: usize = 8;
@@ -54,12 +55,40 @@ impl Change {
     }
 }
 
-/// A closed or active segment: its first sequence and its file.
+/// A closed or active segment: its first sequence, its file, and where
+/// some of its frames start.
 #[derive(Clone, Debug)]
 struct Segment {
     first: u64,
     path: PathBuf,
+    /// (sequence, offset) of a frame every [`MARK_EVERY`] bytes or so, in
+    /// order, so a read from a sequence starts near it: kept for the
+    /// segments this process wrote or opened active (a segment closed
+    /// before the open has none and is read from its start).
+    marks: Arc<Vec<(u64, u64)>>,
 }
+
+impl Segment {
+    fn new(first: u64, path: PathBuf) -> Segment {
+        Segment {
+            first,
+            path,
+            marks: Arc::default(),
+        }
+    }
+
+    /// Where a read of the changes after `after` may start: a frame at or
+    /// before the first change after it.
+    fn start_for(&self, after: u64) -> u64 {
+        let i = self
+            .marks
+            .partition_point(|(seq, _)| *seq <= after.saturating_add(1));
+        i.checked_sub(1).map_or(0, |i| self.marks[i].1)
+    }
+}
+
+/// Bytes between two marks of a segment.
+const MARK_EVERY: u64 = 64 << 10;
 
 /// A vnode incarnation's change log, open for appends.
 pub struct ChangeLog {
@@ -86,15 +115,20 @@ impl ChangeLog {
         finish_compaction(dir)?;
         let mut segments = list_segments(dir)?;
         if segments.is_empty() {
-            let first = Segment {
-                first: 0,
-                path: segment_path(dir, 0),
-            };
+            let first = Segment::new(0, segment_path(dir, 0));
             File::create(&first.path)?;
             segments.push(first);
         }
-        let active = segments[segments.len() - 1].clone();
-        let (good, last) = scan(&active.path, u64::MAX, true, &mut |_| true)?;
+        let at = segments.len() - 1;
+        let mut marks = Vec::new();
+        let (good, last) = scan(&segments[at].path, (0, u64::MAX), true, &mut |offset, c| {
+            if marks.last().is_none_or(|(_, m)| offset >= m + MARK_EVERY) {
+                marks.push((c.seq, offset));
+            }
+            true
+        })?;
+        segments[at].marks = Arc::new(marks);
+        let active = segments[at].clone();
         // An empty active segment was begun for its first sequence, which
         // may have been handed out: the next change takes a larger one.
         let last_seq = last.or(active.first.checked_sub(1));
@@ -152,10 +186,24 @@ impl ChangeLog {
         if self.active_len >= self.segment_bytes {
             self.roll(seq)?;
         }
+        self.mark(seq);
         write_frame(&mut self.active, (seq, deleted, bucket, key))?;
         self.active_len += (FRAME_HEAD + body_len) as u64;
         self.last_seq = Some(seq);
         Ok(())
+    }
+
+    /// Marks the frame of `seq`, about to be appended, if the active
+    /// segment's last mark is [`MARK_EVERY`] bytes back.
+    fn mark(&mut self, seq: u64) {
+        let at = self.segments.len() - 1;
+        let marks = &mut self.segments[at].marks;
+        let due = marks
+            .last()
+            .is_none_or(|(_, m)| self.active_len >= m + MARK_EVERY);
+        if due {
+            Arc::make_mut(marks).push((seq, self.active_len));
+        }
     }
 
     /// Hands the appended changes to the OS: readers see them.
@@ -252,6 +300,7 @@ impl ChangeLog {
         fs::remove_file(self.dir.join(MARKER))?;
         sync_dir(&self.dir)?;
         self.segments.drain(1..n);
+        self.segments[0].marks = Arc::new(written.marks);
         Ok(())
     }
 
@@ -263,7 +312,7 @@ impl ChangeLog {
             .create_new(true)
             .write(true)
             .open(&path)?;
-        self.segments.push(Segment { first, path });
+        self.segments.push(Segment::new(first, path));
         self.active = BufWriter::with_capacity(64 << 10, file);
         self.active_len = 0;
         self.flushed_len = 0;
@@ -308,15 +357,19 @@ impl LogView {
             } else {
                 u64::MAX
             };
+            let from = match (i == start, after) {
+                (true, Some(a)) => s.start_for(a).min(limit),
+                _ => 0,
+            };
             let mut more = true;
-            let mut keep = |c: Change| {
+            let mut keep = |_, c: Change| {
                 if after.is_some_and(|a| c.seq <= a) {
                     return true;
                 }
                 more = f(c);
                 more
             };
-            scan(&s.path, limit, false, &mut keep)?;
+            scan(&s.path, (from, limit), false, &mut keep)?;
             if !more {
                 break;
             }
@@ -334,6 +387,7 @@ pub struct Closed {
 /// A compaction's new segment, written and synced, not yet in place.
 pub struct Written {
     path: PathBuf,
+    marks: Vec<(u64, u64)>,
     /// Changes it kept and changes it dropped.
     pub kept: u64,
     pub dropped: u64,
@@ -347,14 +401,19 @@ impl Closed {
         let path = dir.join(COMPACTING);
         let mut out = BufWriter::with_capacity(64 << 10, File::create(&path)?);
         let (mut kept, mut dropped) = (0, 0);
+        let (mut len, mut marks) = (0u64, Vec::<(u64, u64)>::new());
         let mut failed = None;
         for s in &self.segments {
-            scan(&s.path, u64::MAX, false, &mut |c| {
+            scan(&s.path, (0, u64::MAX), false, &mut |_, c| {
                 if !keep(&c) {
                     dropped += 1;
                     return true;
                 }
                 kept += 1;
+                if marks.last().is_none_or(|(_, m)| len >= m + MARK_EVERY) {
+                    marks.push((c.seq, len));
+                }
+                len += c.frame_len();
                 match write_frame(&mut out, (c.seq, c.deleted, &c.bucket, &c.key)) {
                     Ok(()) => true,
                     Err(e) => {
@@ -370,6 +429,7 @@ impl Closed {
         out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         Ok(Written {
             path,
+            marks,
             kept,
             dropped,
         })
@@ -451,26 +511,29 @@ fn list_segments(dir: &Path) -> io::Result<Vec<Segment>> {
             .and_then(|s| s.to_str())
             .and_then(|s| u64::from_str_radix(s, 16).ok());
         if let Some(first) = first {
-            segments.push(Segment { first, path });
+            segments.push(Segment::new(first, path));
         }
     }
     segments.sort_by_key(|s| s.first);
     Ok(segments)
 }
 
-/// Reads the frames of the segment at `path` up to `limit` bytes, handing
-/// each change to `f` until it returns false. A frame cut short or
-/// failing its checksum ends the scan when `torn_tail_ends` (the active
-/// segment at open), and is an error otherwise. Returns the bytes of the
-/// whole frames read and the last sequence.
+/// Reads the frames of the segment at `path` from byte `from` (a frame's
+/// start) up to byte `limit`, handing each change and its frame's offset
+/// to `f` until it returns false. A frame cut short or failing its
+/// checksum ends the scan when `torn_tail_ends` (the active segment at
+/// open), and is an error otherwise. Returns the offset after the last
+/// whole frame read and the last sequence.
 fn scan(
     path: &Path,
-    limit: u64,
+    (from, limit): (u64, u64),
     torn_tail_ends: bool,
-    f: &mut dyn FnMut(Change) -> bool,
+    f: &mut dyn FnMut(u64, Change) -> bool,
 ) -> io::Result<(u64, Option<u64>)> {
-    let mut r = BufReader::with_capacity(64 << 10, File::open(path)?.take(limit));
-    let mut at = 0u64;
+    let mut file = File::open(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut r = BufReader::with_capacity(64 << 10, file.take(limit.saturating_sub(from)));
+    let mut at = from;
     let mut last = None;
     while let Some(frame) = read_frame(&mut r)? {
         let change = match frame {
@@ -478,9 +541,10 @@ fn scan(
             Err(_) if torn_tail_ends => break,
             Err(why) => return Err(corrupt(path, at, why)),
         };
+        let offset = at;
         at += change.frame_len();
         last = Some(change.seq);
-        if !f(change) {
+        if !f(offset, change) {
             break;
         }
     }

@@ -290,3 +290,37 @@ fn a_compaction_keeps_what_it_picks_and_a_crash_at_any_step_is_finished_or_undon
     log.flush().unwrap();
     assert_eq!(read_all(&log, Some(20)), [change(21, true, 1)]);
 }
+
+/// Reads from any sequence start near it (the segments' marks) and still
+/// hand out exactly the changes after it: over segments of many marks,
+/// after a reopen (the active segment's marks rebuilt, the closed ones
+/// read from their start) and after a compaction (the new segment marked).
+#[test]
+fn a_read_from_anywhere_hands_out_exactly_the_changes_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = ChangeLog::open(dir.path(), 300 << 10).unwrap();
+    for seq in 1..=40_000u64 {
+        append(&mut log, &change(seq * 2, seq % 5 == 0, (seq % 251) as u8));
+    }
+    log.flush().unwrap();
+    let check = |log: &ChangeLog, what: &str| {
+        let all = read_all(log, None);
+        for after in (0..=80_002u64).step_by(997).chain([79_999, 80_000, 1, 2]) {
+            let want: Vec<&Change> = all.iter().filter(|c| c.seq > after).collect();
+            let got = read_all(log, Some(after));
+            assert_eq!(
+                got.iter().collect::<Vec<_>>(),
+                want,
+                "{what}: after {after}"
+            );
+        }
+    };
+    check(&log, "written");
+    drop(log);
+    let mut log = ChangeLog::open(dir.path(), 300 << 10).unwrap();
+    check(&log, "reopened");
+    let closed = log.closed_segments(2).unwrap();
+    let written = closed.write(&mut |c| c.seq % 3 != 0).unwrap();
+    log.compact(&closed, written).unwrap();
+    check(&log, "compacted");
+}
