@@ -465,23 +465,29 @@ fn remove_if_there(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Writes one change's frame (its bucket's length checked by the caller).
+/// Writes one change's frame (its bucket's length checked by the
+/// caller), without building it first: into a buffered writer, each part
+/// is a copy.
 fn write_frame(
     out: &mut impl Write,
     (seq, deleted, bucket, key): (u64, bool, &[u8], &[u8]),
 ) -> io::Result<()> {
     let body_len = BODY_FIXED + bucket.len() + key.len();
-    let mut frame = Vec::with_capacity(FRAME_HEAD + body_len);
-    frame.extend_from_slice(&(body_len as u32).to_be_bytes());
-    frame.extend_from_slice(&[0; 4]);
-    frame.extend_from_slice(&seq.to_be_bytes());
-    frame.push(u8::from(deleted));
-    frame.extend_from_slice(&(bucket.len() as u16).to_be_bytes());
-    frame.extend_from_slice(bucket);
-    frame.extend_from_slice(key);
-    let crc = crc32fast::hash(&frame[FRAME_HEAD..]);
-    frame[4..FRAME_HEAD].copy_from_slice(&crc.to_be_bytes());
-    out.write_all(&frame)
+    let mut fixed = [0u8; BODY_FIXED];
+    fixed[..8].copy_from_slice(&seq.to_be_bytes());
+    fixed[8] = u8::from(deleted);
+    fixed[9..].copy_from_slice(&(bucket.len() as u16).to_be_bytes());
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&fixed);
+    crc.update(bucket);
+    crc.update(key);
+    let mut head = [0u8; FRAME_HEAD];
+    head[..4].copy_from_slice(&(body_len as u32).to_be_bytes());
+    head[4..].copy_from_slice(&crc.finalize().to_be_bytes());
+    out.write_all(&head)?;
+    out.write_all(&fixed)?;
+    out.write_all(bucket)?;
+    out.write_all(key)
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -535,7 +541,8 @@ fn scan(
     let mut r = BufReader::with_capacity(64 << 10, file.take(limit.saturating_sub(from)));
     let mut at = from;
     let mut last = None;
-    while let Some(frame) = read_frame(&mut r)? {
+    let mut body = Vec::new();
+    while let Some(frame) = read_frame(&mut r, &mut body)? {
         let change = match frame {
             Ok(change) => change,
             Err(_) if torn_tail_ends => break,
@@ -552,8 +559,11 @@ fn scan(
 }
 
 /// The next frame: `None` at a clean end; `Some(Err)` for a frame cut
-/// short or failing its checksum (the reason).
-fn read_frame(r: &mut impl Read) -> io::Result<Option<Result<Change, &'static str>>> {
+/// short or failing its checksum (the reason). `body` is scratch space.
+fn read_frame(
+    r: &mut impl Read,
+    body: &mut Vec<u8>,
+) -> io::Result<Option<Result<Change, &'static str>>> {
     let mut head = [0u8; FRAME_HEAD];
     match read_full(r, &mut head)? {
         0 => return Ok(None),
@@ -565,15 +575,15 @@ fn read_frame(r: &mut impl Read) -> io::Result<Option<Result<Change, &'static st
     if !(BODY_FIXED..=BODY_MAX).contains(&len) {
         return Ok(Some(Err("a frame's length is out of bounds")));
     }
-    let mut body = vec![0u8; len];
-    if read_full(r, &mut body)? != len {
+    body.resize(len, 0);
+    if read_full(r, body)? != len {
         return Ok(Some(Err("a frame's body is cut short")));
     }
-    if crc32fast::hash(&body) != crc {
+    if crc32fast::hash(body) != crc {
         return Ok(Some(Err("a frame fails its checksum")));
     }
     Ok(Some(
-        decode_body(&body).ok_or("a frame's bucket length is out of bounds"),
+        decode_body(body).ok_or("a frame's bucket length is out of bounds"),
     ))
 }
 
