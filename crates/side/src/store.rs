@@ -88,6 +88,9 @@ impl SideDb {
     }
 }
 
+/// A key whose record a sweep clears: (bucket, key) and the record read.
+pub type Cleared<'a> = ((&'a [u8], &'a [u8]), &'a KeyRecord);
+
 /// A vnode incarnation's side store.
 pub struct SideStore {
     side: SideDb,
@@ -172,9 +175,16 @@ impl SideStore {
     /// read it, with its index and expiry entries, without reading it
     /// again (the expiry sweep, which read it to decide).
     pub fn clear(&self, bucket: &[u8], key: &[u8], old: &KeyRecord) -> Result<(), StorageError> {
+        self.clear_all(&[((bucket, key), old)])
+    }
+
+    /// [`SideStore::clear`] of each of `keys`, in one batch.
+    pub fn clear_all(&self, keys: &[Cleared<'_>]) -> Result<(), StorageError> {
         let mut batch = self.side.db.batch();
-        self.stage(&mut batch, (bucket, key), old, &KeyRecord::default());
-        batch.remove(&self.ks, key_record_key(bucket, key));
+        for ((bucket, key), old) in keys {
+            self.stage(&mut batch, (bucket, key), old, &KeyRecord::default());
+            batch.remove(&self.ks, key_record_key(bucket, key));
+        }
         self.side.commit(batch)
     }
 

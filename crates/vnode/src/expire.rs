@@ -1,7 +1,8 @@
 //! A vnode's part of the expiry sweep (design note 027, "Per-bucket
 //! TTL"): the keys its side store says expired by now, each deleted from
 //! the backend and then from the side store (entries, expiry, record),
-//! under the key's lock.
+//! under the key's lock; the keys of one lock stripe together, in one
+//! batch to each store.
 //!
 //! Invariants: a key is deleted only while its side store record still
 //! names the expiry the sweep found it under, so a key written again since
@@ -21,7 +22,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use eddy_model::error::KvError;
-use eddy_storage::{FoldControl, WriteOptions};
+use eddy_storage::{FoldControl, WriteBatch, WriteOptions};
 
 use super::Vnode;
 use super::msg::StorageKey;
@@ -78,32 +79,59 @@ impl Vnode {
             false => due.last().map_or(now_secs, |(at, _)| *at),
         };
         self.sweep.from_secs.store(next, Ordering::Relaxed);
-        let mut deleted = 0;
+        // Keys of one lock stripe are deleted together, under its lock:
+        // one backend batch, one side-store batch.
+        let mut stripes: std::collections::BTreeMap<usize, Vec<(u64, StorageKey)>> =
+            Default::default();
         for (at, key) in due {
+            stripes
+                .entry(Self::stripe(&key))
+                .or_default()
+                .push((at, key));
+        }
+        let mut deleted = 0;
+        for (stripe, due) in stripes {
             if self.closed.load(std::sync::atomic::Ordering::Acquire) {
                 break;
             }
-            deleted += u64::from(self.expire(&key, at)?);
+            deleted += self.expire_stripe(stripe, &due)?;
         }
         Ok(deleted)
     }
 
-    /// Deletes `key` if the side store still says it expires at `at`.
-    fn expire(&self, key: &StorageKey, at: u64) -> Result<bool, KvError> {
-        let _locked = self.lock(key);
+    /// Deletes each of `due` (keys of lock stripe `stripe`, with the expiry
+    /// the sweep found them under) whose side store record still names
+    /// that expiry; returns how many it deleted.
+    fn expire_stripe(&self, stripe: usize, due: &[(u64, StorageKey)]) -> Result<u64, KvError> {
+        let _locked = self.locks[stripe].lock();
         let Some(side) = self.stores.side.as_deref() else {
-            return Ok(false);
+            return Ok(0);
         };
-        let record = match side.key_record(&key.bucket, &key.key)? {
-            Some(r) if r.expiry == at => r,
-            _ => return Ok(false),
-        };
-        let backend = &self.stores.backend;
-        backend.delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
-        let named = (key.bucket.as_slice(), key.key.as_slice());
-        self.stores.record_change(named, true, true)?;
-        side.clear(&key.bucket, &key.key, &record)?;
-        Ok(true)
+        let mut found = Vec::with_capacity(due.len());
+        for (at, key) in due {
+            match side.key_record(&key.bucket, &key.key)? {
+                Some(r) if r.expiry == *at => found.push((key, r)),
+                _ => {}
+            }
+        }
+        if found.is_empty() {
+            return Ok(0);
+        }
+        let mut batch = WriteBatch::default();
+        for (key, _) in &found {
+            batch.delete(&key.bucket, &key.key);
+        }
+        self.stores.backend.write(batch, WriteOptions::NO_SYNC)?;
+        for (key, _) in &found {
+            let named = (key.bucket.as_slice(), key.key.as_slice());
+            self.stores.record_change(named, true, true)?;
+        }
+        let cleared: Vec<_> = found
+            .iter()
+            .map(|(key, r)| ((key.bucket.as_slice(), key.key.as_slice()), r))
+            .collect();
+        side.clear_all(&cleared)?;
+        Ok(found.len() as u64)
     }
 }
 
