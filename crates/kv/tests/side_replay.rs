@@ -50,6 +50,9 @@ struct Disk {
     dir: PathBuf,
     side: SideEnv,
     lsm: Option<eddy_lsm::LsmEnv>,
+    /// Whether a vnode's open records a change of each object its change
+    /// sequence lacks (as a node's open does: `side_build`).
+    seed: bool,
 }
 
 impl Disk {
@@ -71,6 +74,7 @@ impl Disk {
             dir: dir.to_path_buf(),
             side,
             lsm,
+            seed: false,
         }
     }
 
@@ -82,11 +86,15 @@ impl Disk {
                 Arc::new(Bitcask::open(&dir, BitcaskConfig::default()).unwrap())
             }
         };
-        let side = self.side.open_vnode(u64::from(p.0), 1).unwrap();
+        let side = Arc::new(self.side.open_vnode(u64::from(p.0), 1).unwrap());
         side.mark_built().unwrap();
+        if self.seed {
+            let stores = eddy_vnode::entries::Stores::new(backend.clone(), Some(side.clone()));
+            eddy_vnode::side_build::build_if_needed(&stores, p, &|_| 0).unwrap();
+        }
         VnodeParts {
             backend,
-            side: Some(Arc::new(side)),
+            side: Some(side),
             actor: Actor(100 + u64::from(p.0)),
             incarnation: 1,
         }
@@ -422,6 +430,35 @@ async fn a_receiver_records_what_it_merges(kind: Kind, seed: u64) {
     assert!(handed > 0);
     sender.shutdown();
     receiver.shutdown();
+}
+
+/// A data directory written before the change sequence (here: one whose
+/// change logs and commit log are gone) gets a change of each object it
+/// holds at its next open.
+async fn an_old_data_directory_is_seeded(kind: Kind, seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let disk = Disk::open(kind, &data);
+    let node = start(&disk, &dir.path().join("log"));
+    history(&node, seed).await;
+    node.shutdown();
+    drop(node);
+    drop(disk);
+    std::fs::remove_dir_all(data.join("side").join("changes")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("log")).unwrap();
+    let mut disk = Disk::open(kind, &data);
+    disk.seed = true;
+    let node = start(&disk, &dir.path().join("log-after"));
+    let what = format!("{kind:?} seed {seed}, seeded at open");
+    check_changes(&node, &mut readers(), &what);
+    node.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_data_directory_gets_a_change_of_each_object() {
+    for (kind, seed) in [(Kind::Bitcask, 10), (Kind::Lsm, 11)] {
+        an_old_data_directory_is_seeded(kind, seed).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
