@@ -454,6 +454,37 @@ async fn an_old_data_directory_is_seeded(kind: Kind, seed: u64) {
     node.shutdown();
 }
 
+/// A clean shutdown deletes the commit log, so it must leave the side
+/// stores and the change logs durable: a process that ends right after it,
+/// dropping nothing (its data directory copied as it was), opens to every
+/// change.
+async fn a_clean_shutdown_leaves_every_change(kind: Kind, seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let disk = Disk::open(kind, &data);
+    let node = start(&disk, &data.join("log"));
+    history(&node, seed).await;
+    node.shutdown();
+    let copy = dir.path().join("copy");
+    copy_dir(&data, &copy);
+    // The process ends here: nothing is dropped, no buffer written out.
+    std::mem::forget(node);
+    std::mem::forget(disk);
+    let disk = Disk::open(kind, &copy);
+    let node = start(&disk, &copy.join("log"));
+    let what = format!("{kind:?} seed {seed}, after a clean shutdown");
+    check_agrees(&node, &what);
+    check_changes(&node, &mut readers(), &what);
+    node.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_shutdown_leaves_the_side_stores_and_changes_durable() {
+    for (kind, seed) in [(Kind::Bitcask, 12), (Kind::Lsm, 13)] {
+        a_clean_shutdown_leaves_every_change(kind, seed).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_old_data_directory_gets_a_change_of_each_object() {
     for (kind, seed) in [(Kind::Bitcask, 10), (Kind::Lsm, 11)] {

@@ -38,6 +38,10 @@ const RESERVED_FILE: &str = "reserved";
 /// Present once the log holds a change for each object the vnode had
 /// when its log began ([`Sequence::mark_seeded`]).
 const SEEDED_FILE: &str = "seeded";
+/// Names the directory's format version.
+const FORMAT_FILE: &str = "format";
+/// The format this build writes and reads.
+pub const FORMAT: &str = "1";
 
 /// A vnode incarnation's change sequence.
 pub struct Sequence {
@@ -76,6 +80,7 @@ impl Sequence {
 
     /// [`Sequence::open`] with segments rolled past `segment_bytes`.
     pub fn open_with(dir: &Path, segment_bytes: u64) -> io::Result<Sequence> {
+        check_format(dir)?;
         let log = ChangeLog::open(dir, segment_bytes)?;
         let on_disk = read_reserved(dir)?;
         let next = log.last_seq().map_or(1, |s| s + 1).max(on_disk + 1);
@@ -288,6 +293,31 @@ impl Sequence {
         let counts = (written.kept, written.dropped);
         self.log.lock().log.compact(&closed, written)?;
         Ok(Some(counts))
+    }
+}
+
+/// Refuses a directory of another format; names this one's in a new
+/// directory.
+fn check_format(dir: &Path) -> io::Result<()> {
+    fs::create_dir_all(dir)?;
+    let path = dir.join(FORMAT_FILE);
+    match fs::read_to_string(&path) {
+        Ok(text) if text.trim() == FORMAT => Ok(()),
+        Ok(text) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: change log format {:?}, this build reads {FORMAT}",
+                path.display(),
+                text.trim()
+            ),
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let mut f = File::create(&path)?;
+            f.write_all(FORMAT.as_bytes())?;
+            f.sync_all()?;
+            sync_dir(dir)
+        }
+        Err(e) => Err(e),
     }
 }
 

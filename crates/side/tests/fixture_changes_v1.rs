@@ -90,3 +90,13 @@ fn format_v1_reads_back_and_goes_on_above_its_reservation() {
     assert!(got[2].is_bucket_drop());
     assert_eq!(seq.record(false, b"type\x00b", b"k3").unwrap(), RESERVE + 1);
 }
+
+#[test]
+fn another_format_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Sequence::open(dir.path()).unwrap());
+    std::fs::write(dir.path().join("format"), "2").unwrap();
+    let e = Sequence::open(dir.path()).err().expect("refused");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+    assert!(e.to_string().contains("change log format"), "{e}");
+}

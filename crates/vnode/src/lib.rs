@@ -303,9 +303,20 @@ impl Vnode {
         &self.stores.backend
     }
 
-    /// Refuses further requests and closes the backend (which syncs it).
+    /// Refuses further requests, waits for the writes under way, makes
+    /// the side store and the change sequence durable, and closes the
+    /// backend (which syncs it): after a clean close nothing needs the
+    /// commit log.
     pub fn close(&self) -> Result<(), StorageError> {
         self.closed.store(true, Ordering::Release);
+        self.fence();
+        if let Some(side) = &self.stores.side {
+            side.persist()?;
+            let sequence = side.sequence();
+            sequence
+                .sync()
+                .map_err(|e| StorageError::io(sequence.dir(), e))?;
+        }
         self.stores.backend.close()
     }
 
