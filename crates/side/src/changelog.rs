@@ -90,6 +90,12 @@ impl Segment {
 /// Bytes between two marks of a segment.
 const MARK_EVERY: u64 = 64 << 10;
 
+/// Whether the frame at `offset` is to be marked: the segment's last mark
+/// (of `marks`) is [`MARK_EVERY`] bytes back, or it has none.
+fn mark_due(marks: &[(u64, u64)], offset: u64) -> bool {
+    marks.last().is_none_or(|(_, m)| offset >= m + MARK_EVERY)
+}
+
 /// A vnode incarnation's change log, open for appends.
 pub struct ChangeLog {
     dir: PathBuf,
@@ -122,7 +128,7 @@ impl ChangeLog {
         let at = segments.len() - 1;
         let mut marks = Vec::new();
         let (good, last) = scan(&segments[at].path, (0, u64::MAX), true, &mut |offset, c| {
-            if marks.last().is_none_or(|(_, m)| offset >= m + MARK_EVERY) {
+            if mark_due(&marks, offset) {
                 marks.push((c.seq, offset));
             }
             true
@@ -198,10 +204,7 @@ impl ChangeLog {
     fn mark(&mut self, seq: u64) {
         let at = self.segments.len() - 1;
         let marks = &mut self.segments[at].marks;
-        let due = marks
-            .last()
-            .is_none_or(|(_, m)| self.active_len >= m + MARK_EVERY);
-        if due {
+        if mark_due(marks, self.active_len) {
             Arc::make_mut(marks).push((seq, self.active_len));
         }
     }
@@ -236,7 +239,6 @@ impl ChangeLog {
         LogView {
             segments: self.segments.clone(),
             flushed_len: self.flushed_len,
-            flushed_seq: self.flushed_seq,
         }
     }
 
@@ -326,15 +328,9 @@ impl ChangeLog {
 pub struct LogView {
     segments: Vec<Segment>,
     flushed_len: u64,
-    flushed_seq: Option<u64>,
 }
 
 impl LogView {
-    /// The highest sequence this view holds.
-    pub fn flushed_seq(&self) -> Option<u64> {
-        self.flushed_seq
-    }
-
     /// Hands each change after sequence `after` (all with `None`) this
     /// view holds, in order, to `f` until it returns false.
     pub fn read_since(
@@ -410,7 +406,7 @@ impl Closed {
                     return true;
                 }
                 kept += 1;
-                if marks.last().is_none_or(|(_, m)| len >= m + MARK_EVERY) {
+                if mark_due(&marks, len) {
                     marks.push((c.seq, len));
                 }
                 len += c.frame_len();
@@ -490,13 +486,15 @@ fn write_frame(
     out.write_all(key)
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Writes `bytes` as the whole file at `path`, synced (its directory
+/// entry is the caller's to sync).
+pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut f = File::create(path)?;
     f.write_all(bytes)?;
     f.sync_all()
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 

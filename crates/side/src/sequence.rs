@@ -24,13 +24,13 @@
 //! that object or a later one.
 
 use std::collections::HashMap;
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
-use crate::changelog::{Change, ChangeLog, SEGMENT_BYTES_DEFAULT};
+use crate::changelog::{Change, ChangeLog, LogView, SEGMENT_BYTES_DEFAULT, sync_dir, write_synced};
 
 /// Numbers one reservation covers.
 pub const RESERVE: u64 = 1 << 20;
@@ -114,7 +114,7 @@ impl Sequence {
     /// Makes the changes recorded so far durable and marks the log seeded.
     pub fn mark_seeded(&self) -> io::Result<()> {
         self.sync()?;
-        File::create(self.dir.join(SEEDED_FILE))?.sync_all()?;
+        write_synced(&self.dir.join(SEEDED_FILE), &[])?;
         sync_dir(&self.dir)
     }
 
@@ -212,14 +212,7 @@ impl Sequence {
             a.log.flush()?;
             a.log.view()
         };
-        let mut latest: HashMap<(Vec<u8>, Vec<u8>), u64> = HashMap::new();
-        let (mut read, mut end) = (0u64, None);
-        view.read_since(after, &mut |c| {
-            read += 1;
-            end = Some(c.seq);
-            latest.insert((c.bucket, c.key), c.seq);
-            read < window
-        })?;
+        let (latest, end) = latest_of(&view, after, window)?;
         let Some(end) = end else {
             return Ok(Covered { upto: after });
         };
@@ -262,9 +255,7 @@ impl Sequence {
             upto: Some(stopped_at.unwrap_or(end)),
         })
     }
-}
 
-impl Sequence {
     /// Compacts the log if it has at least `min_closed` closed segments:
     /// rewrites them keeping only each key's latest change (as far as the
     /// log was flushed when it began; a change after that point keeps an
@@ -281,11 +272,7 @@ impl Sequence {
             a.log.flush()?;
             (closed, a.log.view())
         };
-        let mut latest: HashMap<(Vec<u8>, Vec<u8>), u64> = HashMap::new();
-        view.read_since(None, &mut |c| {
-            latest.insert((c.bucket, c.key), c.seq);
-            true
-        })?;
+        let (latest, _) = latest_of(&view, None, u64::MAX)?;
         let written = closed.write(&mut |c| {
             let named = (c.bucket.clone(), c.key.clone());
             latest.get(&named) == Some(&c.seq)
@@ -294,6 +281,23 @@ impl Sequence {
         self.log.lock().log.compact(&closed, written)?;
         Ok(Some(counts))
     }
+}
+
+/// Each (bucket, key)'s last sequence.
+type Latest = HashMap<(Vec<u8>, Vec<u8>), u64>;
+
+/// Each key's last change among the next `window` changes `view` holds
+/// after `after`, and the last of those changes.
+fn latest_of(view: &LogView, after: Option<u64>, window: u64) -> io::Result<(Latest, Option<u64>)> {
+    let mut latest = Latest::new();
+    let (mut read, mut end) = (0u64, None);
+    view.read_since(after, &mut |c| {
+        read += 1;
+        end = Some(c.seq);
+        latest.insert((c.bucket, c.key), c.seq);
+        read < window
+    })?;
+    Ok((latest, end))
 }
 
 /// Refuses a directory of another format; names this one's in a new
@@ -312,9 +316,7 @@ fn check_format(dir: &Path) -> io::Result<()> {
             ),
         )),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let mut f = File::create(&path)?;
-            f.write_all(FORMAT.as_bytes())?;
-            f.sync_all()?;
+            write_synced(&path, FORMAT.as_bytes())?;
             sync_dir(dir)
         }
         Err(e) => Err(e),
@@ -342,16 +344,10 @@ fn read_reserved(dir: &Path) -> io::Result<u64> {
 /// it.
 fn write_reserved(dir: &Path, reserved: u64) -> io::Result<u64> {
     let tmp = dir.join(format!("{RESERVED_FILE}.tmp"));
-    let mut file = File::create(&tmp)?;
-    let bytes = reserved.to_be_bytes();
-    file.write_all(&bytes)?;
-    file.write_all(&crc32fast::hash(&bytes).to_be_bytes())?;
-    file.sync_all()?;
+    let mut bytes = reserved.to_be_bytes().to_vec();
+    bytes.extend_from_slice(&crc32fast::hash(&bytes).to_be_bytes());
+    write_synced(&tmp, &bytes)?;
     fs::rename(&tmp, dir.join(RESERVED_FILE))?;
     sync_dir(dir)?;
     Ok(reserved)
-}
-
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
 }

@@ -9,6 +9,9 @@ use std::path::Path;
 use eddy_side::Change;
 use eddy_side::sequence::{RESERVE, Sequence};
 
+mod hex;
+use hex::{hex, unhex};
+
 const FIXTURE: &str = "tests/fixtures/changes_v1.txt";
 
 /// (deleted, bucket, key): writes, a rewrite, a removal and a bucket's drop.
@@ -19,17 +22,6 @@ const HISTORY: [(bool, &[u8], &[u8]); 5] = [
     (true, b"type\x00b", b"k2"),
     (true, b"type\x00gone", b""),
 ];
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-        .collect()
-}
 
 /// Every file of `dir` as "name hex" lines, in name order.
 fn render(dir: &Path) -> String {

@@ -8,6 +8,9 @@ use eddy_side::{KeyRecord, KeyState, SideEnv, SideStore, Term};
 use eddy_storage::FoldControl;
 use fjall::{Database, KeyspaceCreateOptions};
 
+mod hex;
+use hex::{hex, unhex};
+
 const FIXTURE: &str = "tests/fixtures/side_v1.txt";
 
 /// Key, terms, expiry.
@@ -39,17 +42,6 @@ fn history(store: &SideStore) {
         store.set(&state).unwrap();
     }
     store.mark_built().unwrap();
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-        .collect()
 }
 
 #[test]

@@ -230,6 +230,11 @@ impl Stores {
     /// Makes the backend, the side store and the change sequence durable.
     pub fn sync(&self) -> Result<(), StorageError> {
         self.backend.sync()?;
+        self.sync_side()
+    }
+
+    /// Makes the side store and the change sequence durable.
+    pub fn sync_side(&self) -> Result<(), StorageError> {
         match &self.side {
             Some(side) => {
                 side.persist()?;
@@ -273,7 +278,7 @@ impl Stores {
 }
 
 /// A change sequence's failure, as a storage error naming its log.
-fn changes_error(side: &SideStore, e: std::io::Error) -> StorageError {
+pub(crate) fn changes_error(side: &SideStore, e: std::io::Error) -> StorageError {
     StorageError::io(side.sequence().dir(), e)
 }
 

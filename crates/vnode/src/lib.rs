@@ -77,7 +77,7 @@ use eddy_storage::{Backend, StorageError, WriteOptions};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::commitlog::{CommitLog, Lsn, Op, Record};
-use crate::entries::{Entries, Stores};
+use crate::entries::{Entries, Stores, changes_error};
 use crate::figures::VnodeFigures;
 use crate::mapphase::MapRunner;
 use eddy_dt::State;
@@ -310,13 +310,7 @@ impl Vnode {
     pub fn close(&self) -> Result<(), StorageError> {
         self.closed.store(true, Ordering::Release);
         self.fence();
-        if let Some(side) = &self.stores.side {
-            side.persist()?;
-            let sequence = side.sequence();
-            sequence
-                .sync()
-                .map_err(|e| StorageError::io(sequence.dir(), e))?;
-        }
+        self.stores.sync_side()?;
         self.stores.backend.close()
     }
 
@@ -476,9 +470,8 @@ impl Vnode {
         let Some(side) = &self.stores.side else {
             return Ok(None);
         };
-        let sequence = side.sequence();
-        let compacted = sequence.compact(min_closed);
-        Ok(compacted.map_err(|e| StorageError::io(sequence.dir(), e))?)
+        let compacted = side.sequence().compact(min_closed);
+        Ok(compacted.map_err(|e| changes_error(side, e))?)
     }
 
     /// Hands `f` the changes this incarnation applied after `after` (all
@@ -497,10 +490,8 @@ impl Vnode {
         let Some(side) = &self.stores.side else {
             return Ok(None);
         };
-        let sequence = side.sequence();
-        let covered = sequence.changes_since(after, window, f);
-        let covered = covered.map_err(|e| StorageError::io(sequence.dir(), e))?;
-        Ok(Some(covered))
+        let covered = side.sequence().changes_since(after, window, f);
+        Ok(Some(covered.map_err(|e| changes_error(side, e))?))
     }
 
     fn put(
@@ -696,7 +687,7 @@ impl Vnode {
                 // or its change.
                 let entries = Entries::holding(next, layout.ttl_secs);
                 self.stores.set_side((&key.bucket, &key.key), &entries)?;
-                let persistent = !matches!(self.target(&key.bucket), Target::Volatile);
+                let persistent = self.target(&key.bucket).persistent();
                 let named = (key.bucket.as_slice(), key.key.as_slice());
                 (self.stores).record_change(named, next.is_deleted(), persistent)?;
             }
@@ -810,8 +801,7 @@ impl Vnode {
             .iter()
             .find(|p| *p.bucket == key.bucket && *p.key == key.key);
         if let Some(p) = object {
-            let persistent = !matches!(target, Target::Volatile);
-            stores.record_change((&p.bucket, &p.key), p.deleted, persistent)?;
+            stores.record_change((&p.bucket, &p.key), p.deleted, target.persistent())?;
         }
         self.written[Self::stripe(key)].notify_all();
         Ok(logged)
@@ -854,9 +844,10 @@ impl Vnode {
                 self.logged(target, (&key.bucket, &key.key), Op::Delete, None)?;
                 let backend = &self.stores.backend;
                 backend.delete(&key.bucket, &key.key, WriteOptions::NO_SYNC)?;
-                let persistent = !matches!(target, Target::Volatile);
                 let named = (key.bucket.as_slice(), key.key.as_slice());
-                Ok(self.stores.record_change(named, true, persistent)?)
+                Ok(self
+                    .stores
+                    .record_change(named, true, target.persistent())?)
             }
             _ => Ok(()),
         }
@@ -1069,4 +1060,11 @@ enum Target<'a> {
     Volatile,
     /// In the backend, by syncing it (a node without a commit log).
     Backend,
+}
+
+impl Target<'_> {
+    /// Whether the bucket's backend keeps data across restarts.
+    fn persistent(self) -> bool {
+        !matches!(self, Target::Volatile)
+    }
 }

@@ -35,7 +35,7 @@ pub fn apply_record(
 ) -> Result<(), String> {
     let (bucket, key) = (record.bucket, record.key);
     let backend = &stores.backend;
-    let entries = match record.op {
+    let (entries, deleted) = match record.op {
         Op::Put { value } => {
             let stored = backend.get(bucket, key).map_err(|e| e.to_string())?;
             let new = indexed_object(bucket, value).map_err(|e| format!("logged object: {e}"))?;
@@ -73,7 +73,6 @@ pub fn apply_record(
         }
         Op::PutSame { .. } => return Err("a put-same record reached replay unresolved".into()),
     };
-    let (entries, deleted) = entries;
     stores
         .set_side((bucket, key), &entries)
         .map_err(|e| e.to_string())?;

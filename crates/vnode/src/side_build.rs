@@ -15,7 +15,7 @@
 use eddy_ring::Partition;
 use eddy_storage::{FoldControl, FoldOptions, StorageError};
 
-use crate::entries::{Entries, Stores};
+use crate::entries::{Entries, Stores, changes_error};
 use crate::replay::TtlOf;
 use crate::segments::indexed_object;
 
@@ -101,9 +101,8 @@ pub fn build_if_needed(
         side.persist()?;
     }
     if seed {
-        let sequence = side.sequence();
-        let marked = sequence.mark_seeded();
-        marked.map_err(|e| StorageError::io(sequence.dir(), e))?;
+        let marked = side.sequence().mark_seeded();
+        marked.map_err(|e| changes_error(side, e))?;
     }
     if built.objects > 0 {
         tracing::info!(
