@@ -91,7 +91,12 @@ impl Setup {
     }
 
     fn start(&self, dir: &Path) -> Arc<Node> {
+        // The ttl is known before the commit log's replay, as a node's
+        // stored bucket props are.
         let registry = Arc::new(BucketRegistry::new(BucketProps::default()));
+        let ttl = serde_json::json!({ "ttl": "1m" });
+        let patch = PropsPatch::from_json(ttl.as_object().unwrap()).unwrap();
+        (registry.set_bucket_props("default", b"t", &patch)).unwrap();
         let config = NodeConfig {
             ring_size: RING,
             clock: self.clock.clone(),
@@ -102,12 +107,7 @@ impl Setup {
         };
         let ring = Ring::single(RING, config.node_name.clone()).unwrap();
         let partitions: Vec<Partition> = ring.partitions().collect();
-        let node =
-            Node::start_with(config, registry, ring, &partitions, |p| self.parts(dir, p)).unwrap();
-        let ttl = serde_json::json!({ "ttl": "1m" });
-        let patch = PropsPatch::from_json(ttl.as_object().unwrap()).unwrap();
-        node.set_bucket_props(&ttl_bucket(), &patch).unwrap();
-        node
+        Node::start_with(config, registry, ring, &partitions, |p| self.parts(dir, p)).unwrap()
     }
 
     fn advance(&self, secs: u64) {
@@ -199,6 +199,17 @@ fn side_records(node: &Arc<Node>, bucket: &BucketRef, key: &str) -> usize {
         .count()
 }
 
+/// Syncs every vnode's stores, as a checkpoint does, and compacts its
+/// side store.
+fn checkpoint_and_compact(node: &Arc<Node>) {
+    for vnode in (0..RING).filter_map(|p| node.vnode(Partition(p))) {
+        vnode.stores().sync().unwrap();
+        if let Some(side) = &vnode.stores().side {
+            side.compact().unwrap();
+        }
+    }
+}
+
 async fn expires_everywhere(kind: Kind) {
     let dir = tempfile::tempdir().unwrap();
     let setup = Setup::new(kind, dir.path());
@@ -230,6 +241,10 @@ async fn expires_everywhere(kind: Kind) {
     assert_eq!(deleted, if sided { 6 } else { 0 }, "{kind:?}");
     assert_eq!(node.sweep_expired(1000).unwrap(), 0);
     if sided {
+        // The swept keys' side entries stay until a checkpoint made the
+        // sweep durable and a compaction reached them.
+        assert_eq!(side_records(&node, &ttl_bucket(), "k2"), 3);
+        checkpoint_and_compact(&node);
         assert_eq!(side_records(&node, &ttl_bucket(), "k2"), 0);
         assert_eq!(side_records(&node, &ttl_bucket(), "k1"), 3);
     }
@@ -270,4 +285,137 @@ async fn objects_expire_on_lsm() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_expire_on_memory() {
     expires_everywhere(Kind::Memory).await;
+}
+
+/// Each partition's latest change of `key` in `bucket`, if it has one:
+/// whether it says deleted.
+fn latest_changes(node: &Arc<Node>, bucket: &BucketRef, key: &str) -> Vec<(u32, bool)> {
+    let storage = bucket.storage_bucket();
+    let mut out = Vec::new();
+    for p in 0..RING {
+        let vnode = node.vnode(Partition(p)).unwrap();
+        let mut latest = None;
+        vnode
+            .changes_since(None, u64::MAX, &mut |c| {
+                if c.bucket == storage && c.key == key.as_bytes() {
+                    latest = Some(c.deleted);
+                }
+                true
+            })
+            .unwrap();
+        out.extend(latest.map(|deleted| (p, deleted)));
+    }
+    out
+}
+
+/// Copies every file under `from` into `to`: what a crash leaves, less
+/// what the stores still buffered.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        match entry.file_type().unwrap().is_dir() {
+            true => copy_dir(&entry.path(), &target),
+            false => drop(std::fs::copy(entry.path(), target).unwrap()),
+        }
+    }
+}
+
+/// A copy of an object that arrives (here by handoff) already expired,
+/// after the sweep's walk passed its expiry, is deleted as it lands: its
+/// latest change says so, and its side entries go with the next
+/// checkpoint and compaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_landing_behind_the_sweep_is_deleted_as_it_lands() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = Setup::new(Kind::Bitcask, dir.path());
+    let node = setup.start(dir.path());
+    put(&node, ttl_bucket(), "k1").await;
+    let storage = ttl_bucket().storage_bucket();
+    let mut held = None;
+    let mut holders = Vec::new();
+    for p in 0..RING {
+        let vnode = node.vnode(Partition(p)).unwrap();
+        if let Some(bytes) = vnode.backend().get(&storage, b"k1").unwrap() {
+            held = Some(bytes);
+            holders.push(p);
+        }
+    }
+    assert_eq!(holders.len(), 3);
+    setup.advance(61);
+    assert_eq!(node.sweep_expired(1000).unwrap(), 3);
+
+    let other = (0..RING).find(|p| !holders.contains(p)).unwrap();
+    let vnode = node.vnode(Partition(other)).unwrap();
+    let key = eddy_vnode::msg::StorageKey {
+        bucket: storage.clone(),
+        key: b"k1".to_vec(),
+    };
+    let policy = eddy_vnode::msg::WritePolicy {
+        allow_mult: false,
+        last_write_wins: false,
+        max_siblings: 100,
+        write_once: false,
+        ttl_secs: 60,
+    };
+    vnode
+        .merge_handed(&key, held.unwrap().into(), policy)
+        .unwrap();
+    let mut want: Vec<(u32, bool)> = holders.iter().map(|p| (*p, true)).collect();
+    want.push((other, true));
+    want.sort_unstable();
+    assert_eq!(latest_changes(&node, &ttl_bucket(), "k1"), want);
+    assert_eq!(side_records(&node, &ttl_bucket(), "k1"), 4);
+    checkpoint_and_compact(&node);
+    assert_eq!(side_records(&node, &ttl_bucket(), "k1"), 0);
+    node.shutdown();
+}
+
+/// What a sweep did and a crash lost before a checkpoint (its deletes,
+/// its changes) is still in the expiry order after the restart: a
+/// compaction before that checkpoint drops nothing, and the next sweep
+/// deletes the keys again and records their changes.
+async fn a_sweep_lost_to_a_crash_is_done_again(kind: Kind) {
+    let dir = tempfile::tempdir().unwrap();
+    let crashed = tempfile::tempdir().unwrap();
+    let crashed = crashed.path();
+    let keys = ["k1", "k2", "k3"];
+    {
+        let setup = Setup::new(kind, dir.path());
+        let node = setup.start(dir.path());
+        for k in keys {
+            put(&node, ttl_bucket(), k).await;
+        }
+        setup.advance(61);
+        assert_eq!(node.sweep_expired(1000).unwrap(), 9, "{kind:?}");
+        for vnode in (0..RING).filter_map(|p| node.vnode(Partition(p))) {
+            vnode.stores().side.as_ref().unwrap().compact().unwrap();
+        }
+        assert_eq!(side_records(&node, &ttl_bucket(), "k2"), 3, "{kind:?}");
+        copy_dir(dir.path(), crashed);
+        node.shutdown();
+    }
+    let setup = Setup::new(kind, crashed);
+    setup.advance(61);
+    let node = setup.start(crashed);
+    node.sweep_expired(1000).unwrap();
+    checkpoint_and_compact(&node);
+    for k in keys {
+        assert_eq!(side_records(&node, &ttl_bucket(), k), 0, "{kind:?} {k}");
+        let changes = latest_changes(&node, &ttl_bucket(), k);
+        assert_eq!(changes.len(), 3, "{kind:?} {k}: {changes:?}");
+        assert!(changes.iter().all(|(_, deleted)| *deleted), "{kind:?} {k}");
+    }
+    node.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_lost_to_a_crash_is_done_again_on_bitcask() {
+    a_sweep_lost_to_a_crash_is_done_again(Kind::Bitcask).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_lost_to_a_crash_is_done_again_on_lsm() {
+    a_sweep_lost_to_a_crash_is_done_again(Kind::Lsm).await;
 }

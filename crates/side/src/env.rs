@@ -9,12 +9,14 @@
 //! checkpoint calls it with the backends' syncs).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use eddy_storage::StorageError;
 use fjall::{Database, KeyspaceCreateOptions};
 
 use crate::sequence::Sequence;
 use crate::store::{SideDb, SideStore, engine};
+use crate::swept::Marks;
 
 /// Settings of the side database.
 #[derive(Clone, Copy, Debug)]
@@ -48,15 +50,23 @@ pub struct SideEnv {
     config: SideConfig,
     /// Where each vnode incarnation's change log is (`<partition>.<incarnation>/`).
     changes: PathBuf,
+    /// The open stores' swept marks, for their compaction filters.
+    marks: Marks,
 }
 
 impl SideEnv {
     /// Opens (or creates) the side database in `dir`.
     pub fn open(dir: &Path, config: SideConfig) -> Result<SideEnv, StorageError> {
+        let marks = Marks::default();
+        let filters = marks.clone();
         let db = Database::builder(dir)
             .cache_size(config.cache_size_bytes)
             .manual_journal_persist(true)
             .max_journaling_size(config.journal_bytes)
+            .with_compaction_filter_factories(Arc::new(move |name: &str| {
+                name.starts_with(KEYSPACE_PREFIX)
+                    .then(|| filters.factory(name))
+            }))
             .open()
             .map_err(|e| match e {
                 fjall::Error::Locked => StorageError::Locked(dir.to_path_buf()),
@@ -68,6 +78,7 @@ impl SideEnv {
             side: SideDb::new(db),
             config,
             changes,
+            marks,
         })
     }
 
@@ -75,17 +86,20 @@ impl SideEnv {
     /// empty if it has none.
     pub fn open_vnode(&self, partition: u64, incarnation: u64) -> Result<SideStore, StorageError> {
         let memtable = self.config.memtable_size_bytes;
+        let name = keyspace_name(partition, incarnation);
         let ks = self
             .side
             .db
-            .keyspace(&keyspace_name(partition, incarnation), || {
+            .keyspace(&name, || {
                 KeyspaceCreateOptions::default().max_memtable_size(memtable)
             })
             .map_err(engine)?;
         let dir = self.changes.join(changes_name(partition, incarnation));
         let sequence = Sequence::open_with(&dir, self.config.change_segment_bytes);
         let sequence = sequence.map_err(|e| StorageError::io(&dir, e))?;
-        SideStore::open(self.side.clone(), ks, sequence)
+        let store = SideStore::open(self.side.clone(), ks, sequence)?;
+        self.marks.register(&name, store.swept());
+        Ok(store)
     }
 
     /// Whether `partition`'s incarnation `incarnation` has a side store.
@@ -98,7 +112,7 @@ impl SideEnv {
     /// Deletes every side store of `partition` (its data was destroyed);
     /// a handle still open reads on until dropped.
     pub fn destroy_partition(&self, partition: u64) -> Result<(), StorageError> {
-        let prefix = format!("side.{partition}.");
+        let prefix = format!("{KEYSPACE_PREFIX}{partition}.");
         self.destroy_where(|name| name.starts_with(&prefix))?;
         let prefix = format!("{partition}.");
         self.remove_changes_where(|name| name.starts_with(&prefix))
@@ -111,7 +125,7 @@ impl SideEnv {
         let keep: Vec<String> = live.iter().map(|(p, i)| keyspace_name(*p, *i)).collect();
         let mut gone = Vec::new();
         self.destroy_where(|name| {
-            let orphan = name.starts_with("side.") && !keep.iter().any(|k| k == name);
+            let orphan = name.starts_with(KEYSPACE_PREFIX) && !keep.iter().any(|k| k == name);
             if orphan {
                 gone.push(name.to_string());
             }
@@ -154,6 +168,7 @@ impl SideEnv {
                     .map_err(engine)?;
                 self.side.db.delete_keyspace(ks).map_err(engine)?;
                 self.side.written();
+                self.marks.forget(&name);
             }
         }
         Ok(())
@@ -173,6 +188,9 @@ fn changes_name(partition: u64, incarnation: u64) -> String {
     format!("{partition}.{incarnation}")
 }
 
+/// Every side store's keyspace name starts with this.
+const KEYSPACE_PREFIX: &str = "side.";
+
 fn keyspace_name(partition: u64, incarnation: u64) -> String {
-    format!("side.{partition}.{incarnation}")
+    format!("{KEYSPACE_PREFIX}{partition}.{incarnation}")
 }

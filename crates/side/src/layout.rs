@@ -7,7 +7,7 @@
 //!
 //! | region | key | value |
 //! |---|---|---|
-//! | meta | `m` name | a meta value (`format`, `built`) |
+//! | meta | `m` name | a meta value (`format`, `built`, `swept`) |
 //! | key record | `k` esc(bucket) key | [`KeyRecord`]: expiry · terms |
 //! | 2i entry | `i` esc(bucket) esc(field) esc(term) key | the key's expiry (u64), or empty |
 //! | expiry | `x` expiry esc(bucket) key | empty |
@@ -41,6 +41,9 @@ pub const RESERVED_VIEWS: u8 = b'w';
 
 /// The meta key naming the format.
 pub const META_FORMAT: &[u8] = b"mformat";
+/// The meta key holding the sweep's durable mark (u64, big-endian:
+/// every key expiring at or before it was swept durably; `swept`).
+pub const META_SWEPT: &[u8] = b"mswept";
 /// The meta key saying the store was built from its vnode's objects
 /// (written once a build at open, or a new vnode's empty start, is done).
 pub const META_BUILT: &[u8] = b"mbuilt";
@@ -164,6 +167,11 @@ impl KeyRecord {
     }
 }
 
+/// The expiry a key record's value names, without decoding its terms.
+pub fn record_expiry(encoded: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(*encoded.first_chunk::<8>()?))
+}
+
 /// An index entry's value: the key's expiry, if it has one.
 pub fn encode_expiry(expiry: u64) -> Vec<u8> {
     match expiry {
@@ -235,6 +243,7 @@ mod tests {
         #[test]
         fn key_records_round_trip_and_cut_ones_do_not_decode(r in record(), cut in any::<prop::sample::Index>()) {
             let encoded = r.encode();
+            prop_assert_eq!(record_expiry(&encoded), Some(r.expiry));
             prop_assert_eq!(KeyRecord::decode(&encoded), Some(r));
             let cut = cut.index(encoded.len());
             prop_assert_eq!(KeyRecord::decode(&encoded[..cut]), None);

@@ -13,7 +13,11 @@
 //! - a key has at most one key record, and its index entries and expiry
 //!   entry are exactly the ones the record names;
 //! - a key with neither index entries nor an expiry has no record and no
-//!   entries.
+//!   entries;
+//! - except that entries expiring at or before the store's durable swept
+//!   mark ([`swept`]) may be gone, each on its own, once fjall compacts
+//!   the tables holding them: the sweep processed those keys, and
+//!   readers skip expired entries anyway.
 //!
 //! The caller serialises the changes of one key (the vnode's key locks)
 //! and makes the store durable when it makes its backend durable
@@ -25,10 +29,12 @@ pub mod layout;
 pub mod position;
 pub mod sequence;
 pub mod store;
+pub mod swept;
 
 pub use changelog::{Change, ChangeLog};
 pub use env::SideEnv;
 pub use layout::{KeyRecord, Term};
 pub use position::{Position, Resume};
 pub use sequence::Sequence;
-pub use store::{KeyState, SideStore};
+pub use store::{KeyState, SideStore, SweepFrom};
+pub use swept::Swept;

@@ -7,6 +7,12 @@
 //! store what the key holds after each change ([`SideStore::set`]): the
 //! store diffs that against its own key record, so setting the same state
 //! twice (replay after a crash) writes nothing the second time.
+//!
+//! The expiry sweep reads the expiry order and writes nothing here: a
+//! swept key's entries go when compaction reaches them ([`crate::swept`]).
+//! A key whose record compaction dropped is, to [`SideStore::set`], a key
+//! without one; whatever of its old entries is left expired at or before
+//! the durable mark, so readers skip it and compaction drops it.
 
 use std::ops::Bound;
 
@@ -18,9 +24,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use fjall::{Database, Keyspace, OwnedWriteBatch, PersistMode};
 
 use crate::layout::{
-    self, FORMAT, KeyRecord, META_BUILT, META_FORMAT, Term, expiry_key, index_key, key_record_key,
+    self, FORMAT, KeyRecord, META_BUILT, META_FORMAT, META_SWEPT, Term, expiry_key, index_key,
+    key_record_key,
 };
 use crate::sequence::Sequence;
+use crate::swept::Swept;
 
 /// Engine name used in [`StorageError::Engine`].
 const ENGINE: &str = "side store";
@@ -88,15 +96,14 @@ impl SideDb {
     }
 }
 
-/// A key whose record a sweep clears: (bucket, key) and the record read.
-pub type Cleared<'a> = ((&'a [u8], &'a [u8]), &'a KeyRecord);
-
 /// A vnode incarnation's side store.
 pub struct SideStore {
     side: SideDb,
     ks: Keyspace,
     /// The incarnation's change sequence.
     sequence: Sequence,
+    /// Where the expiry sweep stands.
+    swept: Swept,
 }
 
 impl SideStore {
@@ -107,7 +114,50 @@ impl SideStore {
         sequence: Sequence,
     ) -> Result<SideStore, StorageError> {
         check_format(&side, &ks)?;
-        Ok(SideStore { side, ks, sequence })
+        let durable = match ks.get(META_SWEPT).map_err(engine)? {
+            Some(v) => layout::record_expiry(&v).ok_or_else(|| corrupt("the swept mark"))?,
+            None => 0,
+        };
+        Ok(SideStore {
+            side,
+            ks,
+            sequence,
+            swept: Swept::starting_at(durable),
+        })
+    }
+
+    /// Where the expiry sweep stands ([`crate::swept`]).
+    pub fn swept(&self) -> &Swept {
+        &self.swept
+    }
+
+    /// Writes `upto` as the durable swept mark, for the persist that
+    /// follows (a checkpoint reads the processed mark, syncs the backend,
+    /// calls this, persists and syncs the change log, then
+    /// [`SideStore::swept_durable`]).
+    pub fn write_swept(&self, upto: u64) -> Result<(), StorageError> {
+        if upto <= self.swept.durable() {
+            return Ok(());
+        }
+        (self.ks)
+            .insert(META_SWEPT, upto.to_be_bytes())
+            .map_err(engine)?;
+        self.side.written();
+        Ok(())
+    }
+
+    /// Raises the durable swept mark to `upto` once what it covers is
+    /// durable: from then on compaction drops entries expiring at or
+    /// before it.
+    pub fn swept_durable(&self, upto: u64) {
+        self.swept.durable_to(upto);
+    }
+
+    /// Flushes the memtable and compacts the whole keyspace, dropping
+    /// what the durable swept mark covers.
+    pub fn compact(&self) -> Result<(), StorageError> {
+        self.ks.rotate_memtable_and_wait().map_err(engine)?;
+        self.ks.major_compact().map_err(engine)
     }
 
     /// The incarnation's change sequence.
@@ -169,23 +219,6 @@ impl SideStore {
         }
         self.side.commit(batch)?;
         Ok(true)
-    }
-
-    /// Removes `(bucket, key)`'s record `old`, as [`SideStore::key_record`]
-    /// read it, with its index and expiry entries, without reading it
-    /// again (the expiry sweep, which read it to decide).
-    pub fn clear(&self, bucket: &[u8], key: &[u8], old: &KeyRecord) -> Result<(), StorageError> {
-        self.clear_all(&[((bucket, key), old)])
-    }
-
-    /// [`SideStore::clear`] of each of `keys`, in one batch.
-    pub fn clear_all(&self, keys: &[Cleared<'_>]) -> Result<(), StorageError> {
-        let mut batch = self.side.db.batch();
-        for ((bucket, key), old) in keys {
-            self.stage(&mut batch, (bucket, key), old, &KeyRecord::default());
-            batch.remove(&self.ks, key_record_key(bucket, key));
-        }
-        self.side.commit(batch)
     }
 
     /// Adds to `batch` the index and expiry entries that turn `old`'s into
@@ -279,19 +312,22 @@ impl SideStore {
         Ok(())
     }
 
-    /// Calls `f` with the (expiry, bucket, key) of every key expired at
-    /// `now_secs` whose expiry is `from_secs` or later, soonest first. (A
-    /// sweep starts where its last one ended, not walking again over what
-    /// it deleted, which the LSM keeps as tombstones until compaction.)
+    /// Calls `f` with the (expiry, bucket, key) of every entry of the
+    /// expiry order from `from` to `now_secs`'s (inclusive), soonest
+    /// first. What the sweep processed stays in the order until
+    /// compaction; the sweep walks on from where it stopped.
     pub fn expired(
         &self,
-        (from_secs, now_secs): (u64, u64),
+        from: SweepFrom<'_>,
+        now_secs: u64,
         f: &mut ExpiredVisitor<'_>,
     ) -> Result<(), StorageError> {
-        let lower = expiry_key(from_secs, b"", b"");
+        let lower = match from {
+            SweepFrom::Secs(secs) => Bound::Included(expiry_key(secs, b"", b"")),
+            SweepFrom::After(at, (bucket, key)) => Bound::Excluded(expiry_key(at, bucket, key)),
+        };
         let upper = expiry_key(now_secs.saturating_add(1), b"", b"");
-        let range = (Bound::Included(lower), Bound::Excluded(upper));
-        for guard in self.ks.range(range) {
+        for guard in self.ks.range((lower, Bound::Excluded(upper))) {
             let k = guard.key().map_err(engine)?;
             let (at, bucket, key) =
                 layout::split_expiry_key(&k).ok_or_else(|| corrupt("an expiry key"))?;
@@ -301,6 +337,15 @@ impl SideStore {
         }
         Ok(())
     }
+}
+
+/// Where a walk of the expiry order starts.
+#[derive(Clone, Copy, Debug)]
+pub enum SweepFrom<'a> {
+    /// At the first entry expiring at this second or later.
+    Secs(u64),
+    /// Just after this entry: (expiry, (bucket, key)).
+    After(u64, (&'a [u8], &'a [u8])),
 }
 
 /// Whether `terms` (sorted) holds `(field, term)`.

@@ -4,7 +4,7 @@
 //! for a new format (`EDDY_WRITE_FIXTURES=1`), keeping v1's file.
 
 use eddy_side::env::SideConfig;
-use eddy_side::{KeyRecord, KeyState, SideEnv, SideStore, Term};
+use eddy_side::{KeyRecord, KeyState, SideEnv, SideStore, SweepFrom, Term};
 use eddy_storage::FoldControl;
 use fjall::{Database, KeyspaceCreateOptions};
 
@@ -113,7 +113,7 @@ fn a_v1_keyspace_reads_back() {
     );
     let mut gone = Vec::new();
     store
-        .expired((0, 100), &mut |at, _, k| {
+        .expired(SweepFrom::Secs(0), 100, &mut |at, _, k| {
             gone.push((at, k.to_vec()));
             FoldControl::Continue
         })

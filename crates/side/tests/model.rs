@@ -1,12 +1,13 @@
 //! The side store against a model: random histories of key states set
-//! (twice over, as replay does), buckets dropped and the store reopened on
-//! one keyspace, every region read back after each step and compared with
-//! what the model says it must hold.
+//! (twice over, as replay does), buckets dropped, the sweep's durable mark
+//! raised, the keyspace compacted (dropping what the mark covers) and the
+//! store reopened on one keyspace, every region read back after each step
+//! and compared with what the model says it must hold.
 
 use std::collections::BTreeMap;
 
 use eddy_side::env::SideConfig;
-use eddy_side::{KeyRecord, KeyState, SideEnv, SideStore, Term};
+use eddy_side::{KeyRecord, KeyState, SideEnv, SideStore, SweepFrom, Term};
 use eddy_storage::FoldControl;
 use proptest::prelude::*;
 
@@ -16,8 +17,10 @@ const FIELDS: [&[u8]; 2] = [b"f_bin", b"g_int"];
 #[derive(Clone, Debug)]
 enum Step {
     Set(Write),
-    /// The expiry sweep's removal of a key, by the record it read.
-    Clear(usize, u8),
+    /// A checkpoint after the sweep processed every expiry up to this.
+    Swept(u64),
+    /// A compaction of the whole keyspace.
+    Compact,
     Drop(usize),
     Reopen,
 }
@@ -56,7 +59,8 @@ fn write() -> impl Strategy<Value = Write> {
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         8 => write().prop_map(Step::Set),
-        1 => (0..2usize, 0u8..6).prop_map(|(b, k)| Step::Clear(b, k)),
+        1 => (0u64..25).prop_map(Step::Swept),
+        1 => Just(Step::Compact),
         1 => (0..2usize).prop_map(Step::Drop),
         1 => Just(Step::Reopen),
     ]
@@ -154,7 +158,7 @@ fn check(store: &SideStore, model: &Model, now: u64) -> Result<(), TestCaseError
     // The expiry order.
     let mut gone = Vec::new();
     store
-        .expired((0, now), &mut |at, b, k| {
+        .expired(SweepFrom::Secs(0), now, &mut |at, b, k| {
             let bucket = BUCKETS.iter().position(|x| *x == b).unwrap();
             gone.push((at, bucket, k[1]));
             FoldControl::Continue
@@ -179,6 +183,7 @@ proptest! {
         let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
         let mut store = env.open_vnode(3, 1).unwrap();
         let mut model = Model::new();
+        let mut durable = 0;
         for s in steps {
             match s {
                 Step::Set(w) => {
@@ -192,12 +197,15 @@ proptest! {
                         false => model.insert((w.bucket, w.key), new),
                     };
                 }
-                Step::Clear(b, k) => {
-                    let key = [b'k', k];
-                    if let Some(record) = store.key_record(BUCKETS[b], &key).unwrap() {
-                        store.clear(BUCKETS[b], &key, &record).unwrap();
-                    }
-                    model.remove(&(b, k));
+                Step::Swept(upto) => {
+                    store.write_swept(upto).unwrap();
+                    store.swept_durable(upto);
+                    durable = durable.max(upto);
+                    prop_assert_eq!(store.swept().durable(), durable);
+                }
+                Step::Compact => {
+                    store.compact().unwrap();
+                    model.retain(|_, r| r.expiry == 0 || r.expiry > durable);
                 }
                 Step::Drop(b) => {
                     let held = model.keys().filter(|(mb, _)| *mb == b).count() as u64;
@@ -207,6 +215,7 @@ proptest! {
                 Step::Reopen => {
                     drop(store);
                     store = env.open_vnode(3, 1).unwrap();
+                    prop_assert_eq!(store.swept().durable(), durable);
                 }
             }
             check(&store, &model, now)?;
@@ -283,4 +292,39 @@ fn entries_survive_a_reopen_of_the_database() {
     assert!(store.is_built().unwrap());
     let keys: Vec<Vec<u8>> = all_entries(&store).into_iter().map(|(_, k)| k).collect();
     assert_eq!(keys, [b"k\x00", b"k\x01", b"k\x02"]);
+}
+
+#[test]
+fn a_reopened_database_compacts_away_what_its_swept_mark_covers() {
+    let dir = tempfile::tempdir().unwrap();
+    let expiring = |key, expiry| Write {
+        expiry,
+        ..one_term(key)
+    };
+    {
+        let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
+        let store = env.open_vnode(9, 4).unwrap();
+        set(&store, &expiring(0, 10));
+        set(&store, &expiring(1, 20));
+        set(&store, &one_term(2));
+        store.write_swept(10).unwrap();
+        env.persist().unwrap();
+    }
+    let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
+    let store = env.open_vnode(9, 4).unwrap();
+    assert_eq!(store.swept().durable(), 10, "the mark is kept");
+    let keys = |store: &SideStore| -> Vec<Vec<u8>> {
+        all_entries(store).into_iter().map(|(_, k)| k).collect()
+    };
+    assert_eq!(keys(&store), [b"k\x00", b"k\x01", b"k\x02"]);
+    store.compact().unwrap();
+    assert_eq!(keys(&store), [b"k\x01", b"k\x02"]);
+    assert_eq!(store.key_record(BUCKETS[0], b"k\x00").unwrap(), None);
+    let mut order = Vec::new();
+    (store.expired(SweepFrom::Secs(0), 100, &mut |at, _, k| {
+        order.push((at, k.to_vec()));
+        FoldControl::Continue
+    }))
+    .unwrap();
+    assert_eq!(order, [(20, b"k\x01".to_vec())]);
 }

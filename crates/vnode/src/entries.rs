@@ -31,7 +31,9 @@ use std::sync::Arc;
 use eddy_object::RiakObject;
 use eddy_side::{KeyState, SideStore, Term};
 use eddy_storage::fold::KeyVisitor;
-use eddy_storage::{Backend, Clock, IndexQuery, IndexSpec, StorageError, SystemClock};
+use eddy_storage::{
+    Backend, Clock, IndexQuery, IndexSpec, StorageError, SystemClock, WriteOptions,
+};
 
 use eddy_model::index::term::storage_term;
 use eddy_model::props::ttl::expiry_secs;
@@ -227,10 +229,22 @@ impl Stores {
         )
     }
 
-    /// Makes the backend, the side store and the change sequence durable.
+    /// Makes the backend, the side store and the change sequence durable,
+    /// and with them the expiry sweep's processed mark (`eddy_side::swept`):
+    /// read first, so what it covers is in the backend and the change
+    /// log before they are synced; raised in memory, letting compaction
+    /// drop what it covers, only once both are.
     pub fn sync(&self) -> Result<(), StorageError> {
+        let processed = self.side.as_ref().map(|s| s.swept().processed());
         self.backend.sync()?;
-        self.sync_side()
+        if let (Some(side), Some(upto)) = (&self.side, processed) {
+            side.write_swept(upto)?;
+        }
+        self.sync_side()?;
+        if let (Some(side), Some(upto)) = (&self.side, processed) {
+            side.swept_durable(upto);
+        }
+        Ok(())
     }
 
     /// Makes the side store and the change sequence durable.
@@ -262,6 +276,29 @@ impl Stores {
                 .map_err(|e| changes_error(side, e)),
             _ => Ok(()),
         }
+    }
+
+    /// Deletes `(bucket, key)`, just written with `expiry`, as the expiry
+    /// sweep would, when the sweep has claimed that expiry (its walk has
+    /// passed it: `eddy_side::swept`); returns whether it did. Called
+    /// after the write's side entries and change, under the key's lock.
+    pub fn settle_expired(
+        &self,
+        (bucket, key): (&[u8], &[u8]),
+        expiry: u64,
+    ) -> Result<bool, StorageError> {
+        if expiry == 0 {
+            return Ok(false);
+        }
+        let Some(side) = self.side_for(bucket) else {
+            return Ok(false);
+        };
+        if expiry > side.swept().claimed() {
+            return Ok(false);
+        }
+        self.backend.delete(bucket, key, WriteOptions::NO_SYNC)?;
+        self.record_change((bucket, key), true, true)?;
+        Ok(true)
     }
 
     /// Drops storage bucket `bucket`: its side entries first, so a crash

@@ -1,52 +1,51 @@
 //! A vnode's part of the expiry sweep (design note 027, "Per-bucket
-//! TTL"): the keys its side store says expired by now, each deleted from
-//! the backend and then from the side store (entries, expiry, record),
-//! under the key's lock; the keys of one lock stripe together, in one
-//! batch to each store.
+//! TTL"): the keys its side store's expiry order says expired by now,
+//! each deleted from the backend and its change recorded, under the key's
+//! lock; the keys of one lock stripe together, in one backend batch.
+//!
+//! The sweep writes nothing to the side store. It walks the expiry order
+//! forward from where it stopped ([`SweepCursor`]; after a restart, just
+//! past the store's durable swept mark) and raises the store's marks
+//! (`eddy_side::swept`): it claims up to "now" before it walks, and notes
+//! what it processed after. A checkpoint makes the processed mark
+//! durable, and compaction then drops the swept keys' entries.
 //!
 //! Invariants: a key is deleted only while its side store record still
 //! names the expiry the sweep found it under, so a key written again since
 //! (a new expiry, or none) is left alone; the backend already hides an
 //! expired object, so the delete changes nothing a reader sees. The
-//! deletes are not logged: whatever a crash undoes of them (or replay
-//! writes again) is still expired, so the next sweep deletes it again.
-//!
-//! A sweep starts where the last one ended ([`SweepCursor`]): the LSM keeps
-//! what it deleted as tombstones until compaction, and walking over them
-//! again each round would make a big sweep quadratic. A live write's expiry
-//! is always later than the sweep's last "now"; only a copy of an old
-//! object (a replica, handoff, repair or replay) can arrive already
-//! expired, so every [`FULL_SCAN_EVERY_SECS`] a sweep starts from the
-//! beginning again.
-
-use std::sync::atomic::{AtomicU64, Ordering};
+//! deletes are not logged: what a crash undoes of them is still in the
+//! expiry order past the durable mark, so the sweep after the restart
+//! deletes it again. A copy that arrives already expired at or before the
+//! claimed mark (a replica, handoff, repair or replay of an old object),
+//! which the walk has passed, is deleted by its write
+//! (`Stores::settle_expired`).
 
 use eddy_model::error::KvError;
+use eddy_side::{SideStore, SweepFrom};
 use eddy_storage::{FoldControl, WriteBatch, WriteOptions};
+use parking_lot::Mutex;
 
 use super::Vnode;
 use super::msg::StorageKey;
 
-/// How often a sweep starts from the first expiry again.
-pub const FULL_SCAN_EVERY_SECS: u64 = 600;
-
-/// Where a vnode's next sweep starts, and when one last started from the
-/// beginning.
+/// Where a vnode's next sweep walks on from: just after the last entry it
+/// processed, or from a second on; `None` until the first sweep.
 #[derive(Default)]
-pub(crate) struct SweepCursor {
-    from_secs: AtomicU64,
-    full_at_secs: AtomicU64,
+pub(crate) struct SweepCursor(Mutex<Option<Next>>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Next {
+    Secs(u64),
+    After(u64, StorageKey),
 }
 
-impl SweepCursor {
-    /// Where a sweep at `now_secs` starts.
-    fn start(&self, now_secs: u64) -> u64 {
-        let full_at = self.full_at_secs.load(Ordering::Relaxed);
-        if now_secs >= full_at.saturating_add(FULL_SCAN_EVERY_SECS) || full_at == 0 {
-            self.full_at_secs.store(now_secs.max(1), Ordering::Relaxed);
-            return 0;
+impl Next {
+    fn from(&self) -> SweepFrom<'_> {
+        match self {
+            Next::Secs(secs) => SweepFrom::Secs(*secs),
+            Next::After(at, key) => SweepFrom::After(*at, (&key.bucket, &key.key)),
         }
-        self.from_secs.load(Ordering::Relaxed)
     }
 }
 
@@ -58,29 +57,20 @@ impl Vnode {
         let Some(side) = self.stores.side.as_deref() else {
             return Ok(0);
         };
-        let from = self.sweep.start(now_secs);
-        let mut due = Vec::new();
-        side.expired((from, now_secs), &mut |at, bucket, key| {
-            let key = StorageKey {
-                bucket: bucket.to_vec(),
-                key: key.to_vec(),
-            };
-            due.push((at, key));
-            match due.len() < max {
-                true => FoldControl::Continue,
-                false => FoldControl::Stop,
+        let swept = side.swept();
+        swept.claim(now_secs);
+        let next = (self.sweep.0.lock().clone())
+            .unwrap_or_else(|| Next::Secs(swept.durable().saturating_add(1)));
+        let due = due(side, &next, now_secs, max)?;
+        // Caught up: what expires later is past `now_secs`. Else the walk
+        // goes on after the last entry taken; that entry's second may hold
+        // more.
+        let (next, processed) = match due.last() {
+            Some((at, key)) if due.len() == max => {
+                (Next::After(*at, key.clone()), at.saturating_sub(1))
             }
-        })?;
-        // Caught up: what expires later is past `now_secs`. Else the next
-        // sweep starts at the last expiry seen (keys of that second may
-        // be left).
-        let next = match due.len() < max {
-            true => now_secs,
-            false => due.last().map_or(now_secs, |(at, _)| *at),
+            _ => (Next::Secs(now_secs.saturating_add(1)), now_secs),
         };
-        self.sweep.from_secs.store(next, Ordering::Relaxed);
-        // Keys of one lock stripe are deleted together, under its lock:
-        // one backend batch, one side-store batch.
         let mut stripes: std::collections::BTreeMap<usize, Vec<(u64, StorageKey)>> =
             Default::default();
         for (at, key) in due {
@@ -92,16 +82,19 @@ impl Vnode {
         let mut deleted = 0;
         for (stripe, due) in stripes {
             if self.closed.load(std::sync::atomic::Ordering::Acquire) {
-                break;
+                return Ok(deleted);
             }
             deleted += self.expire_stripe(stripe, &due)?;
         }
+        *self.sweep.0.lock() = Some(next);
+        swept.processed_to(processed);
         Ok(deleted)
     }
 
     /// Deletes each of `due` (keys of lock stripe `stripe`, with the expiry
     /// the sweep found them under) whose side store record still names
-    /// that expiry; returns how many it deleted.
+    /// that expiry, and records each one's change; returns how many it
+    /// deleted.
     fn expire_stripe(&self, stripe: usize, due: &[(u64, StorageKey)]) -> Result<u64, KvError> {
         let _locked = self.locks[stripe].lock();
         let Some(side) = self.stores.side.as_deref() else {
@@ -110,7 +103,7 @@ impl Vnode {
         let mut found = Vec::with_capacity(due.len());
         for (at, key) in due {
             match side.key_record(&key.bucket, &key.key)? {
-                Some(r) if r.expiry == *at => found.push((key, r)),
+                Some(r) if r.expiry == *at => found.push(key),
                 _ => {}
             }
         }
@@ -118,35 +111,37 @@ impl Vnode {
             return Ok(0);
         }
         let mut batch = WriteBatch::default();
-        for (key, _) in &found {
+        for key in &found {
             batch.delete(&key.bucket, &key.key);
         }
         self.stores.backend.write(batch, WriteOptions::NO_SYNC)?;
-        for (key, _) in &found {
+        for key in &found {
             let named = (key.bucket.as_slice(), key.key.as_slice());
             self.stores.record_change(named, true, true)?;
         }
-        let cleared: Vec<_> = found
-            .iter()
-            .map(|(key, r)| ((key.bucket.as_slice(), key.key.as_slice()), r))
-            .collect();
-        side.clear_all(&cleared)?;
         Ok(found.len() as u64)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_sweep_starts_where_the_last_ended_and_from_the_start_every_so_often() {
-        let cursor = SweepCursor::default();
-        assert_eq!(cursor.start(1_000), 0, "the first sweep scans everything");
-        cursor.from_secs.store(990, Ordering::Relaxed);
-        assert_eq!(cursor.start(1_001), 990);
-        assert_eq!(cursor.start(1_000 + FULL_SCAN_EVERY_SECS - 1), 990);
-        assert_eq!(cursor.start(1_000 + FULL_SCAN_EVERY_SECS), 0);
-        assert_eq!(cursor.start(1_001 + FULL_SCAN_EVERY_SECS), 990);
-    }
+/// Up to `max` entries of `side`'s expiry order from `next` to
+/// `now_secs`, soonest first.
+fn due(
+    side: &SideStore,
+    next: &Next,
+    now_secs: u64,
+    max: usize,
+) -> Result<Vec<(u64, StorageKey)>, KvError> {
+    let mut due = Vec::new();
+    side.expired(next.from(), now_secs, &mut |at, bucket, key| {
+        let key = StorageKey {
+            bucket: bucket.to_vec(),
+            key: key.to_vec(),
+        };
+        due.push((at, key));
+        match due.len() < max {
+            true => FoldControl::Continue,
+            false => FoldControl::Stop,
+        }
+    })?;
+    Ok(due)
 }

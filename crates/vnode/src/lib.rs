@@ -310,7 +310,7 @@ impl Vnode {
     pub fn close(&self) -> Result<(), StorageError> {
         self.closed.store(true, Ordering::Release);
         self.fence();
-        self.stores.sync_side()?;
+        self.stores.sync()?;
         self.stores.backend.close()
     }
 
@@ -690,6 +690,7 @@ impl Vnode {
                 let persistent = self.target(&key.bucket).persistent();
                 let named = (key.bucket.as_slice(), key.key.as_slice());
                 (self.stores).record_change(named, next.is_deleted(), persistent)?;
+                (self.stores).settle_expired(named, entries.expiry())?;
             }
             return Ok(Written {
                 durability: self.durability_of_stored(&key.bucket),
@@ -801,7 +802,9 @@ impl Vnode {
             .iter()
             .find(|p| *p.bucket == key.bucket && *p.key == key.key);
         if let Some(p) = object {
-            stores.record_change((&p.bucket, &p.key), p.deleted, target.persistent())?;
+            let named = (p.bucket.as_ref(), p.key.as_ref());
+            stores.record_change(named, p.deleted, target.persistent())?;
+            stores.settle_expired(named, p.entries.expiry())?;
         }
         self.written[Self::stripe(key)].notify_all();
         Ok(logged)
