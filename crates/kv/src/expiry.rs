@@ -12,7 +12,9 @@
 //!
 //! The same thread compacts the vnodes' change logs (design note 027,
 //! "The change sequence"): whenever the sweep has nothing due, one vnode
-//! whose log has at least [`CHANGES_CLOSED_MIN`] closed segments.
+//! whose log has at least [`CHANGES_CLOSED_MIN`] closed segments; and at
+//! most every [`TRIM_EVERY`] it drops the side stores' tables of swept
+//! expiry entries (`SideStore::trim_swept_order`).
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -27,6 +29,8 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 pub const ROUND: usize = 1_000;
 /// The sweep rests this many times as long as a round took.
 pub const REST_FACTOR: u32 = 4;
+/// How often, at most, the swept part of the expiry order is trimmed.
+pub const TRIM_EVERY: Duration = Duration::from_secs(60);
 /// A vnode's change log is compacted once it has this many closed
 /// segments (64 MiB each).
 pub const CHANGES_CLOSED_MIN: usize = 2;
@@ -47,6 +51,20 @@ impl Node {
         }
         self.metrics.expired.add(deleted);
         Ok(deleted)
+    }
+
+    /// Drops every local vnode's tables of swept expiry entries; returns
+    /// how many vnodes' swept marks had moved since their last trim.
+    pub fn trim_swept_orders(&self) -> Result<usize, KvError> {
+        let mut trimmed = 0;
+        for vnode in self.local_vnodes() {
+            match vnode.trim_swept_order() {
+                Ok(moved) => trimmed += usize::from(moved),
+                Err(KvError::ShuttingDown) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(trimmed)
     }
 
     /// Compacts the change log of the first vnode whose log has at least
@@ -84,6 +102,7 @@ pub(crate) fn start(node: &Arc<Node>) {
 }
 
 fn run(node: &Weak<Node>, every: Duration) {
+    let mut trimmed_at = Instant::now();
     loop {
         std::thread::sleep(every);
         loop {
@@ -101,6 +120,12 @@ fn run(node: &Weak<Node>, every: Duration) {
             if deleted == 0 {
                 if let Err(e) = strong.compact_changes(CHANGES_CLOSED_MIN) {
                     tracing::warn!("compacting a change log: {e}");
+                }
+                if trimmed_at.elapsed() >= TRIM_EVERY {
+                    trimmed_at = Instant::now();
+                    if let Err(e) = strong.trim_swept_orders() {
+                        tracing::warn!("trimming the swept expiry order: {e}");
+                    }
                 }
                 break;
             }

@@ -247,6 +247,10 @@ async fn expires_everywhere(kind: Kind) {
         checkpoint_and_compact(&node);
         assert_eq!(side_records(&node, &ttl_bucket(), "k2"), 0);
         assert_eq!(side_records(&node, &ttl_bucket(), "k1"), 3);
+        // Every vnode swept (found nothing due, or deleted), so each
+        // durable mark moved once, and the expiry order is trimmed to it.
+        assert_eq!(node.trim_swept_orders().unwrap(), RING as usize);
+        assert_eq!(node.trim_swept_orders().unwrap(), 0);
     }
     assert_eq!(listed(&node, ttl_bucket()).await, three(&k1), "{kind:?}");
 

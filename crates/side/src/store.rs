@@ -19,9 +19,9 @@ use std::ops::Bound;
 use eddy_storage::tuple::is_empty_range;
 use eddy_storage::{FoldControl, StorageError};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use fjall::{Database, Keyspace, OwnedWriteBatch, PersistMode};
+use fjall::{AbstractTree, Database, Keyspace, OwnedWriteBatch, PersistMode};
 
 use crate::layout::{
     self, FORMAT, KeyRecord, META_BUILT, META_FORMAT, META_SWEPT, Term, expiry_key, index_key,
@@ -104,6 +104,8 @@ pub struct SideStore {
     sequence: Sequence,
     /// Where the expiry sweep stands.
     swept: Swept,
+    /// The durable swept mark the expiry order was last trimmed to.
+    trimmed: AtomicU64,
 }
 
 impl SideStore {
@@ -123,6 +125,7 @@ impl SideStore {
             ks,
             sequence,
             swept: Swept::starting_at(durable),
+            trimmed: AtomicU64::new(0),
         })
     }
 
@@ -151,6 +154,27 @@ impl SideStore {
     /// before it.
     pub fn swept_durable(&self, upto: u64) {
         self.swept.durable_to(upto);
+    }
+
+    /// Drops, whole and unread, the keyspace's tables that hold nothing
+    /// but expiry entries at or before the durable swept mark; returns
+    /// whether the mark moved since the last call. The walk never reads
+    /// there again, and since new expiry entries sort after old ones,
+    /// compaction alone would move those tables down untouched and keep
+    /// them. An entry left in a table that holds others goes when
+    /// compaction rewrites it ([`crate::swept`]).
+    pub fn trim_swept_order(&self) -> Result<bool, StorageError> {
+        let durable = self.swept.durable();
+        if durable <= self.trimmed.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        let lower = vec![layout::EXPIRY];
+        let upper = expiry_key(durable.saturating_add(1), b"", b"");
+        (self.ks.tree)
+            .drop_range(lower..upper)
+            .map_err(|e| engine(e.into()))?;
+        self.trimmed.store(durable, Ordering::Release);
+        Ok(true)
     }
 
     /// Flushes the memtable and compacts the whole keyspace, dropping
@@ -394,5 +418,44 @@ fn corrupt(what: &'static str) -> StorageError {
         path: "side store".into(),
         offset: 0,
         reason: what,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SideEnv;
+    use crate::env::SideConfig;
+
+    fn order(store: &SideStore) -> Vec<u64> {
+        let mut out = Vec::new();
+        (store.expired(SweepFrom::Secs(0), u64::MAX - 1, &mut |at, _, _| {
+            out.push(at);
+            FoldControl::Continue
+        }))
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn trimming_drops_whole_tables_of_swept_expiry_entries_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
+        let store = env.open_vnode(1, 1).unwrap();
+        // The format's meta entry in a table of its own, then three
+        // tables: the first wholly swept, the second straddling the mark,
+        // the third past it.
+        store.ks.rotate_memtable_and_wait().unwrap();
+        for table in [[5, 6], [8, 12], [14, 15]] {
+            for at in table {
+                store.ks.insert(expiry_key(at, b"b", b"k"), []).unwrap();
+            }
+            store.ks.rotate_memtable_and_wait().unwrap();
+        }
+        assert!(!store.trim_swept_order().unwrap(), "nothing swept yet");
+        store.swept_durable(10);
+        assert!(store.trim_swept_order().unwrap());
+        assert_eq!(order(&store), [8, 12, 14, 15]);
+        assert!(!store.trim_swept_order().unwrap(), "the mark has not moved");
     }
 }

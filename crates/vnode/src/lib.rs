@@ -474,6 +474,16 @@ impl Vnode {
         Ok(compacted.map_err(|e| changes_error(side, e))?)
     }
 
+    /// Drops the side store's tables of swept expiry entries
+    /// ([`eddy_side::SideStore::trim_swept_order`]); returns whether the
+    /// swept mark had moved since the last trim.
+    pub fn trim_swept_order(&self) -> Result<bool, KvError> {
+        match &self.stores.side {
+            Some(side) => Ok(side.trim_swept_order()?),
+            None => Ok(false),
+        }
+    }
+
     /// Hands `f` the changes this incarnation applied after `after` (all
     /// with `None`) among the next `window` its log holds, in order, each
     /// key once at its latest among them
