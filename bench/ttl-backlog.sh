@@ -13,21 +13,15 @@
 # usage: ttl-backlog.sh BIN  (an eddy built with --features bench)
 BIN=$1; TTL=${TTL:-200}; HERE=$(dirname "$0")
 D=$(mktemp -d /tmp/eddyttl.XXXX)
+. $HERE/ttl-common.sh
 start() {
   EDDY_PLATFORM_DATA_DIR=$D $BIN start >> $D/out.log 2>&1 &
   PID=$!
   for i in $(seq 1 300); do $BIN ping >/dev/null 2>&1 && break; sleep 0.1; done
 }
 start
-curl -s -XPUT -H 'Content-Type: application/json' localhost:8098/buckets/expiring/props \
-  -d "{\"props\":{\"ttl\":$TTL}}"
-T0=$(date +%s.%N)
-$BIN bench run --out $D/load $HERE/ttl-sweep-load.toml > $D/load.log 2>&1
-T1=$(date +%s.%N)
-rate() { $BIN bench pb --json --workload put --duration 20 2>/dev/null | tail -1 |
-  python3 -c "import json,sys; j=json.load(sys.stdin); print(round(j['ops']/j['elapsed_s']))"; }
+load_coupons
 A=$(rate)
-expired() { curl -s localhost:8098/stats | python3 -c "import json,sys; print(json.load(sys.stdin).get('expired_total', 0))"; }
 LEFT=$(( 3000000 - $(expired) ))
 kill $PID; wait $PID 2>/dev/null
 # The last coupons expire TTL s after the load ended (whole seconds: one more).
@@ -37,7 +31,7 @@ start
 CPU0=$(awk '{print $14+$15}' /proc/$PID/stat)
 rate > $D/rate-b &
 RP=$!
-while [ "$(expired)" -lt $LEFT ]; do sleep 1; if [ $(( $(date +%s) - ${TS%.*} )) -gt 900 ]; then echo "sweep: gave up at $(expired)"; break; fi; done
+wait_expired $LEFT
 TE=$(date +%s.%N)
 CPU1=$(awk '{print $14+$15}' /proc/$PID/stat)
 wait $RP; B=$(cat $D/rate-b)

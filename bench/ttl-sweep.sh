@@ -10,24 +10,18 @@
 # usage: ttl-sweep.sh BIN  (an eddy built with --features bench)
 BIN=$1; TTL=${TTL:-90}; HERE=$(dirname "$0")
 D=$(mktemp -d /tmp/eddyttl.XXXX)
+. $HERE/ttl-common.sh
 EDDY_PLATFORM_DATA_DIR=$D $BIN start > $D/out.log 2>&1 &
 PID=$!
 for i in $(seq 1 100); do $BIN ping >/dev/null 2>&1 && break; sleep 0.1; done
-curl -s -XPUT -H 'Content-Type: application/json' localhost:8098/buckets/expiring/props \
-  -d "{\"props\":{\"ttl\":$TTL}}"
-T0=$(date +%s.%N)
-$BIN bench run --out $D/load $HERE/ttl-sweep-load.toml > $D/load.log 2>&1
-T1=$(date +%s.%N)
-rate() { $BIN bench pb --json --workload put --duration 20 2>/dev/null | tail -1 |
-  python3 -c "import json,sys; j=json.load(sys.stdin); print(round(j['ops']/j['elapsed_s']))"; }
+load_coupons
 A=$(rate)
 # The first coupons expire TTL s after the load began (whole seconds: one more).
 python3 -c "import time; time.sleep(max(0, $T0 + $TTL + 1 - time.time()))"
 CPU0=$(awk '{print $14+$15}' /proc/$PID/stat)
 TS=$(date +%s.%N)
 B=$(rate)
-expired() { curl -s localhost:8098/stats | python3 -c "import json,sys; print(json.load(sys.stdin).get('expired_total', 0))"; }
-while [ "$(expired)" -lt 3000000 ]; do sleep 1; if [ $(( $(date +%s) - ${TS%.*} )) -gt 900 ]; then echo "sweep: gave up at $(expired)"; break; fi; done
+wait_expired 3000000
 TE=$(date +%s.%N)
 CPU1=$(awk '{print $14+$15}' /proc/$PID/stat)
 python3 -c "

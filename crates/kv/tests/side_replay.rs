@@ -34,6 +34,9 @@ use rand::{Rng, SeedableRng};
 mod log_cuts;
 use log_cuts::cuts;
 
+mod dirs;
+use dirs::copy_dir;
+
 const RING: u32 = 8;
 const FIELDS: [&str; 2] = ["v_bin", "w_int"];
 const KEYS: usize = 6;
@@ -281,19 +284,6 @@ fn check_changes(node: &Arc<Node>, readers: &mut [Reader], what: &str) {
 
 fn readers() -> Vec<Reader> {
     vec![Reader::default(); RING as usize]
-}
-
-/// Copies every file under `from` into `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        match entry.file_type().unwrap().is_dir() {
-            true => copy_dir(&entry.path(), &target),
-            false => drop(std::fs::copy(entry.path(), target).unwrap()),
-        }
-    }
 }
 
 async fn every_cut_agrees(kind: Kind, seed: u64) {

@@ -24,6 +24,9 @@ use eddy_storage::memory::{MemoryBackend, MemoryConfig};
 use eddy_storage::{Backend, Clock};
 use eddy_vnode::commitlog::LogOptions;
 
+mod dirs;
+use dirs::copy_dir;
+
 const RING: u32 = 8;
 const START_SECS: u64 = 1_000_000;
 
@@ -310,20 +313,6 @@ fn latest_changes(node: &Arc<Node>, bucket: &BucketRef, key: &str) -> Vec<(u32, 
         out.extend(latest.map(|deleted| (p, deleted)));
     }
     out
-}
-
-/// Copies every file under `from` into `to`: what a crash leaves, less
-/// what the stores still buffered.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        match entry.file_type().unwrap().is_dir() {
-            true => copy_dir(&entry.path(), &target),
-            false => drop(std::fs::copy(entry.path(), target).unwrap()),
-        }
-    }
 }
 
 /// A copy of an object that arrives (here by handoff) already expired,
