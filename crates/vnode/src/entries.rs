@@ -278,27 +278,30 @@ impl Stores {
         }
     }
 
-    /// Deletes `(bucket, key)`, just written with `expiry`, as the expiry
-    /// sweep would, when the sweep has claimed that expiry (its walk has
-    /// passed it: `eddy_side::swept`); returns whether it did. Called
-    /// after the write's side entries and change, under the key's lock.
-    pub fn settle_expired(
+    /// Records the change a write of `(bucket, key)` made ([`Stores::record_change`]),
+    /// then, when the write landed an expiry (`expiry`, 0: none) the sweep
+    /// has already claimed (its walk has passed it: `eddy_side::swept`),
+    /// deletes the key as the sweep would and records that too. Caller
+    /// holds the key's lock and has written it and its side entries.
+    pub fn record_write(
         &self,
         (bucket, key): (&[u8], &[u8]),
+        deleted: bool,
+        persistent: bool,
         expiry: u64,
-    ) -> Result<bool, StorageError> {
+    ) -> Result<(), StorageError> {
+        self.record_change((bucket, key), deleted, persistent)?;
         if expiry == 0 {
-            return Ok(false);
+            return Ok(());
         }
         let Some(side) = self.side_for(bucket) else {
-            return Ok(false);
+            return Ok(());
         };
         if expiry > side.swept().claimed() {
-            return Ok(false);
+            return Ok(());
         }
         self.backend.delete(bucket, key, WriteOptions::NO_SYNC)?;
-        self.record_change((bucket, key), true, true)?;
-        Ok(true)
+        self.record_change((bucket, key), true, true)
     }
 
     /// Drops storage bucket `bucket`: its side entries first, so a crash

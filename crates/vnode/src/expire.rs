@@ -19,7 +19,7 @@
 //! deletes it again. A copy that arrives already expired at or before the
 //! claimed mark (a replica, handoff, repair or replay of an old object),
 //! which the walk has passed, is deleted by its write
-//! (`Stores::settle_expired`).
+//! (`Stores::record_write`).
 
 use eddy_model::error::KvError;
 use eddy_side::{SideStore, SweepFrom};

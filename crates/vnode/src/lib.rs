@@ -699,8 +699,8 @@ impl Vnode {
                 self.stores.set_side((&key.bucket, &key.key), &entries)?;
                 let persistent = self.target(&key.bucket).persistent();
                 let named = (key.bucket.as_slice(), key.key.as_slice());
-                (self.stores).record_change(named, next.is_deleted(), persistent)?;
-                (self.stores).settle_expired(named, entries.expiry())?;
+                let (deleted, expiry) = (next.is_deleted(), entries.expiry());
+                (self.stores).record_write(named, deleted, persistent, expiry)?;
             }
             return Ok(Written {
                 durability: self.durability_of_stored(&key.bucket),
@@ -813,8 +813,8 @@ impl Vnode {
             .find(|p| *p.bucket == key.bucket && *p.key == key.key);
         if let Some(p) = object {
             let named = (p.bucket.as_ref(), p.key.as_ref());
-            stores.record_change(named, p.deleted, target.persistent())?;
-            stores.settle_expired(named, p.entries.expiry())?;
+            let expiry = p.entries.expiry();
+            stores.record_write(named, p.deleted, target.persistent(), expiry)?;
         }
         self.written[Self::stripe(key)].notify_all();
         Ok(logged)

@@ -78,8 +78,9 @@ pub fn apply_record(
         .map_err(|e| e.to_string())?;
     if segments_owner(bucket).is_none() {
         let persistent = backend.capabilities_for(bucket).persistent;
-        (stores.record_change((bucket, key), deleted, persistent)).map_err(|e| e.to_string())?;
-        (stores.settle_expired((bucket, key), entries.expiry())).map_err(|e| e.to_string())?;
+        let expiry = entries.expiry();
+        (stores.record_write((bucket, key), deleted, persistent, expiry))
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
