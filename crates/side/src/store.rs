@@ -137,14 +137,19 @@ impl SideStore {
     /// Writes `upto` as the durable swept mark, for the persist that
     /// follows (a checkpoint reads the processed mark, syncs the backend,
     /// calls this, persists and syncs the change log, then
-    /// [`SideStore::swept_durable`]).
+    /// [`SideStore::swept_durable`]); only when a key was swept since the
+    /// last write ([`Swept::note_swept`]): otherwise the walk after a
+    /// restart from the older mark passes only over what it swept before,
+    /// and a checkpoint need not sync the side journal for it.
     pub fn write_swept(&self, upto: u64) -> Result<(), StorageError> {
-        if upto <= self.swept.durable() {
+        if upto <= self.swept.durable() || !self.swept.take_unwritten() {
             return Ok(());
         }
-        (self.ks)
-            .insert(META_SWEPT, upto.to_be_bytes())
-            .map_err(engine)?;
+        let written = self.ks.insert(META_SWEPT, upto.to_be_bytes());
+        if let Err(e) = written {
+            self.swept.keep_unwritten();
+            return Err(engine(e));
+        }
         self.side.written();
         Ok(())
     }

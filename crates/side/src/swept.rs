@@ -28,7 +28,7 @@
 //! never uncovered.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use fjall::compaction::filter::{
@@ -43,6 +43,8 @@ pub struct Swept {
     claimed: AtomicU64,
     processed: AtomicU64,
     durable: Arc<AtomicU64>,
+    /// Whether a key was swept since the durable mark was last written.
+    unwritten: AtomicBool,
 }
 
 impl Swept {
@@ -52,6 +54,7 @@ impl Swept {
             claimed: AtomicU64::new(durable),
             processed: AtomicU64::new(durable),
             durable: Arc::new(AtomicU64::new(durable)),
+            unwritten: AtomicBool::new(false),
         }
     }
 
@@ -72,6 +75,22 @@ impl Swept {
     /// its change recorded.
     pub fn processed_to(&self, upto: u64) {
         self.processed.fetch_max(upto, Ordering::AcqRel);
+    }
+
+    /// Notes that a key was swept (deleted by the sweep, or by a write
+    /// behind it): the next checkpoint writes the durable mark.
+    pub fn note_swept(&self) {
+        self.unwritten.store(true, Ordering::Release);
+    }
+
+    /// Whether a key was swept since the last call; clears it.
+    pub(crate) fn take_unwritten(&self) -> bool {
+        self.unwritten.swap(false, Ordering::AcqRel)
+    }
+
+    /// Undoes [`Swept::take_unwritten`] (the write failed).
+    pub(crate) fn keep_unwritten(&self) {
+        self.note_swept();
     }
 
     /// The processed mark.

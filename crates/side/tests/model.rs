@@ -198,6 +198,7 @@ proptest! {
                     };
                 }
                 Step::Swept(upto) => {
+                    store.swept().note_swept();
                     store.write_swept(upto).unwrap();
                     store.swept_durable(upto);
                     durable = durable.max(upto);
@@ -307,12 +308,22 @@ fn a_reopened_database_compacts_away_what_its_swept_mark_covers() {
         set(&store, &expiring(0, 10));
         set(&store, &expiring(1, 20));
         set(&store, &one_term(2));
+        store.swept().note_swept();
         store.write_swept(10).unwrap();
         env.persist().unwrap();
     }
     let env = SideEnv::open(dir.path(), SideConfig::default()).unwrap();
     let store = env.open_vnode(9, 4).unwrap();
     assert_eq!(store.swept().durable(), 10, "the mark is kept");
+    store.write_swept(30).unwrap();
+    env.persist().unwrap();
+    drop(store);
+    let store = env.open_vnode(9, 4).unwrap();
+    assert_eq!(
+        store.swept().durable(),
+        10,
+        "nothing swept since: not written"
+    );
     let keys = |store: &SideStore| -> Vec<Vec<u8>> {
         all_entries(store).into_iter().map(|(_, k)| k).collect()
     };

@@ -301,7 +301,9 @@ impl Stores {
             return Ok(());
         }
         self.backend.delete(bucket, key, WriteOptions::NO_SYNC)?;
-        self.record_change((bucket, key), true, true)
+        self.record_change((bucket, key), true, true)?;
+        side.swept().note_swept();
+        Ok(())
     }
 
     /// Drops storage bucket `bucket`: its side entries first, so a crash

@@ -119,6 +119,7 @@ impl Vnode {
             let named = (key.bucket.as_slice(), key.key.as_slice());
             self.stores.record_change(named, true, true)?;
         }
+        side.swept().note_swept();
         Ok(found.len() as u64)
     }
 }
